@@ -1,0 +1,406 @@
+package apisim
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// TokensHeader is the request header carrying a request's actual token usage
+// (a non-negative integer; anything else counts as 0), charged against
+// Config.TokenLimit and added to Stats.TokensUsed when the request succeeds.
+const TokensHeader = "X-Apisim-Tokens"
+
+// Server is a simulated rate-limited HTTP API. Serve it over a socket with
+// httptest.NewServer(s) or in memory with s.Transport(). All methods are safe
+// for concurrent use; one mutex guards the state and is never held while
+// sleeping Latency.
+type Server struct {
+	mu     sync.Mutex
+	cfg    Config
+	start  time.Time     // clock reading at New/Reset; offsets are measured from it
+	last   time.Duration // latest offset seen, so a clock going backwards cannot rewind quotas
+	shared *bucket
+	routes []*bucket // longest prefix first
+	stats  Stats
+	events []Event
+}
+
+// Stats are totals since New or Reset, for the visible client only (requests
+// that reached ServeHTTP or Transport).
+type Stats struct {
+	Requests  int // OK + Throttled
+	OK        int // 200 responses
+	Throttled int // 429 responses
+	// TokensUsed sums the X-Apisim-Tokens of OK requests.
+	TokensUsed int
+	// FirstRequest and LastRequest are the admission times (Config.Now) of the
+	// first and latest request; zero when there were none.
+	FirstRequest, LastRequest time.Time
+	// UnseenOK and UnseenThrottled count the simulated unseen client's requests.
+	UnseenOK, UnseenThrottled int
+}
+
+// Event records one visible request, in admission order.
+type Event struct {
+	At     time.Time // admission time (Config.Now)
+	Status int       // 200 or 429
+	Key    string    // bucket: "default" for the shared quota, else the route's name
+	Path   string    // request URL path
+	Tokens int       // token usage the request declared in X-Apisim-Tokens
+}
+
+// bucket is one quota (the shared one or a route's): requests and, optionally,
+// tokens, plus the unseen client's schedule and the limit history for Capacity.
+type bucket struct {
+	name    string
+	prefix  string // "" for the shared bucket
+	id      string // opaque Discord-style bucket id
+	req     quota
+	tok     quota // nil without a token quota
+	changes []limitChange
+	used    bool // saw a visible request since New/Reset
+
+	unseenNext time.Duration // offset of the unseen client's next request
+}
+
+type limitChange struct {
+	at    time.Duration
+	limit float64
+}
+
+// New returns a Server for cfg. It panics if cfg is invalid, naming the field.
+func New(cfg Config) *Server {
+	s := &Server{cfg: cfg.withDefaults()}
+	s.resetLocked()
+	return s
+}
+
+// Reset returns the server to the state New left it in, at the current time:
+// counters, events, quotas (full), windows (starting now), limits (as
+// configured, undoing SetLimit) and the unseen client all start afresh.
+func (s *Server) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.resetLocked()
+}
+
+func (s *Server) resetLocked() {
+	s.start = s.cfg.Now()
+	s.last = 0
+	s.stats = Stats{}
+	s.events = nil
+	s.shared = s.newBucket(sharedName, "", s.cfg.Limit)
+	s.routes = s.routes[:0]
+	for _, prefix := range sortedRoutes(s.cfg.Routes) {
+		s.routes = append(s.routes, s.newBucket(routeName(prefix), prefix, s.cfg.Routes[prefix]))
+	}
+}
+
+func (s *Server) newBucket(name, prefix string, limit int) *bucket {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	b := &bucket{
+		name:    name,
+		prefix:  prefix,
+		id:      fmt.Sprintf("%08x", h.Sum32()),
+		req:     newQuota(s.cfg.Algorithm, s.cfg.Window, float64(limit), float64(s.cfg.Burst)),
+		changes: []limitChange{{0, float64(limit)}},
+	}
+	if s.cfg.TokenLimit > 0 {
+		// The token bucket's capacity keeps the request bucket's burst ratio.
+		burst := 0.0
+		if s.cfg.Burst > 0 {
+			burst = float64(s.cfg.TokenLimit) * float64(s.cfg.Burst) / float64(limit)
+		}
+		b.tok = newQuota(s.cfg.Algorithm, s.cfg.Window, float64(s.cfg.TokenLimit), burst)
+	}
+	if s.cfg.UnseenShare > 0 {
+		b.unseenNext = s.unseenInterval(float64(limit)) / 2 // evenly: mid-slot
+	}
+	return b
+}
+
+// now returns the current offset from start, never going backwards.
+func (s *Server) now() (time.Duration, time.Time) {
+	wall := s.cfg.Now()
+	if off := wall.Sub(s.start); off > s.last {
+		s.last = off
+	}
+	return s.last, wall
+}
+
+func (s *Server) bucketFor(path string) *bucket {
+	for _, b := range s.routes {
+		if strings.HasPrefix(path, b.prefix) {
+			return b
+		}
+	}
+	return s.shared
+}
+
+func (s *Server) bucketNamed(key string) *bucket {
+	if key == sharedName {
+		return s.shared
+	}
+	for _, b := range s.routes {
+		if b.name == key {
+			return b
+		}
+	}
+	return nil
+}
+
+// unseenInterval is the gap between the unseen client's requests at limit.
+func (s *Server) unseenInterval(limit float64) time.Duration {
+	return max(1, durationOf(float64(s.cfg.Window)/(s.cfg.UnseenShare*limit)))
+}
+
+// runUnseen replays the unseen client's requests due up to t, each at its own
+// instant, so they land in the windows they belong to.
+func (s *Server) runUnseen(b *bucket, t time.Duration) {
+	if s.cfg.UnseenShare == 0 {
+		return
+	}
+	// After a long idle stretch only the last few windows can still matter
+	// (longer for a bucket refilling from empty); skip the older requests.
+	ratio := 1.0
+	if s.cfg.Burst > 0 {
+		ratio = math.Max(1, float64(s.cfg.Burst)/b.req.limit(b.unseenNext))
+	}
+	horizon := durationOf(float64(s.cfg.Window) * (2 + ratio/(1-s.cfg.UnseenShare)))
+	if t-b.unseenNext > horizon {
+		step := s.unseenInterval(b.req.limit(b.unseenNext))
+		b.unseenNext += (t - horizon - b.unseenNext) / step * step
+	}
+	for b.unseenNext <= t {
+		at := b.unseenNext
+		limit := b.req.limit(at)
+		tokens := 0.0
+		if b.tok != nil {
+			tokens = b.tok.limit(at) / limit
+		}
+		if b.req.fits(at, 1) && (b.tok == nil || b.tok.fits(at, tokens)) {
+			b.req.take(at, 1)
+			if b.tok != nil {
+				b.tok.take(at, tokens)
+			}
+			s.stats.UnseenOK++
+		} else {
+			s.stats.UnseenThrottled++
+		}
+		b.unseenNext += s.unseenInterval(limit)
+	}
+}
+
+// decision is what admission decided, with the figures the headers report.
+type decision struct {
+	ok         bool
+	bucket     *bucket
+	now        time.Duration
+	wall       time.Time
+	limit      float64
+	remaining  float64
+	reset      time.Duration
+	hasTokens  bool
+	tokLimit   float64
+	tokRemain  float64
+	tokReset   time.Duration
+	retryAfter time.Duration // 429 only: until this request would fit
+}
+
+// admit counts one visible request to path using tokens and decides its fate.
+func (s *Server) admit(path string, tokens int) decision {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, wall := s.now()
+	b := s.bucketFor(path)
+	s.runUnseen(b, t)
+	b.used = true
+
+	n := float64(tokens)
+	ok := b.req.fits(t, 1) && (b.tok == nil || b.tok.fits(t, n))
+	d := decision{ok: ok, bucket: b, now: t, wall: wall}
+	if ok {
+		b.req.take(t, 1)
+		if b.tok != nil {
+			b.tok.take(t, n)
+		}
+	} else {
+		// The request fits once both quotas allow it; one that can never fit is
+		// told the full reset, as a server would answer a too-large request.
+		at, fits := b.req.availableAt(t, 1)
+		if b.tok != nil {
+			tat, tfits := b.tok.availableAt(t, n)
+			fits = fits && tfits
+			at = max(at, tat)
+		}
+		if !fits {
+			at = b.req.resetAt(t)
+			if b.tok != nil {
+				at = max(at, b.tok.resetAt(t))
+			}
+		}
+		d.retryAfter = at - t
+	}
+	d.limit, d.remaining, d.reset = b.req.limit(t), b.req.remaining(t), b.req.resetAt(t)
+	if b.tok != nil {
+		d.hasTokens = true
+		d.tokLimit, d.tokRemain, d.tokReset = b.tok.limit(t), b.tok.remaining(t), b.tok.resetAt(t)
+	}
+
+	status := 200
+	if ok {
+		s.stats.OK++
+		s.stats.TokensUsed += tokens
+	} else {
+		status = 429
+		s.stats.Throttled++
+	}
+	s.stats.Requests++
+	if s.stats.FirstRequest.IsZero() {
+		s.stats.FirstRequest = wall
+	}
+	s.stats.LastRequest = wall
+	s.events = append(s.events, Event{At: wall, Status: status, Key: b.name, Path: path, Tokens: tokens})
+	return d
+}
+
+// parseTokens reads X-Apisim-Tokens; malformed or negative values count as 0.
+func parseTokens(v string) int {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+// SetLimit changes the shared bucket's request quota per Window (n > 0) mid-run:
+// from the next window for FixedWindow (a window's quota is fixed when it
+// opens), at once for SlidingWindow and TokenBucket (a TokenBucket with Burst 0
+// also shrinks its capacity to n). It panics if n ≤ 0. Route buckets keep
+// their limits; see SetRouteLimit.
+func (s *Server) SetLimit(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n <= 0 {
+		panic(fmt.Sprintf("apisim: invalid SetLimit %d: must be > 0", n))
+	}
+	s.setLimitLocked(s.shared, n)
+}
+
+// SetRouteLimit is SetLimit for the bucket of the route with this prefix (a
+// key of Config.Routes). It panics on an unknown prefix or n ≤ 0.
+func (s *Server) SetRouteLimit(prefix string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n <= 0 {
+		panic(fmt.Sprintf("apisim: invalid SetRouteLimit %d: must be > 0", n))
+	}
+	for _, b := range s.routes {
+		if b.prefix == prefix {
+			s.setLimitLocked(b, n)
+			return
+		}
+	}
+	panic(fmt.Sprintf("apisim: invalid SetRouteLimit prefix %q: not in Config.Routes", prefix))
+}
+
+func (s *Server) setLimitLocked(b *bucket, n int) {
+	t, _ := s.now()
+	s.runUnseen(b, t) // the unseen client's past requests ran at the old limit
+	at := b.req.setLimit(t, float64(n))
+	// A later change in the same window supersedes a pending one.
+	for len(b.changes) > 1 && b.changes[len(b.changes)-1].at >= at {
+		b.changes = b.changes[:len(b.changes)-1]
+	}
+	if last := b.changes[len(b.changes)-1]; last.at >= at {
+		b.changes[len(b.changes)-1] = limitChange{at, float64(n)}
+	} else {
+		b.changes = append(b.changes, limitChange{at, float64(n)})
+	}
+}
+
+// Stats returns the totals since New or Reset.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+// Events returns a copy of every visible request since New or Reset, in
+// admission order.
+func (s *Server) Events() []Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Event(nil), s.events...)
+}
+
+// Capacity is how many requests the visible client could have had admitted in
+// [from, to): the request rate Limit/Window of each bucket that served at least
+// one visible request (following SetLimit from when each change took effect),
+// minus the unseen client's share, integrated over the interval. It is the
+// long-run rate: the burst a fresh quota allows at start is not included, so a
+// client that spends it can exceed Capacity over short runs. The token quota
+// is not considered; see TokenCapacity.
+func (s *Server) Capacity(from, to time.Time) float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	total := 0.0
+	for _, b := range s.buckets() {
+		if b.used {
+			total += s.capacityLocked(b, from, to)
+		}
+	}
+	return total
+}
+
+// BucketCapacity is Capacity for one bucket (Event.Key), whether used or not;
+// 0 for an unknown key.
+func (s *Server) BucketCapacity(key string, from, to time.Time) float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b := s.bucketNamed(key); b != nil {
+		return s.capacityLocked(b, from, to)
+	}
+	return 0
+}
+
+// TokenCapacity is the token quota the visible client could have used in
+// [from, to): TokenLimit/Window per used bucket, minus the unseen share.
+func (s *Server) TokenCapacity(from, to time.Time) float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lo, hi := max(0, from.Sub(s.start)), to.Sub(s.start)
+	if hi <= lo {
+		return 0
+	}
+	used := 0
+	for _, b := range s.buckets() {
+		if b.used {
+			used++
+		}
+	}
+	return float64(used) * float64(s.cfg.TokenLimit) * float64(hi-lo) / float64(s.cfg.Window) * (1 - s.cfg.UnseenShare)
+}
+
+func (s *Server) buckets() []*bucket { return append([]*bucket{s.shared}, s.routes...) }
+
+func (s *Server) capacityLocked(b *bucket, from, to time.Time) float64 {
+	lo, hi := max(0, from.Sub(s.start)), to.Sub(s.start)
+	total := 0.0
+	for i, c := range b.changes {
+		end := time.Duration(math.MaxInt64)
+		if i+1 < len(b.changes) {
+			end = b.changes[i+1].at
+		}
+		if a, z := max(lo, c.at), min(hi, end); z > a {
+			total += c.limit * float64(z-a) / float64(s.cfg.Window)
+		}
+	}
+	return total * (1 - s.cfg.UnseenShare)
+}
