@@ -1,0 +1,657 @@
+package pacer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+)
+
+// DefaultMaxConcurrency is the number of calls an [Executor] runs at once when
+// [WithMaxConcurrency] is not given.
+//
+// The bound is on network work, not CPU work, so it does not follow
+// GOMAXPROCS. Sixteen open requests hide round-trip latency well (at 100 ms
+// per request they sustain 160 requests per second, more than most API quotas
+// grant), stay far below HTTP/2's usual 100 concurrent streams, and keep a
+// misconfigured fan-out from looking like an attack. Rate limits, not this
+// number, are meant to be what paces a client.
+const DefaultMaxConcurrency = 16
+
+// ErrAborted is the cause ([context.Cause]) of the context of work that
+// [Executor.Shutdown] cancelled because its deadline passed, and errors
+// returned for such work wrap it. Unlike [ErrClosed], it means the work had
+// started: the request may have reached the server, so retrying it elsewhere
+// is only safe if it is idempotent.
+var ErrAborted = errors.New("pacer: executor shutdown deadline passed, in-flight work cancelled")
+
+// errNotStarted is returned to calls that were accepted but still waiting for
+// a slot when Shutdown's deadline passed. It wraps ErrClosed because, like a
+// call refused after Shutdown, it never started and can be retried elsewhere.
+var errNotStarted = fmt.Errorf("%w: shutdown deadline passed before the call got a slot", ErrClosed)
+
+// An Executor runs HTTP requests ([Executor.Do]) and other work
+// ([Executor.Go]) with a hard bound on how many run at once, and shuts down
+// without losing accepted work.
+//
+// Conceptually it is a FIFO semaphore of n slots in front of an [http.Client].
+// A call first waits for a slot, then calls the client; so when the client's
+// transport is a pacer [Transport], no rate token is spent while a call is
+// still queued. A slot taken by Do is held until the response body is closed
+// or read to the end: the bound is on open responses, which is what a server
+// sees, not on requests whose headers have arrived. Whoever gets a response
+// must therefore close its body, as with [http.Client.Do]; a body that is never
+// closed holds its slot forever, and with n of them the executor stops. Such
+// leaks show in [ExecutorStats.OpenBodies] and [ExecutorStats.OldestOpenBody].
+//
+// An Executor is safe for concurrent use. Create one with [NewExecutor]; stop
+// it with [Executor.Shutdown] or [Executor.Close].
+type Executor struct {
+	client   *http.Client
+	sem      *semaphore.Weighted
+	max      int
+	progress func(ExecutorStats)
+	onError  func(error)
+
+	// life is the parent of every call's context (through context.AfterFunc,
+	// so calls keep their caller's values). It is cancelled, with ErrAborted as
+	// its cause, only when a Shutdown deadline passes.
+	life      context.Context
+	abortLife context.CancelCauseFunc
+
+	mu        sync.Mutex
+	closed    bool          // Shutdown began: new calls get ErrClosed
+	idle      chan struct{} // closed once closed and no accepted work is left
+	submitted int64
+	rejected  int64
+	waiting   int
+	running   int
+	done      int64
+	failed    int64
+	open      bodyList // responses handed out whose body still holds a slot
+
+	shutdownOnce sync.Once
+	aborted      chan struct{} // closed after shutdownErr is set
+	shutdownErr  error
+
+	notifying atomic.Bool   // a progress goroutine is running
+	kick      chan struct{} // capacity 1: "state changed since the last report"
+}
+
+// ExecutorOption configures an [Executor] in [NewExecutor].
+type ExecutorOption func(*executorConfig)
+
+type executorConfig struct {
+	max      int
+	progress func(ExecutorStats)
+	onError  func(error)
+}
+
+// WithMaxConcurrency sets how many calls may hold a slot at once: requests in
+// progress plus responses whose body is still open, plus running [Executor.Go]
+// functions. The default is [DefaultMaxConcurrency]. It panics if n < 1.
+//
+// With the default [http.Transport], which keeps only 2 idle connections per
+// host, raise MaxIdleConnsPerHost to n as well, or connections beyond two are
+// closed after each response and dialled again.
+func WithMaxConcurrency(n int) ExecutorOption {
+	if n < 1 {
+		panic(fmt.Sprintf("pacer: WithMaxConcurrency(%d): n must be at least 1", n))
+	}
+	return func(c *executorConfig) { c.max = n }
+}
+
+// WithProgress registers fn to receive a snapshot of the executor's counters
+// after they change, for progress bars and metrics.
+//
+// fn is called from a goroutine of the executor's, never concurrently with
+// itself and never while the executor holds a lock, so it may call any method
+// of the executor. Calls are coalesced: a slow fn misses intermediate states,
+// but the last state is always reported. fn may run shortly after the change
+// that caused it, including after Shutdown returned. A nil fn reports nothing.
+func WithProgress(fn func(ExecutorStats)) ExecutorOption {
+	return func(c *executorConfig) { c.progress = fn }
+}
+
+// WithErrorHandler registers fn to receive every non-nil error returned by a
+// function run with [Executor.Go], which has no caller left to return it to.
+// fn is called on that function's goroutine, so calls may be concurrent. The
+// errors are also counted in [ExecutorStats.Failed]. A nil fn only counts them.
+func WithErrorHandler(fn func(error)) ExecutorOption {
+	return func(c *executorConfig) { c.onError = fn }
+}
+
+// NewExecutor returns an Executor that sends requests with client (nil means
+// [http.DefaultClient]). Any client works: a plain one, or one whose Transport
+// is a pacer [Transport] so that requests are also rate limited.
+func NewExecutor(client *http.Client, opts ...ExecutorOption) *Executor {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	cfg := executorConfig{max: DefaultMaxConcurrency}
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	life, abort := context.WithCancelCause(context.Background())
+	return &Executor{
+		client:    client,
+		sem:       semaphore.NewWeighted(int64(cfg.max)),
+		max:       cfg.max,
+		progress:  cfg.progress,
+		onError:   cfg.onError,
+		life:      life,
+		abortLife: abort,
+		idle:      make(chan struct{}),
+		aborted:   make(chan struct{}),
+		kick:      make(chan struct{}, 1),
+	}
+}
+
+// Do waits for a free slot, then sends req with the executor's client and
+// returns its response, like [http.Client.Do].
+//
+// While waiting, Do honours ctx: if ctx ends first, Do returns ctx.Err()
+// promptly and takes no slot. The request runs under ctx, which replaces req's
+// context as [http.Request.WithContext] does (values come from ctx); if req
+// carries a different context, its cancellation is honoured too. Shutdown can
+// also cancel the request, see [Executor.Shutdown].
+//
+// On success the slot stays taken until the response body is closed or read
+// to the end (to io.EOF or an error); the caller must close it, as with
+// http.Client.Do. A non-2xx status is not an error. On error the slot is
+// released at once, and, as with http.Client.Do, req's body is closed.
+//
+// After Shutdown or Close began, Do returns an error wrapping [ErrClosed]
+// without sending anything.
+func (e *Executor) Do(ctx context.Context, req *http.Request) (*http.Response, error) {
+	if req == nil {
+		return nil, errors.New("pacer: Executor.Do: nil request")
+	}
+	c, err := e.begin(ctx, req.Context(), nil)
+	if err != nil {
+		closeRequestBody(req)
+		return nil, err
+	}
+	return c.roundTrip(req)
+}
+
+// Go waits for a free slot, honouring ctx, then runs fn in a new goroutine
+// and returns nil; the slot is released when fn returns.
+//
+// Go blocks rather than queueing fn so that a loop submitting work is paced
+// by the bound: at most n functions and no backlog of goroutines exist at
+// once. It runs fn asynchronously, because work submitted one call at a time
+// should still run n at a time. fn must not call Do or Go on the same
+// executor: it already holds a slot, and n functions waiting for a second one
+// would wait forever.
+//
+// fn's context is derived from ctx, so it ends when ctx does, even after Go
+// has returned; it is also cancelled, with cause [ErrAborted], when a Shutdown
+// deadline passes. fn's error has no caller to return to: it is counted in
+// [ExecutorStats.Failed] and passed to the [WithErrorHandler] function. A
+// panic in fn is not recovered.
+//
+// Go returns ctx.Err() if ctx ends before a slot is free, and an error
+// wrapping [ErrClosed] after Shutdown or Close began; fn does not run then.
+func (e *Executor) Go(ctx context.Context, fn func(context.Context) error) error {
+	if fn == nil {
+		return errors.New("pacer: Executor.Go: nil function")
+	}
+	c, err := e.begin(ctx, nil, nil)
+	if err != nil {
+		return err
+	}
+	go c.run(fn)
+	return nil
+}
+
+// Stats returns a consistent snapshot of the executor's counters.
+func (e *Executor) Stats() ExecutorStats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.statsLocked()
+}
+
+// ExecutorStats is a snapshot of an [Executor]'s counters. Every accepted call
+// is in exactly one of Waiting, Running, Done and Failed, so
+// Submitted == Waiting + Running + Done + Failed holds in every snapshot.
+type ExecutorStats struct {
+	// MaxConcurrency is the number of slots.
+	MaxConcurrency int
+	// Submitted counts calls to Do and Go accepted since NewExecutor.
+	Submitted int64
+	// Rejected counts calls refused with ErrClosed because Shutdown had begun.
+	Rejected int64
+	// Waiting is the number of accepted calls waiting for a slot.
+	Waiting int
+	// Running is the number of calls holding a slot with work in progress:
+	// Do's client.Do call, or a Go function.
+	Running int
+	// Done counts calls that finished without error: Do returned a response
+	// (of any status) or a Go function returned nil.
+	Done int64
+	// Failed counts calls that finished with an error, including those whose
+	// context ended while they waited.
+	Failed int64
+	// OpenBodies is the number of responses returned by Do whose body was
+	// neither closed nor read to the end. Each holds a slot, so
+	// Running + OpenBodies <= MaxConcurrency.
+	OpenBodies int
+	// OldestOpenBody is how long the oldest open body has been open; 0 if none.
+	// One that keeps growing is a body the caller forgot to close.
+	OldestOpenBody time.Duration
+	// Closed reports that Shutdown or Close has begun.
+	Closed bool
+}
+
+func (e *Executor) statsLocked() ExecutorStats {
+	s := ExecutorStats{
+		MaxConcurrency: e.max,
+		Submitted:      e.submitted,
+		Rejected:       e.rejected,
+		Waiting:        e.waiting,
+		Running:        e.running,
+		Done:           e.done,
+		Failed:         e.failed,
+		OpenBodies:     e.open.n,
+		Closed:         e.closed,
+	}
+	if e.open.head != nil {
+		s.OldestOpenBody = time.Since(e.open.head.opened)
+	}
+	return s
+}
+
+// Shutdown stops the executor gracefully. New calls to Do and Go fail with
+// [ErrClosed] from the moment Shutdown begins. Every call accepted before
+// then, including those still waiting for a slot, runs, and Shutdown waits
+// until all have finished and every response body they returned is closed;
+// then it returns nil.
+//
+// If ctx ends first, Shutdown cancels what is left: calls still waiting return
+// an error wrapping ErrClosed (they never started); requests and Go functions
+// in progress see their context cancelled with cause [ErrAborted], and reads
+// from open response bodies fail. Shutdown then returns at once, without
+// waiting for that work to unwind, a [*ShutdownError] that counts what it
+// cancelled and wraps ctx.Err(), so errors.Is(err, context.DeadlineExceeded)
+// holds for a deadline.
+//
+// Shutdown is idempotent and safe to call from many goroutines: every call
+// waits for the same completion and returns the same result, and a call made
+// after completion returns that result at once. The first call whose ctx ends
+// cancels the work for all.
+func (e *Executor) Shutdown(ctx context.Context) error {
+	e.mu.Lock()
+	if !e.closed {
+		e.closed = true
+		e.checkIdleLocked()
+	}
+	e.mu.Unlock()
+	e.changed()
+
+	// A result that already exists wins, so that every call reports the same.
+	select {
+	case <-e.aborted:
+		return e.shutdownErr
+	default:
+	}
+	select {
+	case <-e.idle:
+		return nil
+	default:
+	}
+	select {
+	case <-e.idle:
+		return nil
+	case <-e.aborted:
+		return e.shutdownErr
+	case <-ctx.Done():
+		e.abort(ctx.Err())
+		return e.shutdownErr
+	}
+}
+
+// Close is Shutdown without a deadline: it waits for all accepted work and for
+// every response body to be closed. A body that is never closed makes Close
+// wait forever; use Shutdown with a deadline unless every caller is trusted to
+// close its bodies.
+func (e *Executor) Close() error {
+	return e.Shutdown(context.Background())
+}
+
+// ShutdownError is returned by [Executor.Shutdown] when its context ended
+// before accepted work finished. It counts the work it cancelled.
+type ShutdownError struct {
+	// Waiting is the number of calls that had not got a slot; they return an
+	// error wrapping ErrClosed and were never started.
+	Waiting int
+	// Running is the number of requests and Go functions in progress; their
+	// contexts were cancelled with cause ErrAborted.
+	Running int
+	// OpenBodies is the number of responses whose body was still open; reads
+	// from them now fail, and their slots stay taken until they are closed.
+	OpenBodies int
+	// Err is the context's error.
+	Err error
+}
+
+func (e *ShutdownError) Error() string {
+	return fmt.Sprintf("pacer: executor shutdown cancelled %d running and %d waiting calls with %d response bodies open: %v",
+		e.Running, e.Waiting, e.OpenBodies, e.Err)
+}
+
+// Unwrap returns the context's error.
+func (e *ShutdownError) Unwrap() error { return e.Err }
+
+// abort records the forced-shutdown result and cancels everything left, once.
+func (e *Executor) abort(cause error) {
+	e.shutdownOnce.Do(func() {
+		e.mu.Lock()
+		select {
+		case <-e.idle:
+			// Work finished while the deadline passed: nothing to cancel, and
+			// nothing lost, so report success like the calls that saw idle.
+			e.mu.Unlock()
+			close(e.aborted)
+			return
+		default:
+		}
+		e.shutdownErr = &ShutdownError{
+			Waiting:    e.waiting,
+			Running:    e.running,
+			OpenBodies: e.open.n,
+			Err:        cause,
+		}
+		e.mu.Unlock()
+		e.abortLife(ErrAborted)
+		close(e.aborted)
+	})
+}
+
+// checkIdleLocked closes e.idle when shutdown has begun and no accepted work
+// or open body is left. e.mu must be held.
+func (e *Executor) checkIdleLocked() {
+	if e.closed && e.waiting == 0 && e.running == 0 && e.open.n == 0 {
+		select {
+		case <-e.idle:
+		default:
+			close(e.idle)
+		}
+	}
+}
+
+// changed reports a state change to the progress callback. It coalesces
+// reports through e.kick and runs the callback on a goroutine that exits as
+// soon as nothing is pending, so an idle executor holds no goroutine.
+func (e *Executor) changed() {
+	if e.progress == nil {
+		return
+	}
+	select {
+	case e.kick <- struct{}{}:
+	default: // a report is already pending; it will read the latest state
+	}
+	if e.notifying.CompareAndSwap(false, true) {
+		go e.report()
+	}
+}
+
+func (e *Executor) report() {
+	for {
+		select {
+		case <-e.kick:
+			e.progress(e.Stats())
+		default:
+			e.notifying.Store(false)
+			// A kick that arrived after the empty check but before the Store
+			// found notifying still set and started no goroutine: take it over
+			// unless a newer goroutine already has.
+			if len(e.kick) == 0 || !e.notifying.CompareAndSwap(false, true) {
+				return
+			}
+		}
+	}
+}
+
+// execCall is one accepted call: its context and how to finish it.
+type execCall struct {
+	e      *Executor
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	// outer is the caller's ctx; reqCtx the request's own context when it
+	// differs. They tell a cancellation by the caller from one by Shutdown.
+	outer, reqCtx context.Context
+	stops         [3]func() bool
+}
+
+// begin admits a call, derives its context and waits for a slot. extra, when
+// non-nil, is another context whose end cancels the call (DoAll's stop
+// signal). On error the call is finished and counted as failed, or as rejected
+// when the executor was closed.
+func (e *Executor) begin(ctx, reqCtx, extra context.Context) (*execCall, error) {
+	e.mu.Lock()
+	if e.closed {
+		e.rejected++
+		e.mu.Unlock()
+		e.changed()
+		return nil, ErrClosed
+	}
+	e.submitted++
+	e.waiting++
+	e.mu.Unlock()
+	e.changed()
+
+	cctx, cancel := context.WithCancelCause(ctx)
+	c := &execCall{e: e, ctx: cctx, cancel: cancel, outer: ctx}
+	c.stops[0] = context.AfterFunc(e.life, func() { cancel(ErrAborted) })
+	if reqCtx != nil && reqCtx != ctx && reqCtx.Done() != nil {
+		c.reqCtx = reqCtx
+		c.stops[1] = context.AfterFunc(reqCtx, func() { cancel(context.Cause(reqCtx)) })
+	}
+	if extra != nil {
+		c.stops[2] = context.AfterFunc(extra, func() { cancel(context.Cause(extra)) })
+	}
+
+	if err := e.sem.Acquire(cctx, 1); err != nil {
+		err = c.waitErr()
+		c.release()
+		e.mu.Lock()
+		e.waiting--
+		e.failed++
+		e.checkIdleLocked()
+		e.mu.Unlock()
+		e.changed()
+		return nil, err
+	}
+	e.mu.Lock()
+	e.waiting--
+	e.running++
+	e.mu.Unlock()
+	e.changed()
+	return c, nil
+}
+
+// waitErr explains why Acquire failed.
+func (c *execCall) waitErr() error {
+	switch {
+	case c.outer.Err() != nil:
+		return c.outer.Err()
+	case context.Cause(c.ctx) == ErrAborted:
+		return errNotStarted
+	case c.reqCtx != nil && c.reqCtx.Err() != nil:
+		return c.reqCtx.Err()
+	}
+	return c.ctx.Err()
+}
+
+// release detaches the call's context from its parents and cancels it.
+func (c *execCall) release() {
+	for _, stop := range c.stops {
+		if stop != nil {
+			stop()
+		}
+	}
+	c.cancel(context.Canceled)
+}
+
+// finish frees the slot of a call whose work ended without leaving an open
+// body, and counts the outcome.
+func (c *execCall) finish(ok bool) {
+	c.release()
+	c.e.sem.Release(1)
+	e := c.e
+	e.mu.Lock()
+	e.running--
+	if ok {
+		e.done++
+	} else {
+		e.failed++
+	}
+	e.checkIdleLocked()
+	e.mu.Unlock()
+	e.changed()
+}
+
+// run executes a Go function under the call's slot.
+func (c *execCall) run(fn func(context.Context) error) {
+	err := fn(c.ctx)
+	if err != nil && context.Cause(c.ctx) == ErrAborted && !errors.Is(err, ErrAborted) {
+		err = fmt.Errorf("%w: %w", ErrAborted, err)
+	}
+	c.finish(err == nil)
+	if err != nil && c.e.onError != nil {
+		c.e.onError(err)
+	}
+}
+
+// roundTrip sends req under the call's slot and hands the slot to the
+// response body.
+func (c *execCall) roundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.e.client.Do(req.WithContext(c.ctx))
+	if err != nil {
+		// The transport reports the call context's plain Err; name the real
+		// reason (Shutdown, or the request's own deadline) when it differs.
+		if cause := context.Cause(c.ctx); cause != nil && !errors.Is(err, cause) {
+			err = fmt.Errorf("%w: %w", cause, err)
+		}
+		c.finish(false)
+		return nil, err
+	}
+	if resp.Body == nil || resp.Body == http.NoBody {
+		// Nothing to read, so nothing to hold the slot for.
+		c.finish(true)
+		return resp, nil
+	}
+	b := &trackedBody{rc: resp.Body, call: c, opened: time.Now()}
+	e := c.e
+	e.mu.Lock()
+	e.running--
+	e.done++
+	e.open.push(b)
+	e.mu.Unlock()
+	e.changed()
+	if rw, ok := resp.Body.(io.ReadWriteCloser); ok && resp.StatusCode == http.StatusSwitchingProtocols {
+		// Keep the upgraded connection writable, as net/http promises.
+		resp.Body = &trackedRWBody{trackedBody: b, w: rw}
+	} else {
+		resp.Body = b
+	}
+	return resp, nil
+}
+
+// trackedBody holds a call's slot until the response body is closed or read
+// to the end, releasing it exactly once.
+type trackedBody struct {
+	rc       io.ReadCloser
+	call     *execCall
+	opened   time.Time // monotonic reading; for OldestOpenBody
+	released atomic.Bool
+
+	prev, next *trackedBody // in Executor.open, guarded by Executor.mu
+}
+
+func (b *trackedBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if err != nil {
+		// io.EOF or a broken connection: either way the body has ended.
+		b.release()
+	}
+	return n, err
+}
+
+func (b *trackedBody) Close() error {
+	err := b.rc.Close()
+	b.release()
+	return err
+}
+
+func (b *trackedBody) release() {
+	if !b.released.CompareAndSwap(false, true) {
+		return
+	}
+	c := b.call
+	c.release()
+	c.e.sem.Release(1)
+	e := c.e
+	e.mu.Lock()
+	e.open.remove(b)
+	e.checkIdleLocked()
+	e.mu.Unlock()
+	e.changed()
+}
+
+// trackedRWBody is the body of a 101 Switching Protocols response, which
+// net/http makes writable.
+type trackedRWBody struct {
+	*trackedBody
+	w io.Writer
+}
+
+func (b *trackedRWBody) Write(p []byte) (int, error) { return b.w.Write(p) }
+
+// bodyList is an intrusive doubly linked list of open bodies in the order they
+// were opened, so the oldest is at the head.
+type bodyList struct {
+	head, tail *trackedBody
+	n          int
+}
+
+func (l *bodyList) push(b *trackedBody) {
+	b.prev, b.next = l.tail, nil
+	if l.tail != nil {
+		l.tail.next = b
+	} else {
+		l.head = b
+	}
+	l.tail = b
+	l.n++
+}
+
+func (l *bodyList) remove(b *trackedBody) {
+	if b.prev != nil {
+		b.prev.next = b.next
+	} else {
+		l.head = b.next
+	}
+	if b.next != nil {
+		b.next.prev = b.prev
+	} else {
+		l.tail = b.prev
+	}
+	b.prev, b.next = nil, nil
+	l.n--
+}
+
+// closeRequestBody keeps http.Client.Do's promise that the request body is
+// closed even when the request is never sent.
+func closeRequestBody(req *http.Request) {
+	if req.Body != nil {
+		_ = req.Body.Close()
+	}
+}
