@@ -1,6 +1,12 @@
 package pacer
 
-import "time"
+import (
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
 
 // Quota is one rate-limit policy as a server described it in response headers.
 // A response may carry several (a per-second burst and a daily cap, or the
@@ -12,25 +18,685 @@ type Quota struct {
 	// Limit is the quota per window; 0 if unknown.
 	Limit float64
 	// Remaining is what is left in the current window. It is never negative
-	// and never above Limit when Limit is known.
+	// and never above Limit when Limit is known. When the server stated the
+	// limit but not what remains (an IETF policy with no matching RateLimit
+	// item, or a limit field alone), Remaining equals Limit and Reset is zero:
+	// the quota then describes a policy, Limit per Window, rather than the
+	// state of the current window.
 	Remaining float64
 	// Reset is the absolute time the window resets (or, for the IETF fields,
-	// the time more quota becomes available); zero if unknown.
+	// the time more quota becomes available); zero if unknown. It is computed
+	// as now plus an offset, so it carries now's monotonic clock reading; it
+	// is never before now and never after now plus the parser's cap
+	// (DefaultMaxDelay for ParseHeaders).
 	Reset time.Time
-	// Window is the policy's window length; 0 if unknown.
+	// Window is the policy's window length; 0 if unknown. Only a policy
+	// parameter (w=, window=) sets it: a reset alone says when the current
+	// window ends, not how long windows are.
 	Window time.Duration
 }
 
 // Info is everything rate-limit related that one response said.
 type Info struct {
-	// Quotas lists the quotas the response described, in header order.
+	// Quotas lists the quotas the response described, in a fixed order: the
+	// IETF fields (RateLimit, RateLimit-Policy, RateLimit-Limit…) in field
+	// order, then X-RateLimit-* (and X-Rate-Limit-*), then OpenAI's requests
+	// and tokens, then Anthropic's requests, tokens, input-tokens and
+	// output-tokens, then Shopify's call limit. At most 16 are kept.
 	Quotas []Quota
 	// RetryAfter is how long the server asked clients to wait, from
 	// Retry-After (delta-seconds or HTTP-date), Retry-After-Ms or a provider
-	// equivalent; 0 if none. When present it wins over the quotas.
+	// equivalent; 0 if none. When present it wins over the quotas. It is
+	// never negative and never above the parser's cap (DefaultMaxDelay for
+	// ParseHeaders).
 	RetryAfter time.Duration
 	// Bucket is a server-named bucket (X-RateLimit-Bucket,
 	// X-RateLimit-Resource): endpoints the server puts in one bucket share one
 	// limit. "" if none.
 	Bucket string
+	// Global reports that the limit the response speaks of applies to every
+	// endpoint of the server, not to the one requested (Discord's
+	// X-RateLimit-Global: true or X-RateLimit-Scope: global, sent on 429s).
+	Global bool
+}
+
+// DefaultMaxDelay is the cap [ParseHeaders] and [ParseRetryAfter] put on
+// every wait a server asks for: a Retry-After or a reset further away than
+// this is clamped to it, so a wrong or hostile header can hold a client for an
+// hour at most. The Transport has an option to change it.
+const DefaultMaxDelay = time.Hour
+
+const (
+	// epochFloor is the smallest number taken for an epoch timestamp
+	// (2001-09-09 in seconds); smaller numbers are seconds from now.
+	epochFloor = 1e9
+	// epochSlack is how far from now an absolute reset may lie and still be
+	// believed (or the cap, if larger). Farther ones come from a skewed clock
+	// or a misread unit and are ignored rather than guessed at.
+	epochSlack = 24 * time.Hour
+	// maxWindowSeconds bounds a policy window (w=) to one leap year.
+	maxWindowSeconds = 366 * 24 * 3600
+	maxQuotas        = 16
+	maxNameLen       = 256
+)
+
+// ParseHeaders reads the rate-limit information in the response headers h,
+// received at now (the wall-clock time the response arrived; it may carry a
+// monotonic reading, which the resets inherit). ok is false when h holds no
+// usable rate-limit field, and Info is then zero.
+//
+// Header names are matched case-insensitively, so hand-built maps with
+// lower-case keys work as well as the canonical keys net/http produces; if a
+// field appears under several spellings, the canonical one wins. Fields that
+// hold one value use the first line, as [http.Header.Get] does; structured
+// fields split over several lines are joined, as RFC 9651 says.
+//
+// Conventions read: the IETF RateLimit and RateLimit-Policy fields of every
+// draft (draft-08+ named policies with q, qu, w, r, t; the draft-07
+// dictionary; RateLimit-Limit, -Remaining and -Reset with list values such as
+// `10, 10;w=1, 50;w=60`); X-RateLimit-* and X-Rate-Limit-* (GitHub, X,
+// Reddit, Discord: -Limit, -Remaining, -Reset, -Reset-After, -Used,
+// -Resource, -Bucket, -Global, -Scope); OpenAI's x-ratelimit-*-requests and
+// -tokens; anthropic-ratelimit-*; X-Shopify-Shop-Api-Call-Limit;
+// Retry-After-Ms, X-Ms-Retry-After-Ms and Retry-After, read in that order.
+//
+// Rules for what servers get wrong (a value that breaks a rule is ignored, the
+// rest of the response still counts):
+//   - Numbers are plain decimals (`5000`, `599.0`). Signs, exponents, NaN,
+//     Inf and text are ignored; so are structured fields that are not valid
+//     RFC 9651, as a whole. IETF policies in units other than requests
+//     (qu=content-bytes, concurrent-requests) are not reported.
+//   - Remaining above Limit is clamped to Limit. Where only Used and one of
+//     Limit or Remaining are given, the other is derived.
+//   - A numeric reset is an epoch in seconds, else an epoch in milliseconds,
+//     if it lands within a day (or DefaultMaxDelay, if longer) of now;
+//     otherwise, if below 1e9, it is seconds from now; otherwise it is
+//     ignored. Go durations (`6m0s`, `12ms`) are from now; RFC 3339 and HTTP
+//     dates are absolute and must also land within a day of now. A reset in
+//     the past means the window has already reset: Reset is now. Resets
+//     beyond DefaultMaxDelay are clamped to it: a client then spends a long
+//     window's quota early rather than wait blind. Discord's -Reset-After,
+//     being relative and immune to clock skew, wins over its -Reset.
+//   - Retry-After is delta seconds (decimals accepted) or an HTTP-date in any
+//     of RFC 9110's three forms; a date in the past means 0. Waits beyond
+//     DefaultMaxDelay, absurdly long digit strings included, are clamped.
+//   - At most 16 quotas are kept; names and buckets longer than 256 bytes,
+//     and buckets with spaces or control characters, are ignored.
+//
+// ParseHeaders never panics and does not modify h. A typical response costs
+// one allocation, for the Quotas slice.
+func ParseHeaders(h http.Header, now time.Time) (Info, bool) {
+	return parseHeaders(h, now, DefaultMaxDelay)
+}
+
+// ParseRetryAfter parses a Retry-After value received at now: delta seconds
+// (`120`, also the decimal `2.0` some servers send) or an HTTP-date in any of
+// RFC 9110's three forms. A date in the past yields 0; waits beyond
+// DefaultMaxDelay are clamped to it. ok is false for anything else, such as
+// negative numbers or garbage.
+func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	return parseRetryAfter(v, now, DefaultMaxDelay)
+}
+
+// parseHeaders is ParseHeaders with the cap maxDelay (the Transport's
+// configured one) in place of DefaultMaxDelay; maxDelay ≤ 0 means
+// DefaultMaxDelay.
+func parseHeaders(h http.Header, now time.Time, maxDelay time.Duration) (Info, bool) {
+	var fs fieldSet
+	if !fs.collect(h) {
+		return Info{}, false
+	}
+	if maxDelay <= 0 {
+		maxDelay = DefaultMaxDelay
+	}
+	p := headerParser{now: now, maxDelay: maxDelay, slack: max(epochSlack, maxDelay)}
+	var info Info
+	for _, f := range [...]field{fRetryAfterMs, fMsRetryAfterMs, fRetryAfter} {
+		if v := fs.first(f); v != "" {
+			if f == fRetryAfter {
+				info.RetryAfter, p.found = parseRetryAfter(v, now, maxDelay)
+			} else if ms, ok := parseDecimal(v); ok {
+				info.RetryAfter, p.found = clampSeconds(ms/1000, maxDelay), true
+			}
+			if p.found {
+				break
+			}
+		}
+	}
+	p.ietf(&fs)
+	p.xRateLimit(&fs)
+	for i, name := range [...]string{"requests", "tokens"} {
+		f := fOpenAI + field(3*i)
+		p.counts(name, fs.first(f), fs.first(f+1), fs.first(f+2))
+	}
+	for i, name := range [...]string{"requests", "tokens", "input-tokens", "output-tokens"} {
+		f := fAnthropic + field(3*i)
+		p.counts(name, fs.first(f), fs.first(f+1), fs.first(f+2))
+	}
+	p.shopify(fs.first(fShopify))
+	for _, f := range [...]field{fXBucket, fXResource} {
+		if b := trimOWS(fs.first(f)); validBucket(b) {
+			info.Bucket, p.found = b, true
+			break
+		}
+	}
+	if g := trimOWS(fs.first(fXGlobal)); strings.EqualFold(g, "true") || g == "1" ||
+		strings.EqualFold(trimOWS(fs.first(fXScope)), "global") {
+		info.Global, p.found = true, true
+	}
+	if p.n > 0 {
+		info.Quotas = make([]Quota, p.n)
+		copy(info.Quotas, p.quotas[:p.n])
+	}
+	return info, p.found
+}
+
+// parseRetryAfter is ParseRetryAfter with the cap maxDelay.
+func parseRetryAfter(v string, now time.Time, maxDelay time.Duration) (time.Duration, bool) {
+	v = trimOWS(v)
+	if s, ok := parseDecimal(v); ok {
+		return clampSeconds(s, maxDelay), true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	return min(max(t.Sub(now), 0), maxDelay), true
+}
+
+// headerParser accumulates the quotas of one response.
+type headerParser struct {
+	now      time.Time
+	maxDelay time.Duration
+	slack    time.Duration
+	quotas   [maxQuotas]Quota
+	n        int
+	found    bool
+}
+
+// quotaState is a quota being assembled from separate fields.
+type quotaState struct {
+	name                   string
+	limit, remaining       float64
+	hasLimit, hasRemaining bool
+	reset                  time.Time
+	window                 time.Duration
+}
+
+// emit records q if the server gave its limit or its remaining count; a reset
+// alone says nothing a limiter can use.
+func (p *headerParser) emit(q quotaState) {
+	if !q.hasLimit && !q.hasRemaining {
+		return
+	}
+	p.found = true
+	if p.n == maxQuotas {
+		return
+	}
+	out := Quota{Name: q.name, Reset: q.reset, Window: q.window}
+	if q.hasLimit {
+		out.Limit = q.limit
+	}
+	switch {
+	case !q.hasRemaining:
+		out.Remaining = out.Limit
+	case q.hasLimit && q.remaining > q.limit:
+		out.Remaining = q.limit
+	default:
+		out.Remaining = q.remaining
+	}
+	p.quotas[p.n] = out
+	p.n++
+}
+
+// counts handles the limit/remaining/reset triples of OpenAI and Anthropic.
+func (p *headerParser) counts(name, limit, remaining, reset string) {
+	if limit == "" && remaining == "" {
+		return
+	}
+	q := quotaState{name: name}
+	q.limit, q.hasLimit = parseCount(limit)
+	q.remaining, q.hasRemaining = parseCount(remaining)
+	q.reset, _ = p.reset(reset)
+	p.emit(q)
+}
+
+// xRateLimit handles X-RateLimit-* and X-Rate-Limit-*. The limit may be a
+// list (`100, 100;window=60, 10000;window=86400`) as in the older IETF drafts.
+func (p *headerParser) xRateLimit(fs *fieldSet) {
+	if fs.vals[fXLimit] == nil && fs.vals[fXRemaining] == nil && fs.vals[fXUsed] == nil {
+		return
+	}
+	var q quotaState
+	var ps policies
+	p.limitField(fs, fXLimit, &q, &ps)
+	q.remaining, q.hasRemaining = parseCount(fs.first(fXRemaining))
+	if used, ok := parseCount(fs.first(fXUsed)); ok {
+		switch {
+		case !q.hasLimit && q.hasRemaining:
+			q.limit, q.hasLimit = q.remaining+used, true
+		case q.hasLimit && !q.hasRemaining:
+			q.remaining, q.hasRemaining = max(q.limit-used, 0), true
+		}
+	}
+	var ok bool
+	if s, isNum := parseDecimal(fs.first(fXResetAfter)); isNum {
+		q.reset, ok = p.after(s), true
+	}
+	if !ok {
+		q.reset, _ = p.reset(fs.first(fXReset))
+	}
+	p.combine(q, &ps)
+}
+
+// shopify handles `X-Shopify-Shop-Api-Call-Limit: 32/40` (used/limit).
+func (p *headerParser) shopify(v string) {
+	used, limit, ok := strings.Cut(v, "/")
+	if !ok {
+		return
+	}
+	q := quotaState{}
+	u, okU := parseCount(used)
+	q.limit, q.hasLimit = parseCount(limit)
+	if okU && q.hasLimit {
+		q.remaining, q.hasRemaining = max(q.limit-u, 0), true
+		p.emit(q)
+	}
+}
+
+// reset parses a reset that is not a structured field: a number (see
+// resetNumber), a Go duration from now, or an absolute date.
+func (p *headerParser) reset(v string) (time.Time, bool) {
+	v = trimOWS(v)
+	if v == "" {
+		return time.Time{}, false
+	}
+	if s, ok := parseDecimal(v); ok {
+		return p.resetNumber(s)
+	}
+	if s, ok := parseDuration(v); ok {
+		return p.after(s), true
+	}
+	if t, ok := parseDate(v); ok {
+		return p.at(t)
+	}
+	return time.Time{}, false
+}
+
+// resetNumber interprets a numeric reset by magnitude against now: an epoch
+// in seconds, else in milliseconds, if within p.slack of now; else, below
+// epochFloor, seconds from now; else nothing.
+func (p *headerParser) resetNumber(v float64) (time.Time, bool) {
+	if !(v >= 0) || math.IsInf(v, 0) {
+		return time.Time{}, false
+	}
+	nowSec := float64(p.now.Unix()) + float64(p.now.Nanosecond())/1e9
+	slack := p.slack.Seconds()
+	for _, epoch := range [...]float64{v, v / 1000} {
+		if d := epoch - nowSec; d >= -slack && d <= slack {
+			// Microseconds are as fine as any server's clock.
+			return p.now.Add(min(max(time.Duration(math.Round(d*1e6))*time.Microsecond, 0), p.maxDelay)), true
+		}
+	}
+	if v < epochFloor {
+		return p.after(v), true
+	}
+	return time.Time{}, false
+}
+
+// after returns now plus s seconds, clamped to [now, now+maxDelay].
+func (p *headerParser) after(s float64) time.Time {
+	return p.now.Add(clampSeconds(s, p.maxDelay))
+}
+
+// at converts an absolute reset: believed within p.slack of now, a past one
+// meaning now, a later one clamped to now+maxDelay.
+func (p *headerParser) at(t time.Time) (time.Time, bool) {
+	d := t.Sub(p.now)
+	if d < -p.slack || d > p.slack {
+		return time.Time{}, false
+	}
+	return p.now.Add(min(max(d, 0), p.maxDelay)), true
+}
+
+// clampSeconds converts s seconds (possibly +Inf) to a Duration in
+// [0, maxDelay]; NaN gives 0.
+func clampSeconds(s float64, maxDelay time.Duration) time.Duration {
+	if !(s > 0) {
+		return 0
+	}
+	if s >= maxDelay.Seconds() {
+		return maxDelay
+	}
+	return time.Duration(math.Round(s * 1e9))
+}
+
+// parseDecimal parses a plain decimal number, 1*DIGIT ["." 1*DIGIT], around
+// optional whitespace. A digit string too long for a float64 is +Inf.
+func parseDecimal(v string) (float64, bool) {
+	v = trimOWS(v)
+	if v == "" || !isDigit(v[0]) {
+		return 0, false
+	}
+	var n uint64
+	i := 0
+	for ; i < len(v) && isDigit(v[i]); i++ {
+		n = n*10 + uint64(v[i]-'0')
+	}
+	if i == len(v) && i <= 15 {
+		return float64(n), true // exact; the common case, with no strconv call
+	}
+	if i < len(v) {
+		if v[i] != '.' || i+1 == len(v) {
+			return 0, false
+		}
+		for i++; i < len(v); i++ {
+			if !isDigit(v[i]) {
+				return 0, false
+			}
+		}
+	}
+	f, _ := strconv.ParseFloat(v, 64) // syntax already checked; overflow gives +Inf
+	return f, true
+}
+
+// parseCount parses a finite, non-negative count.
+func parseCount(v string) (float64, bool) {
+	f, ok := parseDecimal(v)
+	if !ok || math.IsInf(f, 0) {
+		return 0, false
+	}
+	return f, true
+}
+
+// parseDuration parses a Go-style duration ("1s", "6m0s", "2m59.56s",
+// "1h2m3s", "12ms") into seconds, without time.ParseDuration's allocation on
+// failure. Signs are not accepted.
+func parseDuration(v string) (float64, bool) {
+	if v == "" {
+		return 0, false
+	}
+	total := 0.0
+	for v != "" {
+		i, digits := 0, 0
+		for ; i < len(v) && (isDigit(v[i]) || v[i] == '.'); i++ {
+			if v[i] != '.' {
+				digits++
+			}
+		}
+		if digits == 0 || strings.Count(v[:i], ".") > 1 {
+			return 0, false
+		}
+		n, _ := strconv.ParseFloat(v[:i], 64)
+		j := i
+		for j < len(v) && !isDigit(v[j]) && v[j] != '.' {
+			j++
+		}
+		var unit float64
+		switch v[i:j] {
+		case "h":
+			unit = 3600
+		case "m":
+			unit = 60
+		case "s":
+			unit = 1
+		case "ms":
+			unit = 1e-3
+		case "us", "µs", "μs":
+			unit = 1e-6
+		case "ns":
+			unit = 1e-9
+		default:
+			return 0, false
+		}
+		total += n * unit
+		v = v[j:]
+	}
+	return total, true
+}
+
+// parseDate parses the absolute resets servers send: RFC 3339 (Anthropic),
+// HTTP-date and JavaScript's Date.toString (seen from Lemlist).
+func parseDate(v string) (time.Time, bool) {
+	if len(v) >= 20 && isDigit(v[0]) && v[4] == '-' {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		return t, err == nil
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return t, true
+	}
+	js, _, _ := strings.Cut(v, " (")
+	t, err := time.Parse("Mon Jan 02 2006 15:04:05 GMT-0700", js)
+	return t, err == nil
+}
+
+func trimOWS(v string) string {
+	for len(v) > 0 && (v[0] == ' ' || v[0] == '\t') {
+		v = v[1:]
+	}
+	for len(v) > 0 && (v[len(v)-1] == ' ' || v[len(v)-1] == '\t') {
+		v = v[:len(v)-1]
+	}
+	return v
+}
+
+// validBucket accepts 1 to 256 visible ASCII characters: a bucket becomes a
+// map key, so a hostile one must not be able to grow memory.
+func validBucket(b string) bool {
+	if b == "" || len(b) > maxNameLen {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		if b[i] <= ' ' || b[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// field is a rate-limit header field ParseHeaders reads.
+type field uint8
+
+const (
+	fRetryAfter field = iota
+	fRetryAfterMs
+	fMsRetryAfterMs
+	fRateLimit
+	fRateLimitPolicy
+	fRLLimit
+	fRLRemaining
+	fRLReset
+	fXLimit
+	fXRemaining
+	fXReset
+	fXResetAfter
+	fXUsed
+	fXResource
+	fXBucket
+	fXGlobal
+	fXScope
+	fOpenAI                  // limit, remaining, reset of requests, then of tokens
+	fAnthropic = fOpenAI + 6 // limit, remaining, reset of each of anthropicQuotas
+	fShopify   = fAnthropic + 12
+	numFields  = fShopify + 1
+)
+
+// fieldSet holds the values of the fields present in one response.
+type fieldSet struct {
+	vals [numFields][]string
+	keys [numFields]string
+}
+
+// collect finds the rate-limit fields in h in one pass over its keys, so its
+// cost does not grow with the number of conventions pacer knows, and reports
+// whether there was any.
+func (fs *fieldSet) collect(h http.Header) bool {
+	found := false
+	for k, vs := range h {
+		f, ok := classify(k)
+		if !ok || len(vs) == 0 || (fs.vals[f] != nil && !preferKey(k, fs.keys[f])) {
+			continue
+		}
+		fs.vals[f], fs.keys[f], found = vs, k, true
+	}
+	return found
+}
+
+// classify maps a header name, in any case, to the field it holds. The first
+// three bytes reject nearly every other header before any copying.
+func classify(k string) (field, bool) {
+	const maxLen = len("anthropic-ratelimit-output-tokens-remaining")
+	if len(k) < len("ratelimit") || len(k) > maxLen {
+		return 0, false
+	}
+	switch c0, c1, c2 := k[0]|0x20, k[1]|0x20, k[2]|0x20; {
+	case c0 == 'x' && c1 == '-' && (c2 == 'r' || c2 == 's' || c2 == 'm'),
+		c0 == 'r' && (c1 == 'a' || c1 == 'e' && c2 == 't'),
+		c0 == 'a' && c1 == 'n':
+	default:
+		return 0, false
+	}
+	var buf [maxLen]byte
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	// Only names of at most 32 bytes are converted to strings: the compiler
+	// keeps those on the stack, so classifying never allocates.
+	b := buf[:len(k)]
+	if rest, ok := cutPrefix(b, "x-ratelimit-"); ok {
+		return classifyX(rest)
+	}
+	if rest, ok := cutPrefix(b, "x-rate-limit-"); ok {
+		return classifyX(rest)
+	}
+	if rest, ok := cutPrefix(b, "anthropic-ratelimit-"); ok {
+		for i, q := range [...]string{"requests-", "tokens-", "input-tokens-", "output-tokens-"} {
+			if part, ok := cutPrefix(rest, q); ok {
+				for j, name := range [...]string{"limit", "remaining", "reset"} {
+					if string(part) == name {
+						return fAnthropic + field(3*i+j), true
+					}
+				}
+			}
+		}
+		return 0, false
+	}
+	if len(b) > len("x-shopify-shop-api-call-limit") {
+		return 0, false
+	}
+	s := string(b)
+	switch s {
+	case "retry-after":
+		return fRetryAfter, true
+	case "retry-after-ms":
+		return fRetryAfterMs, true
+	case "x-ms-retry-after-ms":
+		return fMsRetryAfterMs, true
+	case "ratelimit":
+		return fRateLimit, true
+	case "ratelimit-policy":
+		return fRateLimitPolicy, true
+	case "ratelimit-limit":
+		return fRLLimit, true
+	case "ratelimit-remaining":
+		return fRLRemaining, true
+	case "ratelimit-reset":
+		return fRLReset, true
+	case "x-shopify-shop-api-call-limit":
+		return fShopify, true
+	}
+	return 0, false
+}
+
+// classifyX maps the rest of an X-RateLimit- or X-Rate-Limit- name.
+func classifyX(b []byte) (field, bool) {
+	if len(b) > len("remaining-requests") {
+		return 0, false
+	}
+	switch string(b) {
+	case "limit":
+		return fXLimit, true
+	case "remaining":
+		return fXRemaining, true
+	case "reset":
+		return fXReset, true
+	case "reset-after":
+		return fXResetAfter, true
+	case "used":
+		return fXUsed, true
+	case "resource":
+		return fXResource, true
+	case "bucket":
+		return fXBucket, true
+	case "global":
+		return fXGlobal, true
+	case "scope":
+		return fXScope, true
+	case "limit-requests":
+		return fOpenAI, true
+	case "remaining-requests":
+		return fOpenAI + 1, true
+	case "reset-requests":
+		return fOpenAI + 2, true
+	case "limit-tokens":
+		return fOpenAI + 3, true
+	case "remaining-tokens":
+		return fOpenAI + 4, true
+	case "reset-tokens":
+		return fOpenAI + 5, true
+	}
+	return 0, false
+}
+
+// cutPrefix is strings.CutPrefix for a byte slice and a constant.
+func cutPrefix(b []byte, prefix string) ([]byte, bool) {
+	if len(b) >= len(prefix) && string(b[:len(prefix)]) == prefix {
+		return b[len(prefix):], true
+	}
+	return nil, false
+}
+
+// preferKey decides deterministically, whatever the map order, between two
+// spellings of one field: the canonical one, else the smaller.
+func preferKey(k, old string) bool {
+	if c, cOld := isCanonicalKey(k), isCanonicalKey(old); c != cOld {
+		return c
+	}
+	return k < old
+}
+
+func isCanonicalKey(k string) bool {
+	upper := true
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if (upper && isLower(c)) || (!upper && 'A' <= c && c <= 'Z') {
+			return false
+		}
+		upper = c == '-'
+	}
+	return true
+}
+
+// first returns the first line of f, as http.Header.Get does.
+func (fs *fieldSet) first(f field) string {
+	if vs := fs.vals[f]; len(vs) > 0 {
+		return vs[0]
+	}
+	return ""
+}
+
+// joined returns all lines of structured field f combined as RFC 9651 says.
+func (fs *fieldSet) joined(f field) (string, bool) {
+	switch vs := fs.vals[f]; len(vs) {
+	case 0:
+		return "", false
+	case 1:
+		return vs[0], true
+	default:
+		return strings.Join(vs, ", "), true
+	}
 }

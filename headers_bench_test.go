@@ -1,0 +1,49 @@
+package pacer
+
+import (
+	"net/http"
+	"testing"
+	"time"
+)
+
+// benchNow is the moment the benchmark header sets were received.
+var benchNow = time.Date(2022, 10, 18, 22, 0, 0, 0, time.UTC)
+
+// A whole GitHub REST response header set, not just its rate-limit fields:
+// ParseHeaders pays for every key it has to look at.
+var benchGitHub = http.Header{
+	"Date":                                   {"Tue, 18 Oct 2022 22:00:00 GMT"},
+	"Content-Type":                           {"application/json; charset=utf-8"},
+	"Cache-Control":                          {"private, max-age=60, s-maxage=60"},
+	"Vary":                                   {"Accept, Authorization, Cookie, X-GitHub-OTP", "Accept-Encoding, Accept, X-Requested-With"},
+	"Etag":                                   {`W/"d46a4b9c3e4b5b6b9d4f8b6a4c9e1f3a"`},
+	"X-Oauth-Scopes":                         {"repo"},
+	"X-Accepted-Oauth-Scopes":                {""},
+	"Github-Authentication-Token-Expiration": {"2022-11-17 21:00:00 UTC"},
+	"X-Github-Media-Type":                    {"github.v3; format=json"},
+	"X-Github-Api-Version-Selected":          {"2022-11-28"},
+	"X-Ratelimit-Limit":                      {"5000"},
+	"X-Ratelimit-Remaining":                  {"4997"},
+	"X-Ratelimit-Reset":                      {"1666132381"},
+	"X-Ratelimit-Used":                       {"3"},
+	"X-Ratelimit-Resource":                   {"core"},
+	"Access-Control-Expose-Headers":          {"ETag, Link, Location, Retry-After, X-GitHub-OTP, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Used, X-RateLimit-Resource, X-RateLimit-Reset"},
+	"Access-Control-Allow-Origin":            {"*"},
+	"Strict-Transport-Security":              {"max-age=31536000; includeSubdomains; preload"},
+	"X-Frame-Options":                        {"deny"},
+	"X-Content-Type-Options":                 {"nosniff"},
+	"X-Xss-Protection":                       {"0"},
+	"Referrer-Policy":                        {"origin-when-cross-origin, strict-origin-when-cross-origin"},
+	"Content-Security-Policy":                {"default-src 'none'"},
+	"Server":                                 {"GitHub.com"},
+	"X-Github-Request-Id":                    {"C8A6:7E4A:1B2C3D:1C2D3E:634F2E10"},
+}
+
+func BenchmarkParseHeadersGitHub(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := ParseHeaders(benchGitHub, benchNow); !ok {
+			b.Fatal("no rate-limit information found")
+		}
+	}
+}

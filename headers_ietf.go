@@ -1,0 +1,210 @@
+package pacer
+
+import (
+	"math"
+	"time"
+)
+
+// This file holds the semantics of the IETF RateLimit fields, every draft
+// generation; their RFC 9651 syntax is in sfv.go.
+
+// policy is one IETF quota policy: `"burst";q=100;w=60` or, before
+// draft-08, `100;w=60`.
+type policy struct {
+	name   string
+	q      float64
+	hasQ   bool
+	window time.Duration
+	skip   bool // a unit other than requests: matched, never reported
+}
+
+type policies struct {
+	list [maxQuotas]policy
+	n    int
+}
+
+// add records the policy m describes and reports whether there is room for
+// more.
+func (ps *policies) add(m sfMember) bool {
+	var pol policy
+	switch m.value.kind {
+	case sfInteger, sfDecimal:
+		pol.q, pol.hasQ = m.value.num, m.value.num >= 0
+	case sfString, sfToken:
+		if pol.name = m.value.str; len(pol.name) > maxNameLen {
+			return true
+		}
+		if q, ok := m.params.get("q"); ok {
+			n, isNum := q.number()
+			pol.q, pol.hasQ = n, isNum && n >= 0
+		}
+	default:
+		return true
+	}
+	if u, ok := m.params.get("qu"); ok {
+		unit, _ := u.name()
+		pol.skip = unit != "requests"
+	}
+	pol.window = windowParam(m.params)
+	ps.list[ps.n] = pol
+	ps.n++
+	return ps.n < maxQuotas
+}
+
+// windowParam reads w= (window= in the first draft), in seconds.
+func windowParam(params sfParams) time.Duration {
+	w, ok := params.get("w")
+	if !ok {
+		w, _ = params.get("window")
+	}
+	if s, ok := w.number(); ok && s > 0 && s <= maxWindowSeconds {
+		return time.Duration(math.Round(s * 1e9))
+	}
+	return 0
+}
+
+// ietf handles RateLimit, RateLimit-Policy and the older RateLimit-Limit,
+// -Remaining and -Reset, newest draft first.
+func (p *headerParser) ietf(fs *fieldSet) {
+	var ps policies
+	if v, ok := fs.joined(fRateLimitPolicy); ok {
+		sfEach(v, false, ps.add)
+	}
+	if v, ok := fs.joined(fRateLimit); ok && (p.draft07(v, &ps) || p.draft08(v, &ps)) {
+		return
+	}
+	var q quotaState
+	if fs.vals[fRLLimit] != nil || fs.vals[fRLRemaining] != nil {
+		p.limitField(fs, fRLLimit, &q, &ps)
+		q.remaining, q.hasRemaining = parseCount(fs.first(fRLRemaining))
+		q.reset, _ = p.reset(fs.first(fRLReset))
+	}
+	p.combine(q, &ps)
+}
+
+// draft07 handles the dictionary `RateLimit: limit=100, remaining=50, reset=5`.
+func (p *headerParser) draft07(v string, ps *policies) bool {
+	var q quotaState
+	valid := sfEach(v, true, func(m sfMember) bool {
+		n, ok := m.value.number()
+		if !ok || n < 0 {
+			return true
+		}
+		switch m.key {
+		case "limit":
+			q.limit, q.hasLimit = n, true
+		case "remaining":
+			q.remaining, q.hasRemaining = n, true
+		case "reset":
+			q.reset, _ = p.resetNumber(n)
+		}
+		return true
+	})
+	if !valid || (!q.hasLimit && !q.hasRemaining) {
+		return false
+	}
+	p.combine(q, ps)
+	return true
+}
+
+// draft08 handles the list `RateLimit: "default";r=50;t=30`, whose items name
+// the RateLimit-Policy policies they report on.
+func (p *headerParser) draft08(v string, ps *policies) bool {
+	type item struct {
+		name      string
+		remaining float64
+		hasR      bool
+		reset     time.Time
+		used      bool
+	}
+	var items [maxQuotas]item
+	n := 0
+	valid := sfEach(v, false, func(m sfMember) bool {
+		name, ok := m.value.name()
+		if !ok || len(name) > maxNameLen {
+			return true
+		}
+		it := item{name: name}
+		if r, ok := m.params.get("r"); ok {
+			x, isNum := r.number()
+			it.remaining, it.hasR = x, isNum && x >= 0
+		}
+		if t, ok := m.params.get("t"); ok {
+			x, _ := t.number()
+			it.reset, _ = p.resetNumber(x)
+		}
+		items[n] = it
+		n++
+		return n < maxQuotas
+	})
+	if !valid {
+		return false
+	}
+	for _, pol := range ps.list[:ps.n] {
+		q := quotaState{name: pol.name, limit: pol.q, hasLimit: pol.hasQ, window: pol.window}
+		for j := range items[:n] {
+			if it := &items[j]; !it.used && it.name == pol.name {
+				it.used = true
+				q.remaining, q.hasRemaining, q.reset = it.remaining, it.hasR, it.reset
+				break
+			}
+		}
+		if !pol.skip {
+			p.emit(q)
+		}
+	}
+	for _, it := range items[:n] {
+		if !it.used {
+			p.emit(quotaState{name: it.name, remaining: it.remaining, hasRemaining: it.hasR, reset: it.reset})
+		}
+	}
+	return true
+}
+
+// limitField reads a limit that is a plain number or, as in the older IETF
+// drafts, a list whose first member is the current limit and whose others are
+// policies (`10, 10;w=1, 50;w=60`).
+func (p *headerParser) limitField(fs *fieldSet, f field, q *quotaState, ps *policies) {
+	if q.limit, q.hasLimit = parseCount(fs.first(f)); q.hasLimit {
+		return
+	}
+	v, ok := fs.joined(f)
+	if !ok {
+		return
+	}
+	first := true
+	sfEach(v, false, func(m sfMember) bool {
+		if first {
+			first = false
+			if n, ok := m.value.number(); ok && n >= 0 {
+				q.limit, q.hasLimit, q.window = n, true, windowParam(m.params)
+				return true
+			}
+		}
+		return ps.add(m)
+	})
+}
+
+// combine emits the current quota q, taking name and window from the policy
+// with the same limit, then the other policies.
+func (p *headerParser) combine(q quotaState, ps *policies) {
+	matched := -1
+	for i, pol := range ps.list[:ps.n] {
+		if q.hasLimit && !pol.skip && pol.hasQ && pol.q == q.limit {
+			matched = i
+			if q.window == 0 {
+				q.window = pol.window
+			}
+			if q.name == "" {
+				q.name = pol.name
+			}
+			break
+		}
+	}
+	p.emit(q)
+	for i, pol := range ps.list[:ps.n] {
+		if i != matched && !pol.skip {
+			p.emit(quotaState{name: pol.name, limit: pol.q, hasLimit: pol.hasQ, window: pol.window})
+		}
+	}
+}

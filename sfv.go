@@ -1,0 +1,454 @@
+package pacer
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// This file is a small parser for RFC 9651 structured fields, the syntax of
+// the IETF RateLimit and RateLimit-Policy fields. It is written here rather
+// than imported because the root module takes no new dependencies, and because
+// a rate-limit parser on every response must not allocate: the parser works
+// on substrings of the field value, validates a whole field before handing out
+// any member (RFC 9651 says a field that fails to parse is ignored as a whole),
+// and decodes parameter values only when asked for one. The only allocations
+// are unescaping a String that contains backslash escapes and decoding a
+// Display String, both rare in rate-limit fields.
+
+// sfKind is the type of a structured-field bare item.
+type sfKind uint8
+
+const (
+	sfInteger sfKind = iota + 1
+	sfDecimal
+	sfString
+	sfToken
+	sfBinary
+	sfBoolean
+	sfDate
+	sfDisplayString
+	sfInnerList // a list member that is an inner list; its items are not kept
+)
+
+// sfItem is a bare item. Integers (at most 15 digits) and decimals are exact
+// in a float64, so both are kept in num.
+type sfItem struct {
+	kind sfKind
+	num  float64 // Integer, Decimal, Date (seconds since the epoch)
+	str  string  // String (unescaped), Token, Binary (base64 text), Display String (decoded)
+	b    bool    // Boolean
+}
+
+// number returns the value of an Integer or Decimal item.
+func (it sfItem) number() (float64, bool) {
+	if it.kind == sfInteger || it.kind == sfDecimal {
+		return it.num, true
+	}
+	return 0, false
+}
+
+// name returns the text of a String or Token item.
+func (it sfItem) name() (string, bool) {
+	if it.kind == sfString || it.kind == sfToken {
+		return it.str, true
+	}
+	return "", false
+}
+
+// sfParams is the already validated parameter text of a member, such as
+// `;q=100;w=60`.
+type sfParams string
+
+// get returns the value of parameter key; a parameter without a value is the
+// Boolean true. Per RFC 9651 the last occurrence of a duplicated key wins.
+func (ps sfParams) get(key string) (sfItem, bool) {
+	p := sfParser{s: string(ps)}
+	valueAt := -1
+	var found sfItem
+	for p.i < len(p.s) && p.s[p.i] == ';' {
+		p.i++
+		p.skipSP()
+		k, _ := p.key()
+		v := sfItem{kind: sfBoolean, b: true}
+		start := -1
+		if p.i < len(p.s) && p.s[p.i] == '=' {
+			p.i++
+			start = p.i
+			v, _ = p.bareItem(false)
+		}
+		if k == key {
+			found, valueAt = v, start
+		}
+	}
+	if valueAt < 0 {
+		return found, found.kind != 0
+	}
+	// Re-read the winning value with decoding on (only Strings with escapes
+	// and Display Strings differ).
+	p = sfParser{s: string(ps), i: valueAt, decode: true}
+	v, _ := p.bareItem(true)
+	return v, true
+}
+
+// sfMember is one member of a list or dictionary.
+type sfMember struct {
+	key    string // dictionary key; "" in a list
+	value  sfItem
+	params sfParams
+}
+
+// sfEach parses s as an RFC 9651 List (dict false) or Dictionary (dict true)
+// and, only if the whole field is valid, calls fn for each member in order
+// until fn returns false. It reports whether s was valid.
+func sfEach(s string, dict bool, fn func(sfMember) bool) bool {
+	check := sfParser{s: s}
+	if !check.top(dict, nil) {
+		return false
+	}
+	walk := sfParser{s: s, decode: true}
+	walk.top(dict, fn)
+	return true
+}
+
+// sfParser holds the position in the field value being parsed. With decode
+// false it only validates, which never allocates except for Display Strings.
+type sfParser struct {
+	s      string
+	i      int
+	decode bool
+}
+
+func (p *sfParser) skipSP() {
+	for p.i < len(p.s) && p.s[p.i] == ' ' {
+		p.i++
+	}
+}
+
+func (p *sfParser) skipOWS() {
+	for p.i < len(p.s) && (p.s[p.i] == ' ' || p.s[p.i] == '\t') {
+		p.i++
+	}
+}
+
+// top parses a whole field value (RFC 9651 section 4.2). An empty value is an
+// empty list or dictionary.
+func (p *sfParser) top(dict bool, fn func(sfMember) bool) bool {
+	p.skipSP()
+	for p.i < len(p.s) {
+		var m sfMember
+		ok := true
+		if dict {
+			if m.key, ok = p.key(); !ok {
+				return false
+			}
+			if p.i < len(p.s) && p.s[p.i] == '=' {
+				p.i++
+				m.value, m.params, ok = p.member()
+			} else {
+				m.value = sfItem{kind: sfBoolean, b: true}
+				m.params, ok = p.params()
+			}
+		} else {
+			m.value, m.params, ok = p.member()
+		}
+		if !ok {
+			return false
+		}
+		if fn != nil && !fn(m) {
+			return true
+		}
+		p.skipOWS()
+		if p.i == len(p.s) {
+			return true
+		}
+		if p.s[p.i] != ',' {
+			return false
+		}
+		p.i++
+		p.skipOWS()
+		if p.i == len(p.s) {
+			return false // trailing comma
+		}
+	}
+	return true
+}
+
+// member parses an item or an inner list, with its parameters.
+func (p *sfParser) member() (sfItem, sfParams, bool) {
+	var it sfItem
+	if p.i < len(p.s) && p.s[p.i] == '(' {
+		if !p.innerList() {
+			return it, "", false
+		}
+		it.kind = sfInnerList
+	} else {
+		var ok bool
+		if it, ok = p.bareItem(p.decode); !ok {
+			return it, "", false
+		}
+	}
+	params, ok := p.params()
+	return it, params, ok
+}
+
+func (p *sfParser) innerList() bool {
+	p.i++ // '('
+	for p.i < len(p.s) {
+		p.skipSP()
+		if p.i < len(p.s) && p.s[p.i] == ')' {
+			p.i++
+			return true
+		}
+		if _, ok := p.bareItem(false); !ok {
+			return false
+		}
+		if _, ok := p.params(); !ok {
+			return false
+		}
+		if p.i == len(p.s) || (p.s[p.i] != ' ' && p.s[p.i] != ')') {
+			return false
+		}
+	}
+	return false
+}
+
+func (p *sfParser) params() (sfParams, bool) {
+	start := p.i
+	for p.i < len(p.s) && p.s[p.i] == ';' {
+		p.i++
+		p.skipSP()
+		if _, ok := p.key(); !ok {
+			return "", false
+		}
+		if p.i < len(p.s) && p.s[p.i] == '=' {
+			p.i++
+			if _, ok := p.bareItem(false); !ok {
+				return "", false
+			}
+		}
+	}
+	return sfParams(p.s[start:p.i]), true
+}
+
+// key parses a dictionary or parameter key: lcalpha or "*", then lcalpha,
+// DIGIT, "_", "-", "." or "*".
+func (p *sfParser) key() (string, bool) {
+	start := p.i
+	if p.i == len(p.s) || !(isLower(p.s[p.i]) || p.s[p.i] == '*') {
+		return "", false
+	}
+	for p.i++; p.i < len(p.s); p.i++ {
+		c := p.s[p.i]
+		if !isLower(c) && !isDigit(c) && c != '_' && c != '-' && c != '.' && c != '*' {
+			break
+		}
+	}
+	return p.s[start:p.i], true
+}
+
+func (p *sfParser) bareItem(decode bool) (sfItem, bool) {
+	if p.i == len(p.s) {
+		return sfItem{}, false
+	}
+	switch c := p.s[p.i]; {
+	case c == '-' || isDigit(c):
+		return p.number()
+	case c == '"':
+		return p.string(decode)
+	case c == '*' || isAlpha(c):
+		return p.token()
+	case c == ':':
+		return p.binary()
+	case c == '?':
+		if p.i+1 < len(p.s) && (p.s[p.i+1] == '0' || p.s[p.i+1] == '1') {
+			p.i += 2
+			return sfItem{kind: sfBoolean, b: p.s[p.i-1] == '1'}, true
+		}
+		return sfItem{}, false
+	case c == '@':
+		p.i++
+		it, ok := p.number()
+		if !ok || it.kind != sfInteger {
+			return sfItem{}, false
+		}
+		it.kind = sfDate
+		return it, true
+	case c == '%':
+		return p.displayString()
+	}
+	return sfItem{}, false
+}
+
+// number parses an Integer (at most 15 digits) or a Decimal (at most 12
+// integer and 3 fractional digits), RFC 9651 section 4.2.4.
+func (p *sfParser) number() (sfItem, bool) {
+	neg := false
+	if p.s[p.i] == '-' {
+		neg = true
+		p.i++
+	}
+	if p.i == len(p.s) || !isDigit(p.s[p.i]) {
+		return sfItem{}, false
+	}
+	start, dot := p.i, -1
+	var mant int64
+	for ; p.i < len(p.s); p.i++ {
+		c := p.s[p.i]
+		if isDigit(c) {
+			mant = mant*10 + int64(c-'0')
+		} else if c == '.' && dot < 0 {
+			if p.i-start > 12 {
+				return sfItem{}, false
+			}
+			dot = p.i
+		} else {
+			break
+		}
+		if n := p.i + 1 - start; (dot < 0 && n > 15) || (dot >= 0 && n > 16) {
+			return sfItem{}, false
+		}
+	}
+	it := sfItem{kind: sfInteger, num: float64(mant)}
+	if dot >= 0 {
+		frac := p.i - dot - 1
+		if frac == 0 || frac > 3 {
+			return sfItem{}, false
+		}
+		// Both operands are exact, so the quotient is correctly rounded.
+		it.kind, it.num = sfDecimal, float64(mant)/[...]float64{1, 10, 100, 1000}[frac]
+	}
+	if neg {
+		it.num = -it.num
+	}
+	return it, true
+}
+
+func (p *sfParser) string(decode bool) (sfItem, bool) {
+	p.i++ // DQUOTE
+	start, escaped := p.i, false
+	for p.i < len(p.s) {
+		switch c := p.s[p.i]; {
+		case c == '\\':
+			if p.i+1 == len(p.s) || (p.s[p.i+1] != '"' && p.s[p.i+1] != '\\') {
+				return sfItem{}, false
+			}
+			escaped = true
+			p.i += 2
+		case c == '"':
+			s := p.s[start:p.i]
+			p.i++
+			if escaped && decode {
+				s = sfUnescape(s)
+			}
+			return sfItem{kind: sfString, str: s}, true
+		case c < 0x20 || c > 0x7e:
+			return sfItem{}, false
+		default:
+			p.i++
+		}
+	}
+	return sfItem{}, false
+}
+
+func sfUnescape(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// token parses a Token: ALPHA or "*", then tchar, ":" or "/".
+func (p *sfParser) token() (sfItem, bool) {
+	start := p.i
+	for p.i++; p.i < len(p.s) && (isTchar(p.s[p.i]) || p.s[p.i] == ':' || p.s[p.i] == '/'); p.i++ {
+	}
+	return sfItem{kind: sfToken, str: p.s[start:p.i]}, true
+}
+
+// binary parses a Byte Sequence, keeping its base64 text (pacer never needs
+// the bytes). As RFC 9651 asks, missing "=" padding and non-zero pad bits are
+// accepted; anything that cannot be base64 is not.
+func (p *sfParser) binary() (sfItem, bool) {
+	p.i++ // ':'
+	end := strings.IndexByte(p.s[p.i:], ':')
+	if end < 0 {
+		return sfItem{}, false
+	}
+	b64 := p.s[p.i : p.i+end]
+	p.i += end + 1
+	data := strings.TrimRight(b64, "=")
+	pad := len(b64) - len(data)
+	if pad > 2 || len(data)%4 == 1 || (pad > 0 && len(b64)%4 != 0) {
+		return sfItem{}, false
+	}
+	for i := 0; i < len(data); i++ {
+		if c := data[i]; !isAlpha(c) && !isDigit(c) && c != '+' && c != '/' {
+			return sfItem{}, false
+		}
+	}
+	return sfItem{kind: sfBinary, str: b64}, true
+}
+
+// displayString parses a Display String: %"…" with lowercase %xx escapes
+// that must decode to valid UTF-8.
+func (p *sfParser) displayString() (sfItem, bool) {
+	if p.i+1 == len(p.s) || p.s[p.i+1] != '"' {
+		return sfItem{}, false
+	}
+	p.i += 2
+	var buf []byte
+	for p.i < len(p.s) {
+		c := p.s[p.i]
+		p.i++
+		switch {
+		case c < 0x20 || c > 0x7e:
+			return sfItem{}, false
+		case c == '%':
+			if p.i+2 > len(p.s) {
+				return sfItem{}, false
+			}
+			hi, ok1 := lowerHex(p.s[p.i])
+			lo, ok2 := lowerHex(p.s[p.i+1])
+			if !ok1 || !ok2 {
+				return sfItem{}, false
+			}
+			buf = append(buf, hi<<4|lo)
+			p.i += 2
+		case c == '"':
+			if !utf8.Valid(buf) {
+				return sfItem{}, false
+			}
+			return sfItem{kind: sfDisplayString, str: string(buf)}, true
+		default:
+			buf = append(buf, c)
+		}
+	}
+	return sfItem{}, false
+}
+
+func lowerHex(c byte) (byte, bool) {
+	switch {
+	case isDigit(c):
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+func isLower(c byte) bool { return 'a' <= c && c <= 'z' }
+func isAlpha(c byte) bool { return isLower(c) || ('A' <= c && c <= 'Z') }
+
+// isTchar reports whether c is an RFC 9110 token character.
+func isTchar(c byte) bool {
+	if isAlpha(c) || isDigit(c) {
+		return true
+	}
+	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}
