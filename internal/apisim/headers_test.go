@@ -1,0 +1,227 @@
+package apisim
+
+import (
+	"net/http"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Under synctest the clock starts at 2000-01-01T00:00:00Z = epoch 946684800,
+// so the first one-minute window ends at 946684860.
+
+func TestHeadersOfASuccessfulResponseMatchEachProvidersFormat(t *testing.T) {
+	tests := []struct {
+		style Style
+		want  http.Header
+	}{
+		{StyleGitHub, http.Header{
+			"X-Ratelimit-Limit":     {"60"},
+			"X-Ratelimit-Remaining": {"59"},
+			"X-Ratelimit-Reset":     {"946684860"},
+			"X-Ratelimit-Used":      {"1"},
+			"X-Ratelimit-Resource":  {"core"},
+		}},
+		{StyleIETF, http.Header{
+			"Ratelimit":        {`"default";r=59;t=40`},
+			"Ratelimit-Policy": {`"default";q=60;w=60`},
+		}},
+		{StyleIETF07, http.Header{
+			"Ratelimit":        {"limit=60, remaining=59, reset=40"},
+			"Ratelimit-Policy": {"60;w=60"},
+		}},
+		{StyleOpenAI, http.Header{
+			"X-Ratelimit-Limit-Requests":     {"60"},
+			"X-Ratelimit-Remaining-Requests": {"59"},
+			"X-Ratelimit-Reset-Requests":     {"39.5s"},
+			"X-Ratelimit-Limit-Tokens":       {"10000"},
+			"X-Ratelimit-Remaining-Tokens":   {"8700"},
+			"X-Ratelimit-Reset-Tokens":       {"39.5s"},
+		}},
+		{StyleAnthropic, http.Header{
+			"Anthropic-Ratelimit-Requests-Limit":     {"60"},
+			"Anthropic-Ratelimit-Requests-Remaining": {"59"},
+			"Anthropic-Ratelimit-Requests-Reset":     {"2000-01-01T00:01:00Z"},
+			"Anthropic-Ratelimit-Tokens-Limit":       {"10000"},
+			"Anthropic-Ratelimit-Tokens-Remaining":   {"9000"}, // 8700 to the nearest thousand
+			"Anthropic-Ratelimit-Tokens-Reset":       {"2000-01-01T00:01:00Z"},
+		}},
+		{StyleDiscord, http.Header{
+			"X-Ratelimit-Limit":       {"60"},
+			"X-Ratelimit-Remaining":   {"59"},
+			"X-Ratelimit-Reset":       {"946684860.000"},
+			"X-Ratelimit-Reset-After": {"39.500"},
+			"X-Ratelimit-Bucket":      {"933b5bde"},
+		}},
+		{StyleShopify, http.Header{ // a token bucket of 60, full before this request
+			"X-Shopify-Shop-Api-Call-Limit": {"1/60"},
+		}},
+		{StyleRetryAfter, http.Header{}},
+		{StyleBare, http.Header{}},
+	}
+	require.Len(t, tests, len(Styles()), "every style has a golden case")
+	for _, tt := range tests {
+		t.Run(string(tt.style), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := New(Config{Style: tt.style, Limit: 60, Window: time.Minute, TokenLimit: 10000})
+				time.Sleep(20500 * time.Millisecond)
+				resp := get(t, s, "/v1/things", 1300)
+				require.Equal(t, http.StatusOK, resp.StatusCode)
+				tt.want.Set("Content-Type", "application/json")
+				assert.Equal(t, tt.want, resp.Header)
+			})
+		})
+	}
+}
+
+func TestHeadersOfA429ShowNothingRemainingAndWhenToRetry(t *testing.T) {
+	tests := []struct {
+		style Style
+		want  http.Header
+	}{
+		{StyleGitHub, http.Header{ // primary limit: no Retry-After, as GitHub does
+			"X-Ratelimit-Limit":     {"2"},
+			"X-Ratelimit-Remaining": {"0"},
+			"X-Ratelimit-Reset":     {"946684860"},
+			"X-Ratelimit-Used":      {"2"},
+			"X-Ratelimit-Resource":  {"core"},
+		}},
+		{StyleIETF, http.Header{
+			"Ratelimit":        {`"default";r=0;t=40`},
+			"Ratelimit-Policy": {`"default";q=2;w=60`},
+			"Retry-After":      {"40"},
+		}},
+		{StyleIETF07, http.Header{
+			"Ratelimit":        {"limit=2, remaining=0, reset=40"},
+			"Ratelimit-Policy": {"2;w=60"},
+			"Retry-After":      {"40"},
+		}},
+		{StyleOpenAI, http.Header{
+			"X-Ratelimit-Limit-Requests":     {"2"},
+			"X-Ratelimit-Remaining-Requests": {"0"},
+			"X-Ratelimit-Reset-Requests":     {"39.5s"},
+			"X-Ratelimit-Limit-Tokens":       {"10000"},
+			"X-Ratelimit-Remaining-Tokens":   {"7400"},
+			"X-Ratelimit-Reset-Tokens":       {"39.5s"},
+			"Retry-After":                    {"40"},
+		}},
+		{StyleAnthropic, http.Header{
+			"Anthropic-Ratelimit-Requests-Limit":     {"2"},
+			"Anthropic-Ratelimit-Requests-Remaining": {"0"},
+			"Anthropic-Ratelimit-Requests-Reset":     {"2000-01-01T00:01:00Z"},
+			"Anthropic-Ratelimit-Tokens-Limit":       {"10000"},
+			"Anthropic-Ratelimit-Tokens-Remaining":   {"7000"},
+			"Anthropic-Ratelimit-Tokens-Reset":       {"2000-01-01T00:01:00Z"},
+			"Retry-After":                            {"40"},
+		}},
+		{StyleDiscord, http.Header{
+			"X-Ratelimit-Limit":       {"2"},
+			"X-Ratelimit-Remaining":   {"0"},
+			"X-Ratelimit-Reset":       {"946684860.000"},
+			"X-Ratelimit-Reset-After": {"39.500"},
+			"X-Ratelimit-Bucket":      {"933b5bde"},
+			"X-Ratelimit-Scope":       {"user"},
+			"Retry-After":             {"40"},
+		}},
+		// A leaky bucket of 2 draining 2/min holds 0.68 free after 20.5 s; one
+		// more request fits 9.5 s later.
+		{StyleShopify, http.Header{
+			"X-Shopify-Shop-Api-Call-Limit": {"2/2"},
+			"Retry-After":                   {"10.0"},
+		}},
+		{StyleRetryAfter, http.Header{"Retry-After": {"40"}}},
+		{StyleBare, http.Header{}},
+	}
+	require.Len(t, tests, len(Styles()), "every style has a golden case")
+	for _, tt := range tests {
+		t.Run(string(tt.style), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := New(Config{Style: tt.style, Limit: 2, Window: time.Minute, TokenLimit: 10000})
+				get(t, s, "/", 1300)
+				get(t, s, "/", 1300)
+				time.Sleep(20500 * time.Millisecond)
+				resp := get(t, s, "/", 1300)
+				require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+				tt.want.Set("Content-Type", "application/json")
+				assert.Equal(t, tt.want, resp.Header)
+			})
+		})
+	}
+}
+
+func TestDiscord429BodyCarriesTheExactRetryAfter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Config{Style: StyleDiscord, Limit: 1, Window: time.Minute})
+		get(t, s, "/", 0)
+		time.Sleep(20500 * time.Millisecond)
+		body := getBody(t, s, "/")
+		assert.JSONEq(t, `{"message":"You are being rate limited.","retry_after":39.5,"global":false}`, body)
+	})
+}
+
+func TestHeadersNameEachRoutesBucket(t *testing.T) {
+	tests := []struct {
+		style  Style
+		header string
+		shared string
+		route  string
+	}{
+		{StyleGitHub, "X-Ratelimit-Resource", "core", "search"},
+		{StyleIETF, "Ratelimit-Policy", `"default";q=10;w=60`, `"search";q=2;w=60`},
+		{StyleDiscord, "X-Ratelimit-Bucket", "933b5bde", "803328a9"},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.style), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := New(Config{Style: tt.style, Limit: 10, Window: time.Minute, Routes: map[string]int{"/search/": 2}})
+				assert.Equal(t, tt.shared, get(t, s, "/repos/x", 0).Header.Get(tt.header))
+				assert.Equal(t, tt.route, get(t, s, "/search/code", 0).Header.Get(tt.header))
+			})
+		})
+	}
+}
+
+func TestSlidingWindowAndTokenBucketReportTheirOwnResets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sliding := New(Config{Style: StyleIETF07, Algorithm: SlidingWindow, Limit: 10, Window: time.Minute})
+		bucket := New(Config{Style: StyleIETF07, Algorithm: TokenBucket, Limit: 10, Window: time.Minute})
+		time.Sleep(90 * time.Second)
+		// Sliding: the end of the current fixed window (120 s), like go-chi/httprate.
+		assert.Equal(t, "limit=10, remaining=9, reset=30", get(t, sliding, "/", 0).Header.Get("RateLimit"))
+		// Token bucket: full again once the one token taken has refilled (6 s).
+		assert.Equal(t, "limit=10, remaining=9, reset=6", get(t, bucket, "/", 0).Header.Get("RateLimit"))
+	})
+}
+
+func TestOpenAIDurationsLookLikeOpenAIs(t *testing.T) {
+	tests := []struct {
+		in   time.Duration
+		want string
+	}{
+		{0, "0s"},
+		{-time.Second, "0s"},
+		{time.Second, "1s"},
+		{6 * time.Minute, "6m0s"},
+		{20 * time.Millisecond, "20ms"},
+		{11500 * time.Microsecond, "12ms"}, // rounded up, never early
+		{2*time.Minute + 59560*time.Millisecond, "2m59.56s"},
+		{2*time.Minute + 59561*time.Millisecond, "2m59.57s"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, openAIDuration(tt.in), "openAIDuration(%v)", tt.in)
+	}
+}
+
+func TestInstantsAreRoundedUpSoClientsAreNeverEarly(t *testing.T) {
+	at := time.Date(2025, 8, 21, 12, 40, 58, 1, time.UTC)
+	assert.Equal(t, "2025-08-21T12:40:59Z", rfc3339Ceil(at))
+	assert.Equal(t, int64(1755780059), ceilUnix(at))
+	assert.Equal(t, int64(1755780058), ceilUnix(at.Truncate(time.Second)))
+	assert.Equal(t, 64.57, ceilMillis(64.5691))
+	assert.Equal(t, 64.57, ceilMillis(64.57))
+	assert.Equal(t, int64(2), ceilSeconds(1001*time.Millisecond))
+	assert.Equal(t, int64(0), ceilSeconds(-time.Second))
+}
