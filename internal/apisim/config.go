@@ -97,8 +97,9 @@ type Config struct {
 	// Window is the quota window (> 0). For TokenBucket the refill rate is
 	// Limit per Window. Styles that speak whole seconds (IETF w=) round it up.
 	Window time.Duration
-	// Burst is the TokenBucket capacity (≥ 0); 0 means Limit. Ignored by the
-	// window algorithms.
+	// Burst is the TokenBucket capacity (≥ 0) of the shared bucket; 0 means
+	// Limit. Route buckets and token quotas keep the same Burst/Limit ratio.
+	// Ignored by the window algorithms.
 	Burst int
 	// TokenLimit is a token quota per Window (≥ 0), counted by the same Algorithm
 	// as requests, in every bucket; 0 means none. A request's token usage is read

@@ -25,8 +25,9 @@
 // go-chi/httprate. TokenBucket refills Limit per Window continuously up to
 // Burst. The default is FixedWindow, or TokenBucket for StyleShopify.
 //
-// SetLimit changes the quota mid-run: a FixedWindow takes the new limit when
-// its next window opens, the other algorithms at once.
+// SetLimit (SetRouteLimit, SetTokenLimit) changes a quota mid-run: a
+// FixedWindow takes the new limit when its next window opens, the other
+// algorithms at once.
 //
 // The unseen client (Config.UnseenShare) is another client sharing the quota,
 // sending evenly at UnseenShare × Limit per Window (and the same share of the
@@ -37,11 +38,13 @@
 // # Headers
 //
 // Config.Style picks the header convention; values follow each provider's
-// documented format (see /work/shared/reference/header-conventions.md):
+// documented format (examples: Limit 60 per minute, one request made at the start
+// of a synctest bubble, whose clock starts at 2000-01-01T00:00:00Z):
 //
 //	github      X-RateLimit-Limit: 60, -Remaining: 59, -Reset: 946684860 (epoch s of the
 //	            window end, rounded up), -Used: 1, -Resource: core (or the route's name).
-//	            429 with Remaining 0 and no Retry-After (that is GitHub's secondary limit).
+//	            429 with Remaining 0 and no Retry-After (GitHub sends that for
+//	            secondary limits only).
 //	ietf        RateLimit: "default";r=59;t=60   RateLimit-Policy: "default";q=60;w=60
 //	ietf07      RateLimit: limit=60, remaining=59, reset=60   RateLimit-Policy: 60;w=60
 //	openai      X-Ratelimit-{Limit,Remaining,Reset}-Requests: 60, 59, 1m0s and, with a
@@ -53,7 +56,7 @@
 //	discord     X-RateLimit-Limit, -Remaining, -Reset: 946684860.000 (epoch s with ms),
 //	            -Reset-After: 60.000, -Bucket: a stable 8-hex-digit id per bucket;
 //	            429s add X-RateLimit-Scope: user and retry_after in the JSON body.
-//	shopify     X-Shopify-Shop-Api-Call-Limit: 1/40 (used/bucket size); 429 Retry-After: 1.0
+//	shopify     X-Shopify-Shop-Api-Call-Limit: 1/60 (used/bucket size); 429 Retry-After: 1.0
 //	retry-after no rate headers; 429s carry Retry-After only.
 //	bare        no rate headers, bare 429s.
 //
@@ -71,9 +74,10 @@
 // Stats gives totals, Events every visible request with its time, status and
 // bucket. Capacity(from, to) is the number of requests the visible client
 // could have had admitted in an interval at the long-run rate (quota minus
-// the unseen share, following SetLimit), the denominator of goodput; it
-// excludes the initial burst, so short runs may exceed it. TokenCapacity is
-// the same for tokens.
+// the unseen share, following SetLimit), summed over the buckets the client
+// used: the denominator of goodput. It excludes the initial burst, so short
+// runs may exceed it. BucketCapacity is the same for one bucket, TokenCapacity
+// for tokens.
 //
 // Under testing/synctest, create the Server inside the bubble: its clock
 // (time.Now by default) must be the bubble's virtual clock.

@@ -57,20 +57,16 @@ type Event struct {
 // bucket is one quota (the shared one or a route's): requests and, optionally,
 // tokens, plus the unseen client's schedule and the limit history for Capacity.
 type bucket struct {
-	name    string
-	prefix  string // "" for the shared bucket
-	id      string // opaque Discord-style bucket id
-	req     quota
-	tok     quota // nil without a token quota
-	changes []limitChange
-	used    bool // saw a visible request since New/Reset
+	name      string
+	prefix    string // "" for the shared bucket
+	id        string // opaque Discord-style bucket id
+	req       quota
+	tok       quota // nil without a token quota
+	reqLimits limitHistory
+	tokLimits limitHistory // empty without a token quota
+	used      bool         // saw a visible request since New/Reset
 
 	unseenNext time.Duration // offset of the unseen client's next request
-}
-
-type limitChange struct {
-	at    time.Duration
-	limit float64
 }
 
 // New returns a Server for cfg. It panics if cfg is invalid, naming the field.
@@ -104,20 +100,19 @@ func (s *Server) resetLocked() {
 func (s *Server) newBucket(name, prefix string, limit int) *bucket {
 	h := fnv.New32a()
 	h.Write([]byte(name))
+	// Every token bucket (a route's, the token quota) keeps the shared
+	// bucket's Burst/Limit ratio; 0 means capacity = limit.
+	ratio := float64(s.cfg.Burst) / float64(s.cfg.Limit)
 	b := &bucket{
-		name:    name,
-		prefix:  prefix,
-		id:      fmt.Sprintf("%08x", h.Sum32()),
-		req:     newQuota(s.cfg.Algorithm, s.cfg.Window, float64(limit), float64(s.cfg.Burst)),
-		changes: []limitChange{{0, float64(limit)}},
+		name:      name,
+		prefix:    prefix,
+		id:        fmt.Sprintf("%08x", h.Sum32()),
+		req:       newQuota(s.cfg.Algorithm, s.cfg.Window, float64(limit), ratio*float64(limit)),
+		reqLimits: limitHistory{{0, float64(limit)}},
 	}
 	if s.cfg.TokenLimit > 0 {
-		// The token bucket's capacity keeps the request bucket's burst ratio.
-		burst := 0.0
-		if s.cfg.Burst > 0 {
-			burst = float64(s.cfg.TokenLimit) * float64(s.cfg.Burst) / float64(limit)
-		}
-		b.tok = newQuota(s.cfg.Algorithm, s.cfg.Window, float64(s.cfg.TokenLimit), burst)
+		b.tok = newQuota(s.cfg.Algorithm, s.cfg.Window, float64(s.cfg.TokenLimit), ratio*float64(s.cfg.TokenLimit))
+		b.tokLimits = limitHistory{{0, float64(s.cfg.TokenLimit)}}
 	}
 	if s.cfg.UnseenShare > 0 {
 		b.unseenNext = s.unseenInterval(float64(limit)) / 2 // evenly: mid-slot
@@ -168,10 +163,7 @@ func (s *Server) runUnseen(b *bucket, t time.Duration) {
 	}
 	// After a long idle stretch only the last few windows can still matter
 	// (longer for a bucket refilling from empty); skip the older requests.
-	ratio := 1.0
-	if s.cfg.Burst > 0 {
-		ratio = math.Max(1, float64(s.cfg.Burst)/b.req.limit(b.unseenNext))
-	}
+	ratio := math.Max(1, float64(s.cfg.Burst)/float64(s.cfg.Limit))
 	horizon := durationOf(float64(s.cfg.Window) * (2 + ratio/(1-s.cfg.UnseenShare)))
 	if t-b.unseenNext > horizon {
 		step := s.unseenInterval(b.req.limit(b.unseenNext))
@@ -279,52 +271,6 @@ func parseTokens(v string) int {
 	return n
 }
 
-// SetLimit changes the shared bucket's request quota per Window (n > 0) mid-run:
-// from the next window for FixedWindow (a window's quota is fixed when it
-// opens), at once for SlidingWindow and TokenBucket (a TokenBucket with Burst 0
-// also shrinks its capacity to n). It panics if n ≤ 0. Route buckets keep
-// their limits; see SetRouteLimit.
-func (s *Server) SetLimit(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if n <= 0 {
-		panic(fmt.Sprintf("apisim: invalid SetLimit %d: must be > 0", n))
-	}
-	s.setLimitLocked(s.shared, n)
-}
-
-// SetRouteLimit is SetLimit for the bucket of the route with this prefix (a
-// key of Config.Routes). It panics on an unknown prefix or n ≤ 0.
-func (s *Server) SetRouteLimit(prefix string, n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if n <= 0 {
-		panic(fmt.Sprintf("apisim: invalid SetRouteLimit %d: must be > 0", n))
-	}
-	for _, b := range s.routes {
-		if b.prefix == prefix {
-			s.setLimitLocked(b, n)
-			return
-		}
-	}
-	panic(fmt.Sprintf("apisim: invalid SetRouteLimit prefix %q: not in Config.Routes", prefix))
-}
-
-func (s *Server) setLimitLocked(b *bucket, n int) {
-	t, _ := s.now()
-	s.runUnseen(b, t) // the unseen client's past requests ran at the old limit
-	at := b.req.setLimit(t, float64(n))
-	// A later change in the same window supersedes a pending one.
-	for len(b.changes) > 1 && b.changes[len(b.changes)-1].at >= at {
-		b.changes = b.changes[:len(b.changes)-1]
-	}
-	if last := b.changes[len(b.changes)-1]; last.at >= at {
-		b.changes[len(b.changes)-1] = limitChange{at, float64(n)}
-	} else {
-		b.changes = append(b.changes, limitChange{at, float64(n)})
-	}
-}
-
 // Stats returns the totals since New or Reset.
 func (s *Server) Stats() Stats {
 	s.mu.Lock()
@@ -340,67 +286,5 @@ func (s *Server) Events() []Event {
 	return append([]Event(nil), s.events...)
 }
 
-// Capacity is how many requests the visible client could have had admitted in
-// [from, to): the request rate Limit/Window of each bucket that served at least
-// one visible request (following SetLimit from when each change took effect),
-// minus the unseen client's share, integrated over the interval. It is the
-// long-run rate: the burst a fresh quota allows at start is not included, so a
-// client that spends it can exceed Capacity over short runs. The token quota
-// is not considered; see TokenCapacity.
-func (s *Server) Capacity(from, to time.Time) float64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	total := 0.0
-	for _, b := range s.buckets() {
-		if b.used {
-			total += s.capacityLocked(b, from, to)
-		}
-	}
-	return total
-}
-
-// BucketCapacity is Capacity for one bucket (Event.Key), whether used or not;
-// 0 for an unknown key.
-func (s *Server) BucketCapacity(key string, from, to time.Time) float64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if b := s.bucketNamed(key); b != nil {
-		return s.capacityLocked(b, from, to)
-	}
-	return 0
-}
-
-// TokenCapacity is the token quota the visible client could have used in
-// [from, to): TokenLimit/Window per used bucket, minus the unseen share.
-func (s *Server) TokenCapacity(from, to time.Time) float64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	lo, hi := max(0, from.Sub(s.start)), to.Sub(s.start)
-	if hi <= lo {
-		return 0
-	}
-	used := 0
-	for _, b := range s.buckets() {
-		if b.used {
-			used++
-		}
-	}
-	return float64(used) * float64(s.cfg.TokenLimit) * float64(hi-lo) / float64(s.cfg.Window) * (1 - s.cfg.UnseenShare)
-}
-
+// buckets returns the shared bucket and the route buckets.
 func (s *Server) buckets() []*bucket { return append([]*bucket{s.shared}, s.routes...) }
-
-func (s *Server) capacityLocked(b *bucket, from, to time.Time) float64 {
-	lo, hi := max(0, from.Sub(s.start)), to.Sub(s.start)
-	total := 0.0
-	for i, c := range b.changes {
-		end := time.Duration(math.MaxInt64)
-		if i+1 < len(b.changes) {
-			end = b.changes[i+1].at
-		}
-		if a, z := max(lo, c.at), min(hi, end); z > a {
-			total += c.limit * float64(z-a) / float64(s.cfg.Window)
-		}
-	}
-	return total * (1 - s.cfg.UnseenShare)
-}

@@ -236,6 +236,36 @@ func TestTokenBucketTokenQuotaRefillsLikeTheRequestQuota(t *testing.T) {
 	})
 }
 
+func TestSetTokenLimitChangesEveryBucketsTokenQuota(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Config{Style: StyleOpenAI, Limit: 100, Window: time.Minute, TokenLimit: 1000,
+			Routes: map[string]int{"/v1/embeddings": 100}})
+		start := time.Now()
+		get(t, s, "/v1/chat", 100)
+		get(t, s, "/v1/embeddings", 100)
+		time.Sleep(30 * time.Second)
+		s.SetTokenLimit(500)
+		assert.Equal(t, "1000", get(t, s, "/v1/chat", 0).Header.Get("X-Ratelimit-Limit-Tokens"), "a fixed window keeps its quota")
+		time.Sleep(30 * time.Second)
+		for _, path := range []string{"/v1/chat", "/v1/embeddings"} {
+			resp := get(t, s, path, 500)
+			assert.Equal(t, "500", resp.Header.Get("X-Ratelimit-Limit-Tokens"), path)
+			assert.Equal(t, "0", resp.Header.Get("X-Ratelimit-Remaining-Tokens"), path)
+		}
+		assert.InDelta(t, 2*(1000+500), s.TokenCapacity(start, start.Add(2*time.Minute)), 1e-9)
+	})
+}
+
+func TestSetTokenLimitPanicsWithoutATokenQuotaOrOnANonPositiveLimit(t *testing.T) {
+	assert.PanicsWithValue(t, "apisim: invalid SetTokenLimit: Config.TokenLimit is 0 (no token quota)", func() {
+		New(Config{Style: StyleOpenAI, Limit: 1, Window: time.Second}).SetTokenLimit(10)
+	})
+	assert.PanicsWithValue(t, "apisim: invalid SetTokenLimit 0: must be > 0", func() {
+		New(Config{Style: StyleOpenAI, Limit: 1, Window: time.Second, TokenLimit: 5}).SetTokenLimit(0)
+	})
+	assert.Zero(t, New(Config{Style: StyleOpenAI, Limit: 1, Window: time.Second}).TokenCapacity(time.Now(), time.Now().Add(time.Hour)))
+}
+
 func TestMalformedTokenHeadersCountAsZero(t *testing.T) {
 	for _, v := range []string{"", "abc", "-5", "1e9", "3.5", "99999999999999999999999"} {
 		assert.Zero(t, parseTokens(v), "%q", v)
@@ -282,6 +312,18 @@ func TestRoutesHaveTheirOwnBucketsAndTheLongestPrefixWins(t *testing.T) {
 			keys[e.Key]++
 		}
 		assert.Equal(t, map[string]int{"search": 20, "search-code": 11, "default": 20}, keys)
+	})
+}
+
+func TestRouteBucketsAndTokenQuotasKeepTheBurstRatio(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Config{Style: StyleOpenAI, Algorithm: TokenBucket, Limit: 10, Burst: 20, Window: time.Minute,
+			TokenLimit: 100, Routes: map[string]int{"/small/": 5}})
+		assert.Equal(t, 20, countOKAt(t, s, "/", 30))
+		resp := get(t, s, "/small/x", 150)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "token capacity is 2 × 100")
+		assert.Equal(t, "50", resp.Header.Get("X-Ratelimit-Remaining-Tokens"))
+		assert.Equal(t, 9, countOKAt(t, s, "/small/x", 30), "request capacity is 2 × the route's 5")
 	})
 }
 
