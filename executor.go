@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -59,14 +58,9 @@ type Executor struct {
 	progress func(ExecutorStats)
 	onError  func(error)
 
-	// life is the parent of every call's context (through context.AfterFunc,
-	// so calls keep their caller's values). It is cancelled, with ErrAborted as
-	// its cause, only when a Shutdown deadline passes.
-	life      context.Context
-	abortLife context.CancelCauseFunc
-
 	mu        sync.Mutex
 	closed    bool          // Shutdown began: new calls get ErrClosed
+	aborting  bool          // a Shutdown deadline passed: waiting calls never start
 	idle      chan struct{} // closed once closed and no accepted work is left
 	submitted int64
 	rejected  int64
@@ -74,7 +68,8 @@ type Executor struct {
 	running   int
 	done      int64
 	failed    int64
-	open      bodyList // responses handed out whose body still holds a slot
+	live      callList // every accepted call not yet finished, bodies included
+	open      callList // calls whose response body still holds a slot, oldest first
 
 	shutdownOnce sync.Once
 	aborted      chan struct{} // closed after shutdownErr is set
@@ -121,8 +116,9 @@ func WithProgress(fn func(ExecutorStats)) ExecutorOption {
 
 // WithErrorHandler registers fn to receive every non-nil error returned by a
 // function run with [Executor.Go], which has no caller left to return it to.
-// fn is called on that function's goroutine, so calls may be concurrent. The
-// errors are also counted in [ExecutorStats.Failed]. A nil fn only counts them.
+// fn is called on that function's goroutine, before its slot is released, so
+// calls may be concurrent and Shutdown waits for them. The errors are also
+// counted in [ExecutorStats.Failed]. A nil fn only counts them.
 func WithErrorHandler(fn func(error)) ExecutorOption {
 	return func(c *executorConfig) { c.onError = fn }
 }
@@ -138,18 +134,17 @@ func NewExecutor(client *http.Client, opts ...ExecutorOption) *Executor {
 	for _, opt := range opts {
 		opt(&cfg)
 	}
-	life, abort := context.WithCancelCause(context.Background())
 	return &Executor{
-		client:    client,
-		sem:       semaphore.NewWeighted(int64(cfg.max)),
-		max:       cfg.max,
-		progress:  cfg.progress,
-		onError:   cfg.onError,
-		life:      life,
-		abortLife: abort,
-		idle:      make(chan struct{}),
-		aborted:   make(chan struct{}),
-		kick:      make(chan struct{}, 1),
+		client:   client,
+		sem:      semaphore.NewWeighted(int64(cfg.max)),
+		max:      cfg.max,
+		progress: cfg.progress,
+		onError:  cfg.onError,
+		idle:     make(chan struct{}),
+		aborted:  make(chan struct{}),
+		kick:     make(chan struct{}, 1),
+		live:     callList{which: liveLinks},
+		open:     callList{which: openLinks},
 	}
 }
 
@@ -262,8 +257,8 @@ func (e *Executor) statsLocked() ExecutorStats {
 		OpenBodies:     e.open.n,
 		Closed:         e.closed,
 	}
-	if e.open.head != nil {
-		s.OldestOpenBody = time.Since(e.open.head.opened)
+	if oldest := e.open.head; oldest != nil {
+		s.OldestOpenBody = time.Since(oldest.opened)
 	}
 	return s
 }
@@ -332,7 +327,8 @@ type ShutdownError struct {
 	// error wrapping ErrClosed and were never started.
 	Waiting int
 	// Running is the number of requests and Go functions in progress; their
-	// contexts were cancelled with cause ErrAborted.
+	// contexts were cancelled with cause ErrAborted. A request that was
+	// already answering may still return its response.
 	Running int
 	// OpenBodies is the number of responses whose body was still open; reads
 	// from them now fail, and their slots stay taken until they are closed.
@@ -362,14 +358,23 @@ func (e *Executor) abort(cause error) {
 			return
 		default:
 		}
+		e.aborting = true
 		e.shutdownErr = &ShutdownError{
 			Waiting:    e.waiting,
 			Running:    e.running,
 			OpenBodies: e.open.n,
 			Err:        cause,
 		}
+		cancels := make([]context.CancelCauseFunc, 0, e.live.n)
+		for c := e.live.head; c != nil; c = c.links[liveLinks].next {
+			cancels = append(cancels, c.cancel)
+		}
 		e.mu.Unlock()
-		e.abortLife(ErrAborted)
+		// Outside the lock: cancelling runs whatever hangs off those contexts.
+		// A call that finishes meanwhile is cancelled twice, harmlessly.
+		for _, cancel := range cancels {
+			cancel(ErrAborted)
+		}
 		close(e.aborted)
 	})
 }
@@ -416,242 +421,5 @@ func (e *Executor) report() {
 				return
 			}
 		}
-	}
-}
-
-// execCall is one accepted call: its context and how to finish it.
-type execCall struct {
-	e      *Executor
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	// outer is the caller's ctx; reqCtx the request's own context when it
-	// differs. They tell a cancellation by the caller from one by Shutdown.
-	outer, reqCtx context.Context
-	stops         [3]func() bool
-}
-
-// begin admits a call, derives its context and waits for a slot. extra, when
-// non-nil, is another context whose end cancels the call (DoAll's stop
-// signal). On error the call is finished and counted as failed, or as rejected
-// when the executor was closed.
-func (e *Executor) begin(ctx, reqCtx, extra context.Context) (*execCall, error) {
-	e.mu.Lock()
-	if e.closed {
-		e.rejected++
-		e.mu.Unlock()
-		e.changed()
-		return nil, ErrClosed
-	}
-	e.submitted++
-	e.waiting++
-	e.mu.Unlock()
-	e.changed()
-
-	cctx, cancel := context.WithCancelCause(ctx)
-	c := &execCall{e: e, ctx: cctx, cancel: cancel, outer: ctx}
-	c.stops[0] = context.AfterFunc(e.life, func() { cancel(ErrAborted) })
-	if reqCtx != nil && reqCtx != ctx && reqCtx.Done() != nil {
-		c.reqCtx = reqCtx
-		c.stops[1] = context.AfterFunc(reqCtx, func() { cancel(context.Cause(reqCtx)) })
-	}
-	if extra != nil {
-		c.stops[2] = context.AfterFunc(extra, func() { cancel(context.Cause(extra)) })
-	}
-
-	if err := e.sem.Acquire(cctx, 1); err != nil {
-		err = c.waitErr()
-		c.release()
-		e.mu.Lock()
-		e.waiting--
-		e.failed++
-		e.checkIdleLocked()
-		e.mu.Unlock()
-		e.changed()
-		return nil, err
-	}
-	e.mu.Lock()
-	e.waiting--
-	e.running++
-	e.mu.Unlock()
-	e.changed()
-	return c, nil
-}
-
-// waitErr explains why Acquire failed.
-func (c *execCall) waitErr() error {
-	switch {
-	case c.outer.Err() != nil:
-		return c.outer.Err()
-	case context.Cause(c.ctx) == ErrAborted:
-		return errNotStarted
-	case c.reqCtx != nil && c.reqCtx.Err() != nil:
-		return c.reqCtx.Err()
-	}
-	return c.ctx.Err()
-}
-
-// release detaches the call's context from its parents and cancels it.
-func (c *execCall) release() {
-	for _, stop := range c.stops {
-		if stop != nil {
-			stop()
-		}
-	}
-	c.cancel(context.Canceled)
-}
-
-// finish frees the slot of a call whose work ended without leaving an open
-// body, and counts the outcome.
-func (c *execCall) finish(ok bool) {
-	c.release()
-	c.e.sem.Release(1)
-	e := c.e
-	e.mu.Lock()
-	e.running--
-	if ok {
-		e.done++
-	} else {
-		e.failed++
-	}
-	e.checkIdleLocked()
-	e.mu.Unlock()
-	e.changed()
-}
-
-// run executes a Go function under the call's slot.
-func (c *execCall) run(fn func(context.Context) error) {
-	err := fn(c.ctx)
-	if err != nil && context.Cause(c.ctx) == ErrAborted && !errors.Is(err, ErrAborted) {
-		err = fmt.Errorf("%w: %w", ErrAborted, err)
-	}
-	c.finish(err == nil)
-	if err != nil && c.e.onError != nil {
-		c.e.onError(err)
-	}
-}
-
-// roundTrip sends req under the call's slot and hands the slot to the
-// response body.
-func (c *execCall) roundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := c.e.client.Do(req.WithContext(c.ctx))
-	if err != nil {
-		// The transport reports the call context's plain Err; name the real
-		// reason (Shutdown, or the request's own deadline) when it differs.
-		if cause := context.Cause(c.ctx); cause != nil && !errors.Is(err, cause) {
-			err = fmt.Errorf("%w: %w", cause, err)
-		}
-		c.finish(false)
-		return nil, err
-	}
-	if resp.Body == nil || resp.Body == http.NoBody {
-		// Nothing to read, so nothing to hold the slot for.
-		c.finish(true)
-		return resp, nil
-	}
-	b := &trackedBody{rc: resp.Body, call: c, opened: time.Now()}
-	e := c.e
-	e.mu.Lock()
-	e.running--
-	e.done++
-	e.open.push(b)
-	e.mu.Unlock()
-	e.changed()
-	if rw, ok := resp.Body.(io.ReadWriteCloser); ok && resp.StatusCode == http.StatusSwitchingProtocols {
-		// Keep the upgraded connection writable, as net/http promises.
-		resp.Body = &trackedRWBody{trackedBody: b, w: rw}
-	} else {
-		resp.Body = b
-	}
-	return resp, nil
-}
-
-// trackedBody holds a call's slot until the response body is closed or read
-// to the end, releasing it exactly once.
-type trackedBody struct {
-	rc       io.ReadCloser
-	call     *execCall
-	opened   time.Time // monotonic reading; for OldestOpenBody
-	released atomic.Bool
-
-	prev, next *trackedBody // in Executor.open, guarded by Executor.mu
-}
-
-func (b *trackedBody) Read(p []byte) (int, error) {
-	n, err := b.rc.Read(p)
-	if err != nil {
-		// io.EOF or a broken connection: either way the body has ended.
-		b.release()
-	}
-	return n, err
-}
-
-func (b *trackedBody) Close() error {
-	err := b.rc.Close()
-	b.release()
-	return err
-}
-
-func (b *trackedBody) release() {
-	if !b.released.CompareAndSwap(false, true) {
-		return
-	}
-	c := b.call
-	c.release()
-	c.e.sem.Release(1)
-	e := c.e
-	e.mu.Lock()
-	e.open.remove(b)
-	e.checkIdleLocked()
-	e.mu.Unlock()
-	e.changed()
-}
-
-// trackedRWBody is the body of a 101 Switching Protocols response, which
-// net/http makes writable.
-type trackedRWBody struct {
-	*trackedBody
-	w io.Writer
-}
-
-func (b *trackedRWBody) Write(p []byte) (int, error) { return b.w.Write(p) }
-
-// bodyList is an intrusive doubly linked list of open bodies in the order they
-// were opened, so the oldest is at the head.
-type bodyList struct {
-	head, tail *trackedBody
-	n          int
-}
-
-func (l *bodyList) push(b *trackedBody) {
-	b.prev, b.next = l.tail, nil
-	if l.tail != nil {
-		l.tail.next = b
-	} else {
-		l.head = b
-	}
-	l.tail = b
-	l.n++
-}
-
-func (l *bodyList) remove(b *trackedBody) {
-	if b.prev != nil {
-		b.prev.next = b.next
-	} else {
-		l.head = b.next
-	}
-	if b.next != nil {
-		b.next.prev = b.prev
-	} else {
-		l.tail = b.prev
-	}
-	b.prev, b.next = nil, nil
-	l.n--
-}
-
-// closeRequestBody keeps http.Client.Do's promise that the request body is
-// closed even when the request is never sent.
-func closeRequestBody(req *http.Request) {
-	if req.Body != nil {
-		_ = req.Body.Close()
 	}
 }

@@ -168,7 +168,7 @@ func (f *fanout) produce() {
 			slot <- fanoutEntry{DoResult: DoResult{Err: err}}
 			continue
 		}
-		detach := c.stops[2]
+		detach := c.stopExtra
 		f.wg.Add(1)
 		go func() {
 			defer f.wg.Done()

@@ -1,0 +1,174 @@
+package pacer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pacer-go/pacer"
+)
+
+// newItemServer answers /items/<id> with "item <id>".
+func newItemServer() *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "item %s", strings.TrimPrefix(r.URL.Path, "/items/"))
+	}))
+}
+
+func ExampleNewExecutor() {
+	srv := newItemServer()
+	defer srv.Close()
+
+	// Any *http.Client works; give it a pacer Transport to rate limit as well.
+	exec := pacer.NewExecutor(srv.Client(), pacer.WithMaxConcurrency(8))
+	defer exec.Close()
+
+	req, err := http.NewRequest(http.MethodGet, srv.URL+"/items/42", nil)
+	if err != nil {
+		panic(err)
+	}
+	resp, err := exec.Do(context.Background(), req)
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	// Closing the body (or reading it to the end) frees the slot.
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Println(resp.StatusCode, string(body))
+	// Output: 200 item 42
+}
+
+func ExampleExecutor_Go() {
+	exec := pacer.NewExecutor(nil, pacer.WithMaxConcurrency(4),
+		pacer.WithErrorHandler(func(err error) { fmt.Println("failed:", err) }))
+
+	// Go blocks while all 4 slots are busy, so this loop never has more than
+	// 4 goroutines of work alive, however long the list.
+	var total atomic.Int64
+	for i := 1; i <= 100; i++ {
+		err := exec.Go(context.Background(), func(ctx context.Context) error {
+			if i == 13 {
+				return errors.New("unlucky 13")
+			}
+			total.Add(int64(i))
+			return nil
+		})
+		if err != nil {
+			fmt.Println("not started:", err)
+		}
+	}
+	// Close waits for every function started by Go.
+	if err := exec.Close(); err != nil {
+		fmt.Println(err)
+	}
+	fmt.Println("total:", total.Load(), "failed:", exec.Stats().Failed)
+	// Output:
+	// failed: unlucky 13
+	// total: 5037 failed: 1
+}
+
+func ExampleExecutor_Shutdown() {
+	arrived := make(chan struct{}, 1)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		select {
+		case <-r.Context().Done():
+		case <-time.After(time.Minute):
+		}
+	}))
+	defer slow.Close()
+	exec := pacer.NewExecutor(slow.Client())
+
+	result := make(chan error)
+	go func() {
+		req, _ := http.NewRequest(http.MethodGet, slow.URL, nil)
+		_, err := exec.Do(context.Background(), req)
+		result <- err
+	}()
+	<-arrived // the request is in flight
+
+	// Give in-flight work 50ms to finish, then cancel it.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err := exec.Shutdown(ctx)
+	var se *pacer.ShutdownError
+	if errors.As(err, &se) {
+		fmt.Println("cancelled running:", se.Running, "deadline:", errors.Is(err, context.DeadlineExceeded))
+	}
+	fmt.Println("request aborted:", errors.Is(<-result, pacer.ErrAborted))
+
+	req, _ := http.NewRequest(http.MethodGet, slow.URL, nil)
+	_, err = exec.Do(context.Background(), req)
+	fmt.Println("after shutdown:", errors.Is(err, pacer.ErrClosed))
+	// Output:
+	// cancelled running: 1 deadline: true
+	// request aborted: true
+	// after shutdown: true
+}
+
+func ExampleExecutor_DoAll() {
+	srv := newItemServer()
+	defer srv.Close()
+	exec := pacer.NewExecutor(srv.Client(), pacer.WithMaxConcurrency(4))
+	defer exec.Close()
+
+	var reqs []*http.Request
+	for _, id := range []string{"a", "b", "c", "d", "e"} {
+		req, err := http.NewRequest(http.MethodGet, srv.URL+"/items/"+id, nil)
+		if err != nil {
+			panic(err)
+		}
+		reqs = append(reqs, req)
+	}
+
+	// Results come in input order however the requests finish. Breaking out
+	// of the loop cancels the rest and closes their bodies.
+	for i, r := range exec.DoAll(context.Background(), reqs) {
+		if r.Err != nil {
+			fmt.Println(i, "error:", r.Err)
+			continue
+		}
+		body, _ := io.ReadAll(r.Response.Body)
+		r.Response.Body.Close()
+		fmt.Println(i, string(body))
+		if i == 3 {
+			break
+		}
+	}
+	// Output:
+	// 0 item a
+	// 1 item b
+	// 2 item c
+	// 3 item d
+}
+
+func ExampleWithProgress() {
+	done := make(chan struct{})
+	var once sync.Once
+	exec := pacer.NewExecutor(nil, pacer.WithMaxConcurrency(2),
+		pacer.WithProgress(func(s pacer.ExecutorStats) {
+			// Called one at a time, with the latest counters; a progress bar
+			// would redraw here. Intermediate states may be skipped, the
+			// last one never is.
+			if s.Done == 10 && s.Running == 0 {
+				once.Do(func() {
+					fmt.Printf("done %d of %d\n", s.Done, s.Submitted)
+					close(done)
+				})
+			}
+		}))
+	for range 10 {
+		_ = exec.Go(context.Background(), func(context.Context) error { return nil })
+	}
+	<-done
+	_ = exec.Close()
+	// Output: done 10 of 10
+}

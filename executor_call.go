@@ -1,0 +1,302 @@
+package pacer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"time"
+)
+
+// execCall is one accepted call to Do or Go, from admission until its slot is
+// released. After Do returns a response, the call is also that response's
+// body, so tracking a body costs no allocation of its own.
+type execCall struct {
+	e      *Executor
+	ctx    context.Context // the caller's ctx, plus cancellation by Shutdown and the rest
+	cancel context.CancelCauseFunc
+	// outer is the caller's ctx; reqCtx the request's own context when it
+	// differs. They tell a cancellation by the caller from one by Shutdown.
+	outer, reqCtx      context.Context
+	stopReq, stopExtra func() bool // unhook ctx from reqCtx and from the extra context
+	links              [2]callLinks
+	body               io.ReadCloser // the response body, once Do has one
+	opened             time.Time     // when body was handed out; monotonic
+	bodyEnded          atomic.Bool
+}
+
+// begin admits a call, derives its context and waits for a slot. extra, when
+// non-nil, is another context whose end cancels the call (DoAll's stop
+// signal). On error the call is over and counted: as rejected when the
+// executor was closed, as failed otherwise.
+func (e *Executor) begin(ctx, reqCtx, extra context.Context) (*execCall, error) {
+	cctx, cancel := context.WithCancelCause(ctx)
+	c := &execCall{e: e, ctx: cctx, cancel: cancel, outer: ctx}
+	ctxErr := ctx.Err()
+
+	e.mu.Lock()
+	if e.closed {
+		e.rejected++
+		e.mu.Unlock()
+		cancel(ErrClosed)
+		e.changed()
+		return nil, ErrClosed
+	}
+	e.submitted++
+	if ctxErr != nil {
+		e.failed++
+		e.mu.Unlock()
+		cancel(ctxErr)
+		e.changed()
+		return nil, ctxErr
+	}
+	e.live.push(c)
+	// Fast path: a free slot and nobody queued (TryAcquire keeps FIFO order),
+	// admitted under one lock.
+	fast := e.sem.TryAcquire(1)
+	if fast {
+		e.running++
+	} else {
+		e.waiting++
+	}
+	e.mu.Unlock()
+	e.changed()
+	c.watch(reqCtx, extra)
+	if fast {
+		return c, nil
+	}
+
+	if err := e.sem.Acquire(cctx, 1); err != nil {
+		err = c.waitErr()
+		c.detach()
+		e.mu.Lock()
+		e.waiting--
+		e.failed++
+		e.live.remove(c)
+		e.checkIdleLocked()
+		e.mu.Unlock()
+		e.changed()
+		return nil, err
+	}
+	e.mu.Lock()
+	if e.aborting {
+		// The slot came free after the Shutdown deadline counted this call
+		// as waiting: keep that count true and do not start it.
+		e.waiting--
+		e.failed++
+		e.live.remove(c)
+		e.checkIdleLocked()
+		e.mu.Unlock()
+		e.sem.Release(1)
+		c.detach()
+		e.changed()
+		return nil, errNotStarted
+	}
+	e.waiting--
+	e.running++
+	e.mu.Unlock()
+	e.changed()
+	return c, nil
+}
+
+// watch makes the end of the request's own context, and of extra, cancel the
+// call too. Most requests carry the caller's ctx or none, which costs nothing.
+func (c *execCall) watch(reqCtx, extra context.Context) {
+	if reqCtx != nil && reqCtx != c.outer && reqCtx.Done() != nil {
+		c.reqCtx = reqCtx
+		c.stopReq = context.AfterFunc(reqCtx, func() { c.cancel(context.Cause(reqCtx)) })
+	}
+	if extra != nil {
+		c.stopExtra = context.AfterFunc(extra, func() { c.cancel(context.Cause(extra)) })
+	}
+}
+
+// waitErr explains why Acquire failed.
+func (c *execCall) waitErr() error {
+	switch {
+	case c.outer.Err() != nil:
+		return c.outer.Err()
+	case context.Cause(c.ctx) == ErrAborted:
+		return errNotStarted
+	case c.reqCtx != nil && c.reqCtx.Err() != nil:
+		return c.reqCtx.Err()
+	}
+	return c.ctx.Err()
+}
+
+// detach unhooks the call's context from the contexts it watches and cancels
+// it, releasing everything derived from it.
+func (c *execCall) detach() {
+	if c.stopReq != nil {
+		c.stopReq()
+	}
+	if c.stopExtra != nil {
+		c.stopExtra()
+	}
+	c.cancel(context.Canceled)
+}
+
+// finish ends a call that holds a slot but no open body, and counts its
+// outcome. The slot is free before Shutdown can see the executor idle.
+func (c *execCall) finish(ok bool) {
+	c.detach()
+	e := c.e
+	e.sem.Release(1)
+	e.mu.Lock()
+	e.running--
+	if ok {
+		e.done++
+	} else {
+		e.failed++
+	}
+	e.live.remove(c)
+	e.checkIdleLocked()
+	e.mu.Unlock()
+	e.changed()
+}
+
+// run executes a Go function under the call's slot.
+func (c *execCall) run(fn func(context.Context) error) {
+	err := fn(c.ctx)
+	if err != nil && context.Cause(c.ctx) == ErrAborted && !errors.Is(err, ErrAborted) {
+		err = fmt.Errorf("%w: %w", ErrAborted, err)
+	}
+	if err != nil && c.e.onError != nil {
+		// Before finish, so that Shutdown returns only after the handler ran.
+		c.e.onError(err)
+	}
+	c.finish(err == nil)
+}
+
+// roundTrip sends req under the call's slot and hands the slot to the
+// response body.
+func (c *execCall) roundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.e.client.Do(req.WithContext(c.ctx))
+	if err != nil {
+		// The transport reports the call context's plain Err; name the real
+		// reason (Shutdown, or the request's own deadline) when it differs.
+		if cause := context.Cause(c.ctx); cause != nil && !errors.Is(err, cause) {
+			err = fmt.Errorf("%w: %w", cause, err)
+		}
+		c.finish(false)
+		return nil, err
+	}
+	if resp.Body == nil || resp.Body == http.NoBody {
+		// Nothing to read, so nothing to hold the slot for.
+		c.finish(true)
+		return resp, nil
+	}
+	c.body = resp.Body
+	c.opened = time.Now()
+	e := c.e
+	e.mu.Lock()
+	e.running--
+	e.done++
+	e.open.push(c)
+	e.mu.Unlock()
+	e.changed()
+	if rw, ok := c.body.(io.ReadWriteCloser); ok && resp.StatusCode == http.StatusSwitchingProtocols {
+		// Keep the upgraded connection writable, as net/http promises.
+		resp.Body = &upgradedBody{execCall: c, w: rw}
+	} else {
+		resp.Body = c
+	}
+	return resp, nil
+}
+
+// Read reads the response body; its end (io.EOF or a broken connection)
+// releases the slot.
+func (c *execCall) Read(p []byte) (int, error) {
+	n, err := c.body.Read(p)
+	if err != nil {
+		c.endBody()
+	}
+	return n, err
+}
+
+// Close closes the response body and releases the slot.
+func (c *execCall) Close() error {
+	err := c.body.Close()
+	c.endBody()
+	return err
+}
+
+// endBody releases the slot held by the response body, exactly once.
+func (c *execCall) endBody() {
+	if !c.bodyEnded.CompareAndSwap(false, true) {
+		return
+	}
+	c.detach()
+	e := c.e
+	e.sem.Release(1)
+	e.mu.Lock()
+	e.open.remove(c)
+	e.live.remove(c)
+	e.checkIdleLocked()
+	e.mu.Unlock()
+	e.changed()
+}
+
+// upgradedBody is the body of a 101 Switching Protocols response, which
+// net/http makes writable.
+type upgradedBody struct {
+	*execCall
+	w io.Writer
+}
+
+func (b *upgradedBody) Write(p []byte) (int, error) { return b.w.Write(p) }
+
+// Each call is on two intrusive lists: every live call (so a Shutdown
+// deadline can cancel them) and, while its body is open, the open bodies in
+// the order they were opened (so the oldest is at the head).
+const (
+	liveLinks = iota
+	openLinks
+)
+
+type callLinks struct{ prev, next *execCall }
+
+// callList is an intrusive doubly linked list through links[which]; guarded
+// by Executor.mu.
+type callList struct {
+	head, tail *execCall
+	n          int
+	which      int
+}
+
+func (l *callList) push(c *execCall) {
+	c.links[l.which] = callLinks{prev: l.tail}
+	if l.tail != nil {
+		l.tail.links[l.which].next = c
+	} else {
+		l.head = c
+	}
+	l.tail = c
+	l.n++
+}
+
+func (l *callList) remove(c *execCall) {
+	lk := &c.links[l.which]
+	if lk.prev != nil {
+		lk.prev.links[l.which].next = lk.next
+	} else {
+		l.head = lk.next
+	}
+	if lk.next != nil {
+		lk.next.links[l.which].prev = lk.prev
+	} else {
+		l.tail = lk.prev
+	}
+	*lk = callLinks{}
+	l.n--
+}
+
+// closeRequestBody keeps http.Client.Do's promise that the request body is
+// closed even when the request is never sent.
+func closeRequestBody(req *http.Request) {
+	if req.Body != nil {
+		_ = req.Body.Close()
+	}
+}

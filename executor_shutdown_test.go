@@ -1,0 +1,421 @@
+package pacer
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestShutdownDuringLoadLosesNoCall(t *testing.T) {
+	for _, deadline := range []time.Duration{0, 50 * time.Millisecond} {
+		name := "waits for all accepted work"
+		if deadline > 0 {
+			name = "deadline cancels the rest"
+		}
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const calls, limit = 2_000, 8
+				rng := rand.New(rand.NewPCG(1, 2))
+				var rngMu sync.Mutex
+				randDur := func(max time.Duration) time.Duration {
+					rngMu.Lock()
+					defer rngMu.Unlock()
+					return time.Duration(rng.Int64N(int64(max)))
+				}
+				srv := &fakeServer{delay: func() time.Duration { return randDur(10 * time.Millisecond) }}
+				e := NewExecutor(&http.Client{Transport: srv}, WithMaxConcurrency(limit))
+
+				var wg sync.WaitGroup
+				var responses, rejected, notStarted, aborted atomic.Int64
+				for range calls {
+					start := randDur(time.Second)
+					wg.Go(func() {
+						time.Sleep(start)
+						resp, err := e.Do(t.Context(), newRequest(t))
+						switch {
+						case err == nil:
+							responses.Add(1)
+							drainAndClose(resp)
+						case errors.Is(err, ErrAborted):
+							assert.ErrorIs(t, err, context.Canceled)
+							aborted.Add(1)
+						case errors.Is(err, errNotStarted):
+							notStarted.Add(1)
+						case errors.Is(err, ErrClosed):
+							rejected.Add(1)
+						default:
+							t.Errorf("unexpected error: %v", err)
+						}
+					})
+				}
+
+				time.Sleep(500 * time.Millisecond)
+				ctx := context.Background()
+				if deadline > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, deadline)
+					defer cancel()
+				}
+				shutdownErr := e.Shutdown(ctx)
+				wg.Wait() // a hung call would make synctest report a deadlock
+
+				s := e.Stats()
+				accepted := s.Submitted
+				assert.EqualValues(t, calls, accepted+s.Rejected, "every call is accepted or rejected")
+				assert.Equal(t, s.Rejected, rejected.Load())
+				assert.Equal(t, accepted, responses.Load()+notStarted.Load()+aborted.Load(),
+					"every accepted call returned a response or an error")
+				assert.Positive(t, rejected.Load(), "shutdown must land mid-load")
+				requireIdleStats(t, s)
+				requireSemaphoreFull(t, e)
+
+				if deadline == 0 {
+					require.NoError(t, shutdownErr)
+					assert.Zero(t, notStarted.Load()+aborted.Load(), "without a deadline all accepted work runs")
+				} else {
+					var se *ShutdownError
+					require.ErrorAs(t, shutdownErr, &se)
+					assert.ErrorIs(t, shutdownErr, context.DeadlineExceeded)
+					assert.EqualValues(t, se.Waiting, notStarted.Load(), "exactly the counted waiters never started")
+					assert.LessOrEqual(t, aborted.Load(), int64(se.Running),
+						"only counted requests are aborted (one answering at the deadline may still succeed)")
+					assert.Positive(t, aborted.Load())
+					assert.Positive(t, se.Waiting, "the deadline must catch queued calls")
+				}
+			})
+		})
+	}
+}
+
+func TestShutdownDeadlineCancelsInFlightWorkAndCountsIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// "/open" answers at once; everything else is held until cancelled.
+		instant, held := &fakeServer{}, &fakeServer{hold: true}
+		rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.URL.Path == "/open" {
+				return instant.RoundTrip(r)
+			}
+			return held.RoundTrip(r)
+		})
+		// Slots: one open body, two requests in flight, one Go function.
+		e := NewExecutor(&http.Client{Transport: rt}, WithMaxConcurrency(4))
+		openReq, err := http.NewRequest(http.MethodGet, "http://api.example/open", nil)
+		require.NoError(t, err)
+		opened, err := e.Do(t.Context(), openReq)
+		require.NoError(t, err)
+
+		var wg sync.WaitGroup
+		errs := make(chan error, 10)
+		for range 2 {
+			wg.Go(func() {
+				_, err := e.Do(t.Context(), newRequest(t))
+				errs <- err
+			})
+		}
+		require.NoError(t, e.Go(t.Context(), func(ctx context.Context) error {
+			<-ctx.Done()
+			errs <- context.Cause(ctx)
+			return nil
+		}))
+		for range 5 {
+			wg.Go(func() {
+				_, err := e.Do(t.Context(), newRequest(t))
+				errs <- err
+			})
+		}
+		synctest.Wait()
+		s := e.Stats()
+		require.Equal(t, 3, s.Running)
+		require.Equal(t, 5, s.Waiting)
+		require.Equal(t, 1, s.OpenBodies)
+
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		start := time.Now()
+		err = e.Shutdown(ctx)
+		assert.Equal(t, 2*time.Second, time.Since(start), "Shutdown waits until its deadline, then returns at once")
+
+		var se *ShutdownError
+		require.ErrorAs(t, err, &se)
+		assert.Equal(t, ShutdownError{Waiting: 5, Running: 3, OpenBodies: 1, Err: context.DeadlineExceeded}, *se)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Contains(t, err.Error(), "cancelled 3 running and 5 waiting calls with 1 response bodies open")
+
+		wg.Wait()
+		var gotAborted, gotNotStarted int
+		for range 8 {
+			err := <-errs
+			switch {
+			case errors.Is(err, ErrAborted):
+				gotAborted++
+			case errors.Is(err, ErrClosed):
+				gotNotStarted++
+			default:
+				t.Errorf("unexpected error: %v", err)
+			}
+		}
+		assert.Equal(t, 3, gotAborted, "requests and the Go function see ErrAborted as their cause")
+		assert.Equal(t, 5, gotNotStarted)
+
+		require.NoError(t, opened.Body.Close())
+		requireSemaphoreFull(t, e)
+		requireIdleStats(t, e.Stats())
+		assert.Same(t, se, errorAsShutdown(t, e.Close()), "later calls return the same result")
+	})
+}
+
+func errorAsShutdown(t *testing.T, err error) *ShutdownError {
+	t.Helper()
+	var se *ShutdownError
+	require.ErrorAs(t, err, &se)
+	return se
+}
+
+func TestShutdownWaitsForOpenBodies(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := NewExecutor(&http.Client{Transport: &fakeServer{}})
+		resp, err := e.Do(t.Context(), newRequest(t))
+		require.NoError(t, err)
+
+		done := make(chan error)
+		go func() { done <- e.Shutdown(context.Background()) }()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			t.Fatalf("Shutdown returned %v with a body still open", err)
+		default:
+		}
+		assert.True(t, e.Stats().Closed)
+
+		time.Sleep(time.Minute)
+		drainAndClose(resp)
+		require.NoError(t, <-done)
+	})
+}
+
+func TestShutdownRunsAcceptedCallsStillWaitingForASlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &fakeServer{delay: func() time.Duration { return time.Second }}
+		e := NewExecutor(&http.Client{Transport: srv}, WithMaxConcurrency(1))
+		var wg sync.WaitGroup
+		var ok atomic.Int64
+		for range 4 {
+			wg.Go(func() {
+				resp, err := e.Do(t.Context(), newRequest(t))
+				if assert.NoError(t, err) {
+					ok.Add(1)
+					drainAndClose(resp)
+				}
+			})
+		}
+		synctest.Wait()
+		require.Equal(t, 3, e.Stats().Waiting)
+		require.NoError(t, e.Shutdown(context.Background()))
+		wg.Wait()
+		assert.EqualValues(t, 4, ok.Load())
+		_, _, calls := srv.stats()
+		assert.Equal(t, 4, calls)
+	})
+}
+
+func TestConcurrentShutdownsShareOneResult(t *testing.T) {
+	t.Run("graceful", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := NewExecutor(&http.Client{Transport: &fakeServer{}})
+			resp, err := e.Do(t.Context(), newRequest(t))
+			require.NoError(t, err)
+
+			results := make(chan error, 20)
+			for i := range 20 {
+				go func() {
+					if i%2 == 0 {
+						results <- e.Close()
+					} else {
+						results <- e.Shutdown(t.Context())
+					}
+				}()
+			}
+			synctest.Wait()
+			assert.Empty(t, results, "all wait for the open body")
+			drainAndClose(resp)
+			for range 20 {
+				assert.NoError(t, <-results)
+			}
+			assert.NoError(t, e.Shutdown(t.Context()), "and a late call sees the same")
+		})
+	})
+	t.Run("first deadline cancels for all", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := NewExecutor(&http.Client{Transport: &fakeServer{hold: true}})
+			reqDone := make(chan error)
+			go func() {
+				_, err := e.Do(t.Context(), newRequest(t))
+				reqDone <- err
+			}()
+			synctest.Wait()
+
+			results := make(chan error, 20)
+			for i := range 20 {
+				go func() {
+					// Deadlines of 1s..20s: the 1s one decides for all.
+					ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i+1)*time.Second)
+					defer cancel()
+					results <- e.Shutdown(ctx)
+				}()
+			}
+			start := time.Now()
+			first := errorAsShutdown(t, <-results)
+			assert.Equal(t, time.Second, time.Since(start))
+			assert.Equal(t, 1, first.Running)
+			for range 19 {
+				assert.Same(t, first, errorAsShutdown(t, <-results))
+			}
+			assert.ErrorIs(t, <-reqDone, ErrAborted)
+		})
+	})
+}
+
+func TestShutdownWithExpiredContextOnIdleExecutorSucceeds(t *testing.T) {
+	e := NewExecutor(nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.NoError(t, e.Shutdown(ctx), "nothing was cancelled, so nothing is reported")
+	require.NoError(t, e.Close())
+}
+
+func TestExecutorGoRunsFunctionsAsynchronouslyUnderTheBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const limit = 3
+		e := NewExecutor(nil, WithMaxConcurrency(limit))
+		var running, peak atomic.Int64
+		release := make(chan struct{})
+		returned := make(chan struct{})
+		go func() {
+			defer close(returned)
+			for range 10 {
+				require.NoError(t, e.Go(t.Context(), func(context.Context) error {
+					n := running.Add(1)
+					for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+					}
+					<-release
+					running.Add(-1)
+					return nil
+				}))
+			}
+		}()
+		synctest.Wait()
+		assert.EqualValues(t, limit, running.Load(), "Go returned for the first %d and blocks on the next", limit)
+		assert.Equal(t, limit, e.Stats().Running)
+		assert.Equal(t, 1, e.Stats().Waiting, "the submitting loop waits inside Go")
+		close(release)
+		<-returned
+		require.NoError(t, e.Close())
+		assert.EqualValues(t, limit, peak.Load())
+		s := e.Stats()
+		assert.EqualValues(t, 10, s.Done)
+		requireIdleStats(t, s)
+	})
+}
+
+func TestExecutorGoReportsFunctionErrors(t *testing.T) {
+	var mu sync.Mutex
+	var got []error
+	e := NewExecutor(nil, WithErrorHandler(func(err error) {
+		mu.Lock()
+		got = append(got, err)
+		mu.Unlock()
+	}))
+	boom := errors.New("boom")
+	require.NoError(t, e.Go(t.Context(), func(context.Context) error { return boom }))
+	require.NoError(t, e.Go(t.Context(), func(context.Context) error { return nil }))
+	require.NoError(t, e.Close())
+	assert.Equal(t, []error{boom}, got)
+	s := e.Stats()
+	assert.EqualValues(t, 1, s.Failed)
+	assert.EqualValues(t, 1, s.Done)
+}
+
+func TestExecutorGoFunctionContextFollowsTheCallersContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := NewExecutor(nil)
+		ctx, cancel := context.WithCancel(context.WithValue(t.Context(), ctxKey{}, "v"))
+		seen := make(chan error, 1)
+		require.NoError(t, e.Go(ctx, func(ctx context.Context) error {
+			assert.Equal(t, "v", ctx.Value(ctxKey{}))
+			<-ctx.Done()
+			seen <- ctx.Err()
+			return ctx.Err()
+		}))
+		cancel()
+		assert.ErrorIs(t, <-seen, context.Canceled)
+		require.NoError(t, e.Close())
+	})
+}
+
+func TestExecutorGoWaitingForASlotHonoursItsContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := NewExecutor(nil, WithMaxConcurrency(1))
+		release := make(chan struct{})
+		require.NoError(t, e.Go(t.Context(), func(context.Context) error { <-release; return nil }))
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		ran := false
+		err := e.Go(ctx, func(context.Context) error { ran = true; return nil })
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.False(t, ran)
+		close(release)
+		require.NoError(t, e.Close())
+		requireSemaphoreFull(t, e)
+	})
+}
+
+func TestProgressReportsEveryFinalStateWithoutConcurrentCalls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var last ExecutorStats
+		var inCall, overlapped atomic.Bool
+		var reports atomic.Int64
+		var e *Executor
+		e = NewExecutor(&http.Client{Transport: &fakeServer{delay: func() time.Duration { return time.Millisecond }}},
+			WithMaxConcurrency(4),
+			WithProgress(func(s ExecutorStats) {
+				if !inCall.CompareAndSwap(false, true) {
+					overlapped.Store(true)
+				}
+				_ = e.Stats() // calling back into the executor must not deadlock
+				mu.Lock()
+				last = s
+				mu.Unlock()
+				reports.Add(1)
+				inCall.Store(false)
+			}))
+		var wg sync.WaitGroup
+		for range 200 {
+			wg.Go(func() {
+				resp, err := e.Do(t.Context(), newRequest(t))
+				if assert.NoError(t, err) {
+					drainAndClose(resp)
+				}
+			})
+		}
+		wg.Wait()
+		synctest.Wait() // let the reporter goroutine deliver and exit
+
+		assert.False(t, overlapped.Load(), "the callback is never called concurrently")
+		assert.Positive(t, reports.Load())
+		mu.Lock()
+		defer mu.Unlock()
+		assert.EqualValues(t, 200, last.Done, "the last report shows the final state")
+		assert.Zero(t, last.OpenBodies)
+		require.NoError(t, e.Close())
+	})
+}
