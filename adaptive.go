@@ -1,0 +1,468 @@
+package pacer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// AdaptiveConfig configures an [Adaptive]. The zero value is ready to use:
+// safety factor 0.9, probing floor 0.5/s, no ceiling, pauses capped at
+// [DefaultMaxDelay], one request in flight before the first response.
+type AdaptiveConfig struct {
+	// Key names the endpoint in *RateLimitError.Endpoint and in log records.
+	Key string
+	// SafetyFactor is the fraction of the server's quota to use, in (0, 1];
+	// 0 means 0.9. The rest is headroom for other clients and for the
+	// requests in flight that the server has not counted yet.
+	SafetyFactor float64
+	// MinLimit is the floor, in requests per second, of the probing fallback
+	// for servers that only answer 429; 0 means 0.5.
+	MinLimit Limit
+	// Ceiling is a limit the endpoint never exceeds, whatever the server's
+	// headers say; 0 means none. With no headers it is a plain static bucket.
+	Ceiling Limit
+	// CeilingBurst is the burst that goes with Ceiling; 0 means 1.
+	CeilingBurst int
+	// MaxWait bounds how long Wait may block: a longer wait fails at once with
+	// *RateLimitError, before any sleeping. 0 means only the context bounds it.
+	MaxWait time.Duration
+	// MaxDelay caps any pause the server asks for, by Retry-After or by an
+	// exhausted quota's reset; 0 means DefaultMaxDelay.
+	MaxDelay time.Duration
+	// SlowStart is how many requests may be in flight before the endpoint's
+	// first response, so a large fan-out onto an exhausted quota costs one 429,
+	// not one per request; 0 means 1.
+	SlowStart int
+	// Logger receives a debug record when the limit is retuned and a warning
+	// for each throttled response; nil means no logging.
+	Logger *slog.Logger
+}
+
+// Adaptive is a rate limiter for one endpoint whose rate follows what the
+// server says: a [Bucket] for requests (and one for the tokens of
+// token-denominated quotas) retuned after every response.
+//
+// With rate-limit headers it spreads safety × remaining quota evenly over the
+// time left until the quota resets; the tightest quota binds. Requests that
+// are admitted but not yet observed count against every figure the server
+// reports, and a budget per quota, charged as requests are admitted, holds
+// every request once the quota is spent, until its reset. After a reset with
+// no newer response it runs at safety × limit / window. Retry-After pauses
+// the endpoint. Servers that send no headers and only answer 429 or 503 are
+// probed with a CUBIC fallback (see Mode "probing"); until the first throttle
+// such a server is not limited at all.
+//
+// Use: every Wait that returns nil must be followed by exactly one Observe,
+// with the response's status and parsed headers, once the request finished;
+// the request counts as in flight until then.
+//
+// All methods are safe for concurrent use. Wait does not take a lock while
+// the limiter is not binding; Observe takes one briefly, never across a sleep.
+type Adaptive struct {
+	cfg    AdaptiveConfig
+	safety float64
+	epoch  time.Time
+
+	req *Bucket // requests
+	tok *Bucket // tokens of token-denominated quotas; used once one is known
+
+	started      atomic.Bool  // a response arrived: slow start is over
+	gated        atomic.Bool  // in-flight cap active (slow start, or probing a new window)
+	inflight     atomic.Int64 // admitted, not yet observed
+	inflightCost atomic.Int64 // their estimated token cost, milli-tokens
+	waiting      atomic.Int64
+	checkAt      atomic.Int64 // ns since epoch when the windows must be looked at again
+	charges      atomic.Pointer[[]*quotaWindow]
+	maxCost      atomic.Int64 // largest cost seen, milli-tokens
+
+	gateMu   sync.Mutex
+	gateCap  int64
+	gateWake chan struct{} // closed when a slot frees or the gate opens
+
+	mu        sync.Mutex // guards the learning state; never held across a sleep
+	windows   []*quotaWindow
+	probe     probe
+	paused    time.Time // no request starts before this
+	lastInfo  Info
+	throttled int64
+	requests  int64
+	lastObs   time.Time
+	interval  float64 // smoothed seconds between responses
+	avgFlight float64 // smoothed in-flight count at responses
+	mode      string
+}
+
+// NewAdaptive returns an Adaptive for cfg. It panics if a field is invalid
+// (NaN, negative, SafetyFactor above 1), naming the field and the value.
+func NewAdaptive(cfg AdaptiveConfig) *Adaptive {
+	cfg = cfg.normalize()
+	a := &Adaptive{
+		cfg:      cfg,
+		safety:   cfg.SafetyFactor,
+		epoch:    time.Now(),
+		req:      NewBucket(Inf, 1),
+		tok:      NewBucket(Inf, 1),
+		gateCap:  int64(cfg.SlowStart),
+		gateWake: make(chan struct{}),
+		probe:    probe{minLimit: float64(cfg.MinLimit)},
+		mode:     ModeSlowStart,
+	}
+	if cfg.Ceiling > 0 {
+		a.req.SetLimit(cfg.Ceiling)
+		a.req.SetBurst(cfg.CeilingBurst)
+	}
+	a.gated.Store(true)
+	a.checkAt.Store(math.MaxInt64)
+	return a
+}
+
+func (cfg AdaptiveConfig) normalize() AdaptiveConfig {
+	bad := func(field string, v any, want string) {
+		panic(fmt.Sprintf("pacer: AdaptiveConfig.%s must be %s, got %v", field, want, v))
+	}
+	switch s := cfg.SafetyFactor; {
+	case s == 0:
+		cfg.SafetyFactor = 0.9
+	case !(s > 0 && s <= 1):
+		bad("SafetyFactor", s, "in (0,1]")
+	}
+	switch m := cfg.MinLimit; {
+	case m == 0:
+		cfg.MinLimit = 0.5
+	case !(m > 0) || m == Inf || math.IsInf(float64(m), 1):
+		bad("MinLimit", m, "a positive finite rate")
+	}
+	switch c := cfg.Ceiling; {
+	case c == Inf || math.IsInf(float64(c), 1):
+		cfg.Ceiling = 0
+	case !(c >= 0):
+		bad("Ceiling", c, "≥ 0")
+	}
+	if cfg.CeilingBurst < 0 {
+		bad("CeilingBurst", cfg.CeilingBurst, "≥ 0")
+	}
+	if cfg.CeilingBurst == 0 {
+		cfg.CeilingBurst = 1
+	}
+	if cfg.MaxWait < 0 {
+		bad("MaxWait", cfg.MaxWait, "≥ 0")
+	}
+	switch {
+	case cfg.MaxDelay < 0:
+		bad("MaxDelay", cfg.MaxDelay, "≥ 0")
+	case cfg.MaxDelay == 0:
+		cfg.MaxDelay = DefaultMaxDelay
+	}
+	switch {
+	case cfg.SlowStart < 0:
+		bad("SlowStart", cfg.SlowStart, "≥ 0")
+	case cfg.SlowStart == 0:
+		cfg.SlowStart = 1
+	}
+	return cfg
+}
+
+// Modes reported in AdaptiveStats.Mode.
+const (
+	// ModeSlowStart: no response yet; at most SlowStart requests in flight.
+	ModeSlowStart = "slow-start"
+	// ModeHeaders: the rate follows the quotas the server's headers describe.
+	ModeHeaders = "headers"
+	// ModeProbing: no usable quota headers; the CUBIC fallback sets the rate
+	// (Inf until the first 429 or 503).
+	ModeProbing = "probing"
+	// ModeStatic: no usable quota headers and no throttle seen; the
+	// configured Ceiling is the limit.
+	ModeStatic = "static"
+)
+
+// AdaptiveStats is a snapshot of an Adaptive for observability. Fields are
+// read one after another, not atomically together.
+type AdaptiveStats struct {
+	Limit       Limit     // current request rate; Inf when nothing limits it
+	Burst       int       // current request burst
+	Tokens      float64   // request tokens available now (negative: owed to waiters)
+	Waiting     int       // callers blocked in Wait
+	InFlight    int       // admitted, not yet observed
+	Throttled   int64     // 429 and 503 responses (and 403s with an exhausted quota)
+	Requests    int64     // Observe calls with a response (status ≠ 0)
+	PausedUntil time.Time // no request starts before this; zero when not paused
+	LastInfo    Info      // last non-empty Info observed
+	Mode        string    // ModeSlowStart, ModeHeaders, ModeProbing or ModeStatic
+}
+
+func (a *Adaptive) nanos(t time.Time) int64 { return int64(t.Sub(a.epoch)) }
+
+// Wait blocks until one request may start: a slow-start slot, a request
+// token, and cost tokens of any token-denominated quota (cost ≤ 0 charges
+// request quotas only). It returns nil when the caller may send, and the
+// caller must then call Observe exactly once. On cancellation it returns
+// ctx.Err() promptly and refunds what it took. When the wait would exceed
+// MaxWait or ctx's deadline it returns a *RateLimitError at once, without
+// sleeping or consuming anything.
+func (a *Adaptive) Wait(ctx context.Context, cost float64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if !(cost > 0) || math.IsInf(cost, 1) {
+		cost = 0
+	}
+	a.waiting.Add(1)
+	defer a.waiting.Add(-1)
+
+	held := false // in-flight slot taken through the gate
+	if a.gated.Load() {
+		var err error
+		if held, err = a.enterGate(ctx); err != nil {
+			return err
+		}
+	}
+	release := func() {
+		if held {
+			a.inflight.Add(-1)
+			a.wakeGate()
+		}
+	}
+	if a.nanos(time.Now()) >= a.checkAt.Load() {
+		a.mu.Lock()
+		a.retune(time.Now())
+		a.mu.Unlock()
+	}
+	cost = a.noteCost(cost)
+	n := int(math.Ceil(cost))
+	for {
+		if a.nanos(time.Now()) >= a.checkAt.Load() {
+			a.mu.Lock()
+			a.retune(time.Now())
+			a.mu.Unlock()
+		}
+		charged, retryAt := a.charge(cost)
+		now := time.Now()
+		if !charged {
+			// A quota's budget is spent: hold until its window resets, then
+			// look again; the buckets, paused until then, pace the restart.
+			if err := a.tooLong(ctx, now, laterOf(retryAt, a.req.nextAt(1))); err != nil {
+				release()
+				return err
+			}
+			if err := sleepUntil(ctx, now, retryAt); err != nil {
+				release()
+				return err
+			}
+			continue
+		}
+		at := a.req.nextAt(1)
+		tokens := n > 0 && a.tokensTracked()
+		if tokens {
+			at = laterOf(at, a.tok.nextAt(n))
+		}
+		if err := a.tooLong(ctx, now, at); err != nil {
+			a.refund(cost)
+			release()
+			return err
+		}
+		if _, err := a.req.waitN(ctx, 1, a.cfg.MaxWait); err != nil {
+			a.refund(cost)
+			release()
+			return a.annotate(err)
+		}
+		if tokens {
+			if _, err := a.tok.waitN(ctx, n, a.cfg.MaxWait); err != nil {
+				a.refund(cost)
+				release()
+				return a.annotate(err)
+			}
+		}
+		break
+	}
+	if !held {
+		a.inflight.Add(1)
+	}
+	if cost > 0 {
+		a.inflightCost.Add(toMilli(cost))
+	}
+	return nil
+}
+
+// tooLong returns a *RateLimitError when a request could start only at at,
+// past MaxWait or ctx's deadline.
+func (a *Adaptive) tooLong(ctx context.Context, now, at time.Time) error {
+	wait := at.Sub(now)
+	if wait <= 0 {
+		return nil
+	}
+	if dl, ok := ctx.Deadline(); ok && at.After(dl) {
+		return a.rateLimitError(at, context.DeadlineExceeded)
+	}
+	if a.cfg.MaxWait > 0 && wait > a.cfg.MaxWait {
+		return a.rateLimitError(at, nil)
+	}
+	return nil
+}
+
+func (a *Adaptive) rateLimitError(at time.Time, cause error) *RateLimitError {
+	a.mu.Lock()
+	info := a.lastInfo
+	a.mu.Unlock()
+	return &RateLimitError{Endpoint: a.cfg.Key, RetryAt: at, Info: info, Err: cause}
+}
+
+// annotate fills in the endpoint's key and last Info on the bucket's errors.
+func (a *Adaptive) annotate(err error) error {
+	var rle *RateLimitError
+	if errors.As(err, &rle) {
+		return a.rateLimitError(rle.RetryAt, rle.Err)
+	}
+	return err
+}
+
+// enterGate waits for an in-flight slot while the gate is up. held reports
+// whether a slot was taken (the in-flight count already includes it).
+func (a *Adaptive) enterGate(ctx context.Context) (held bool, err error) {
+	for {
+		a.gateMu.Lock()
+		if !a.gated.Load() {
+			a.gateMu.Unlock()
+			return false, nil
+		}
+		if a.inflight.Load() < a.gateCap {
+			a.inflight.Add(1)
+			a.gateMu.Unlock()
+			return true, nil
+		}
+		wake := a.gateWake
+		a.gateMu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
+}
+
+// wakeGate lets gate waiters look again (a slot freed or the gate changed).
+func (a *Adaptive) wakeGate() {
+	if !a.gated.Load() {
+		return
+	}
+	a.gateMu.Lock()
+	close(a.gateWake)
+	a.gateWake = make(chan struct{})
+	a.gateMu.Unlock()
+}
+
+// setGate raises (cap > 0) or lowers (cap 0) the in-flight cap.
+func (a *Adaptive) setGate(cap int64) {
+	a.gateMu.Lock()
+	defer a.gateMu.Unlock()
+	if cap > 0 {
+		a.gateCap = cap
+		a.gated.Store(true)
+		return
+	}
+	if a.gated.Load() {
+		a.gated.Store(false)
+		close(a.gateWake)
+		a.gateWake = make(chan struct{})
+	}
+}
+
+func (a *Adaptive) tokensTracked() bool {
+	c := a.charges.Load()
+	if c == nil {
+		return false
+	}
+	for _, w := range *c {
+		if w.tokens {
+			return true
+		}
+	}
+	return false
+}
+
+// noteCost records the largest cost seen, so the token bucket's burst can
+// always hold one request, and returns cost unchanged.
+func (a *Adaptive) noteCost(cost float64) float64 {
+	m := toMilli(cost)
+	if m > a.maxCost.Load() {
+		a.maxCost.Store(m)
+		if a.tokensTracked() {
+			a.mu.Lock()
+			a.retune(time.Now())
+			a.mu.Unlock()
+		}
+	}
+	return cost
+}
+
+// charge takes one request (and cost tokens) from every budgeted quota. On
+// failure nothing stays charged and retryAt is when the exhausted quota's
+// window resets.
+func (a *Adaptive) charge(cost float64) (ok bool, retryAt time.Time) {
+	c := a.charges.Load()
+	if c == nil {
+		return true, time.Time{}
+	}
+	ws := *c
+	for i, w := range ws {
+		amount := a.amount(w, cost)
+		if amount == 0 {
+			continue
+		}
+		if w.budget.Add(-amount) < 0 {
+			w.budget.Add(amount)
+			for _, u := range ws[:i] {
+				u.budget.Add(a.amount(u, cost))
+			}
+			// The window may have rolled over since the last look, refilling
+			// the budget; retune finds out and otherwise pauses until reset.
+			now := time.Now()
+			a.mu.Lock()
+			a.retune(now)
+			retryAt = now
+			if w.known && w.budget.Load() < amount {
+				retryAt = w.reset
+			}
+			a.mu.Unlock()
+			return false, retryAt
+		}
+	}
+	return true, time.Time{}
+}
+
+func (a *Adaptive) amount(w *quotaWindow, cost float64) int64 {
+	if w.tokens {
+		return min(toMilli(cost), w.most.Load())
+	}
+	return milli
+}
+
+func (a *Adaptive) refund(cost float64) {
+	if c := a.charges.Load(); c != nil {
+		for _, w := range *c {
+			w.budget.Add(a.amount(w, cost))
+		}
+	}
+}
+
+// sleepUntil sleeps until t or until ctx ends.
+func sleepUntil(ctx context.Context, now, t time.Time) error {
+	d := t.Sub(now)
+	if d <= 0 {
+		return nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,128 @@
+package pacer
+
+import (
+	"math"
+	"time"
+)
+
+// probe is the fallback for servers that say nothing about their quota and
+// only answer 429 or 503 when it is exceeded. It is CUBIC, as in the AWS SDK's
+// adaptive retry mode, with one change that matters for slow APIs.
+//
+// Before the first throttle it does not limit at all: a server that never
+// throttles is never slowed. On a throttle it remembers the rate it was sending
+// at (lastMax, the smaller of its limit and the measured send rate) and drops
+// to β·lastMax. It then climbs back along a cubic: fast at first, flattening
+// as it nears lastMax, where the server last pushed back, then probing
+// beyond it, slowly at first. Throttles from requests already in flight when
+// it reacted belong to the same event and do not cut the rate again.
+//
+// AWS's cubic returns to lastMax after K = ∛(lastMax·(1-β)/C) seconds, about
+// 2 s at 10 requests/s: with one 429 per cycle that is 5% of all requests
+// throttled. Here K is also at least long enough for a cycle to hold about
+// 100 requests per 429 the last event cost, so the share of 429s stays near
+// 1% whatever the rate and the latency (a high rate × round trip means many
+// requests in flight, hence many 429s per event). The rate averages about
+// (1 - (1-β)/4) ≈ 92% of lastMax over a cycle; lastMax tracks the server's
+// capacity.
+type probe struct {
+	minLimit float64
+
+	engaged bool    // a throttle has been seen; before it the limit is Inf
+	limit   float64 // current rate, requests per second
+	lastMax float64 // rate at the last throttle
+	since   time.Time
+	k       float64 // seconds from a throttle back to lastMax
+
+	// Throttles belong to the current event until the observation count
+	// passes closeAt (the requests that were in flight when it began).
+	closeAt     int64
+	eventCount  int // throttles in the current event
+	observed    int64
+	lastEventAt time.Time
+
+	// Send-rate meter: completed requests per half-second slot, smoothed
+	// (EWMA 0.8 on the newest slot, as the AWS SDK does).
+	slot      time.Time
+	slotCount float64
+	measured  float64
+}
+
+const (
+	probeBeta        = 0.7
+	probeC           = 0.4
+	probeSlot        = 500 * time.Millisecond
+	probeCycleFactor = 100 // requests per throttle in one cycle
+)
+
+// meter counts one completed request at now.
+func (p *probe) meter(now time.Time) {
+	p.observed++
+	switch {
+	case p.slot.IsZero():
+		p.slot = now
+	case now.Sub(p.slot) >= probeSlot:
+		rate := p.slotCount / now.Sub(p.slot).Seconds()
+		if p.measured == 0 {
+			p.measured = rate
+		} else {
+			p.measured = 0.8*rate + 0.2*p.measured
+		}
+		p.slot, p.slotCount = now, 0
+	}
+	p.slotCount++
+}
+
+// sendRate is the measured send rate, counting the slot in progress so that
+// a burst before the first full slot is not read as zero.
+func (p *probe) sendRate(now time.Time) float64 {
+	if p.slot.IsZero() {
+		return 0
+	}
+	partial := p.slotCount / max(now.Sub(p.slot).Seconds(), probeSlot.Seconds())
+	return max(p.measured, partial)
+}
+
+// throttle reacts to a 429/503 observed at now, with inflight requests still
+// out. It reports whether this began a new event (and so cut the rate).
+func (p *probe) throttle(now time.Time, inflight int64) bool {
+	if p.engaged && p.observed <= p.closeAt {
+		p.eventCount++
+		return false
+	}
+	prevCount := max(p.eventCount, 1)
+	rate := p.sendRate(now)
+	if p.engaged && (rate == 0 || p.limit < rate) {
+		rate = p.limit
+	}
+	if rate <= 0 || math.IsInf(rate, 0) {
+		rate = p.minLimit
+	}
+	p.engaged = true
+	p.lastMax = max(rate, p.minLimit)
+	p.k = math.Max(math.Cbrt(p.lastMax*(1-probeBeta)/probeC), probeCycleFactor*float64(prevCount)/p.lastMax)
+	p.limit = math.Max(probeBeta*p.lastMax, p.minLimit)
+	p.since, p.lastEventAt = now, now
+	p.closeAt = p.observed + inflight
+	p.eventCount = 1
+	return true
+}
+
+// grow advances the cubic to now and returns the limit (Inf until engaged).
+func (p *probe) grow(now time.Time) float64 {
+	if !p.engaged {
+		return math.Inf(1)
+	}
+	if !now.After(p.since) {
+		return p.limit
+	}
+	t := now.Sub(p.since).Seconds() - p.k
+	// Scaled so the cubic climbs from β·lastMax to lastMax in k seconds.
+	c := p.lastMax * (1 - probeBeta) / (p.k * p.k * p.k)
+	rate := p.lastMax + c*t*t*t
+	if m := p.sendRate(now); m > 0 {
+		rate = math.Min(rate, 2*m)
+	}
+	p.limit = math.Max(rate, p.minLimit)
+	return p.limit
+}

@@ -1,0 +1,321 @@
+package pacer
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+)
+
+// Observe reports the outcome of a request Wait admitted: its status code and
+// the parsed rate-limit headers (parseHeaders output; Info{} when none).
+// status 0 means no response (transport error, cancelled request): the
+// request stops counting as in flight and nothing is learned. Observe retunes
+// the limit and burst, pauses on Retry-After or an exhausted quota, runs the
+// probing fallback on 429/503 without quota headers, and ends slow start.
+// Observe never blocks on the limiter.
+func (a *Adaptive) Observe(status int, info Info) {
+	now := time.Now()
+	others := a.inflight.Add(-1)
+	if others < 0 { // an Observe without a Wait: not ours to count
+		a.inflight.Add(1)
+		others = 0
+	}
+	// Which request finished is unknown; take the average in-flight cost.
+	if c := a.inflightCost.Load(); c > 0 {
+		a.inflightCost.Add(-c / (others + 1))
+	}
+	a.wakeGate()
+	if status == 0 {
+		return
+	}
+
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.requests++
+	a.started.Store(true)
+	a.trackRTT(now, others)
+	if len(info.Quotas) > 0 || info.RetryAfter > 0 || info.Bucket != "" {
+		a.lastInfo = info
+	}
+
+	exhausted := false
+	horizon := a.horizon()
+	for _, q := range info.Quotas {
+		w := a.window(q.Name)
+		unseen := float64(others)
+		if w.tokens {
+			unseen = float64(a.inflightCost.Load()) / milli
+		}
+		w.observe(q, now, unseen, horizon)
+		w.mentioned = true
+		if q.Remaining < 1 && !q.Reset.IsZero() {
+			exhausted = true
+		}
+	}
+	// Windows that rolled over blind and this response did not describe:
+	// the server stopped speaking of them.
+	a.windows = slices.DeleteFunc(a.windows, func(w *quotaWindow) bool {
+		drop := !w.known && w.rolled && !w.mentioned
+		w.mentioned = false
+		return drop
+	})
+
+	if info.RetryAfter > 0 && status >= 400 {
+		a.pauseLocked(now.Add(min(info.RetryAfter, a.cfg.MaxDelay)))
+	}
+	a.probe.meter(now)
+	throttled := status == 429 || status == 503 || (status == 403 && exhausted)
+	if throttled {
+		a.throttled++
+		// Quota headers explain a throttle when a quota is spent or the server
+		// named a wait; otherwise (no headers, or a limit the headers do not
+		// show) the probing fallback cuts the rate.
+		if len(info.Quotas) == 0 || (!exhausted && info.RetryAfter == 0) {
+			a.probe.throttle(now, others)
+		}
+		if a.cfg.Logger != nil {
+			a.cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn, "pacer: throttled",
+				slog.String("endpoint", a.cfg.Key), slog.Int("status", status),
+				slog.Duration("retry_after", info.RetryAfter))
+		}
+	}
+	a.retune(now)
+}
+
+// window returns the tracker of the named quota, creating it.
+func (a *Adaptive) window(name string) *quotaWindow {
+	for _, w := range a.windows {
+		if w.name == name {
+			return w
+		}
+	}
+	w := &quotaWindow{name: name, tokens: isTokenQuota(name), jitter: 250 * time.Millisecond}
+	a.windows = append(a.windows, w)
+	return w
+}
+
+// trackRTT keeps smoothed figures for Little's law: the round trip is about
+// the mean in-flight count times the mean interval between responses.
+func (a *Adaptive) trackRTT(now time.Time, others int64) {
+	if !a.lastObs.IsZero() {
+		dt := now.Sub(a.lastObs).Seconds()
+		a.interval = 0.9*a.interval + 0.1*dt
+	}
+	a.avgFlight = 0.9*a.avgFlight + 0.1*float64(others+1)
+	a.lastObs = now
+}
+
+// horizon is how long a budget stands before a higher Remaining in the same
+// window is believed: a response can be overtaken by later ones by about a
+// round trip.
+func (a *Adaptive) horizon() time.Duration {
+	rtt := time.Duration(a.avgFlight * a.interval * float64(time.Second))
+	return min(max(2*rtt, 20*time.Millisecond), 2*time.Second)
+}
+
+func (a *Adaptive) pauseLocked(t time.Time) {
+	if t.After(a.paused) {
+		a.paused = t
+		a.req.PauseUntil(t)
+	}
+}
+
+// retune rolls windows whose reset passed, derives the request and token
+// rates and bursts from every source (quotas, probe, ceiling) and applies
+// them to the buckets. Called with a.mu held.
+func (a *Adaptive) retune(now time.Time) {
+	inflight := float64(a.inflight.Load())
+	inflightCost := float64(a.inflightCost.Load()) / milli
+	s := a.safety
+
+	reqRate, tokRate := math.Inf(1), math.Inf(1)
+	reqBudget, tokBudget := math.Inf(1), math.Inf(1)
+	blind := false // a window rolled over with nothing known about the next
+	next := int64(math.MaxInt64)
+	var charges []*quotaWindow
+	for _, w := range a.windows {
+		if w.known && !now.Before(w.reset) {
+			unseen := inflight
+			if w.tokens {
+				unseen = inflightCost
+			}
+			if !w.roll(now, unseen) {
+				blind = true
+			}
+		}
+		if !w.known {
+			continue
+		}
+		charges = append(charges, w)
+		next = min(next, a.nanos(w.reset))
+		avail := w.spendable(w.reserve(s))
+		var rate float64
+		if (w.tokens && avail <= 0) || (!w.tokens && avail < 1) {
+			// Spent: nothing starts before the reset, and the waiters it
+			// releases are paced from an empty bucket at the steady rate.
+			rate = w.steadyRate(s)
+			if rate == 0 {
+				rate = math.Inf(1) // unknown: the window is re-learned, one request at a time
+			}
+			at := w.reset.Add(jitter(rate))
+			if w.tokens {
+				a.tok.PauseUntil(at)
+			} else {
+				a.pauseLocked(at)
+			}
+		} else {
+			rate = s * avail / max(w.reset.Sub(now).Seconds(), 1e-3)
+		}
+		if w.tokens {
+			tokRate, tokBudget = min(tokRate, rate), min(tokBudget, max(avail, 0))
+		} else {
+			reqRate, reqBudget = min(reqRate, rate), min(reqBudget, max(avail, 0))
+		}
+	}
+	a.checkAt.Store(next)
+	if old := a.charges.Load(); old == nil || !slices.Equal(*old, charges) {
+		if len(charges) == 0 {
+			a.charges.Store(nil)
+		} else {
+			a.charges.Store(&charges)
+		}
+	}
+
+	// Requests: the tightest of quotas, probe and ceiling.
+	limit, burst := reqRate, 1.0
+	if !math.IsInf(reqRate, 1) {
+		// Spread, do not dump: at most a second's worth, and no more than
+		// the headroom the safety factor leaves in the budget.
+		burst = max(1, math.Min(math.Floor(reqRate), math.Floor((1-s)*reqBudget)))
+	}
+	if p := a.probe.grow(now); p < limit {
+		limit, burst = p, max(1, math.Floor(p/10))
+	}
+	if c := float64(a.cfg.Ceiling); c > 0 {
+		if c <= limit {
+			limit, burst = c, float64(a.cfg.CeilingBurst)
+		} else {
+			burst = math.Min(burst, float64(a.cfg.CeilingBurst))
+		}
+	}
+	a.apply(a.req, limit, int(burst), "requests")
+
+	// Tokens: the burst must hold the largest request seen.
+	tburst := math.Ceil(float64(a.maxCost.Load()) / milli)
+	if !math.IsInf(tokRate, 1) {
+		tburst = max(tburst, math.Min(math.Floor(tokRate), math.Floor((1-s)*tokBudget)))
+	}
+	a.apply(a.tok, tokRate, int(max(tburst, 1)), "tokens")
+
+	switch {
+	case !a.started.Load():
+		a.mode = ModeSlowStart
+	case len(charges) > 0 || blind:
+		a.mode = ModeHeaders
+	case a.probe.engaged || a.cfg.Ceiling == 0:
+		a.mode = ModeProbing
+	default:
+		a.mode = ModeStatic
+	}
+	switch {
+	case !a.started.Load():
+	case blind:
+		a.setGate(1)
+	default:
+		a.setGate(0)
+	}
+}
+
+// apply sets a bucket's limit and burst. Lower limits apply at once; higher
+// ones only when they differ by more than 1%, so a stream of responses does
+// not make the bucket re-plan its waiters for nothing.
+func (a *Adaptive) apply(b *Bucket, rate float64, burst int, what string) {
+	limit := Inf
+	if !math.IsInf(rate, 1) {
+		limit = Limit(rate)
+	}
+	old := b.Limit()
+	if limit < old || (old != Inf && float64(limit) > float64(old)*1.01) || (old != Inf) != (limit != Inf) {
+		b.SetLimit(limit)
+		if a.cfg.Logger != nil && significant(old, limit) {
+			a.cfg.Logger.LogAttrs(context.Background(), slog.LevelDebug, "pacer: retuned",
+				slog.String("endpoint", a.cfg.Key), slog.String("quota", what),
+				slog.Float64("old", float64(old)), slog.Float64("new", float64(limit)),
+				slog.String("mode", a.mode))
+		}
+	}
+	if b.Burst() != burst {
+		b.SetBurst(burst)
+	}
+}
+
+// significant reports a change worth a log record: 10% or more, or to or
+// from Inf.
+func significant(old, new Limit) bool {
+	if (old == Inf) != (new == Inf) {
+		return true
+	}
+	return math.Abs(float64(new-old)) >= 0.1*float64(old)
+}
+
+// jitter spreads restarts at a reset over up to one interval at rate (at most
+// 100 ms), so that a fleet of clients paused until the same instant does not
+// fire together.
+func jitter(rate float64) time.Duration {
+	span := 100 * time.Millisecond
+	if rate > 0 && !math.IsInf(rate, 1) {
+		span = min(span, time.Duration(float64(time.Second)/rate))
+	}
+	if span <= 0 {
+		return 0
+	}
+	return rand.N(span)
+}
+
+// NextAllowed is the earliest time a new request could start if Wait were
+// called now: now when there is no wait. The transport's retry decisions use it.
+func (a *Adaptive) NextAllowed() time.Time {
+	now := time.Now()
+	if a.nanos(now) >= a.checkAt.Load() {
+		a.mu.Lock()
+		a.retune(now)
+		a.mu.Unlock()
+	}
+	at := a.req.nextAt(1)
+	a.mu.Lock()
+	at = laterOf(at, a.paused)
+	for _, w := range a.windows {
+		if w.known && !w.tokens && w.budget.Load() < milli {
+			at = laterOf(at, w.reset)
+		}
+	}
+	a.mu.Unlock()
+	return laterOf(now, at)
+}
+
+// Stats returns a snapshot for observability.
+func (a *Adaptive) Stats() AdaptiveStats {
+	now := time.Now()
+	a.mu.Lock()
+	if a.nanos(now) >= a.checkAt.Load() {
+		a.retune(now)
+	}
+	st := AdaptiveStats{
+		Throttled: a.throttled,
+		Requests:  a.requests,
+		LastInfo:  a.lastInfo,
+		Mode:      a.mode,
+	}
+	if a.paused.After(now) {
+		st.PausedUntil = a.paused
+	}
+	a.mu.Unlock()
+	st.LastInfo.Quotas = slices.Clone(st.LastInfo.Quotas)
+	st.Limit, st.Burst, st.Tokens = a.req.Limit(), a.req.Burst(), a.req.Tokens()
+	st.Waiting = int(a.waiting.Load())
+	st.InFlight = int(a.inflight.Load())
+	return st
+}
