@@ -71,8 +71,11 @@ const (
 	// SlidingWindow: the sliding-window counter of Cloudflare, go-chi/httprate and
 	// Upstash: a request is admitted while prev·(1-elapsed/Window) + cur + n ≤ Limit,
 	// where prev and cur are the counts of the previous and current fixed windows.
-	// The headers' reset is the end of the current fixed window (as httprate
-	// reports it); Retry-After is the exact time until the request would fit.
+	// The headers' reset is the end of the current fixed window, as httprate
+	// reports it — which can be early: the previous window still weighs on the
+	// next, so a client that waits for the reset may find the quota partly
+	// used. Remaining is exact, and Retry-After the exact time until the
+	// request would fit.
 	SlidingWindow Algorithm = "sliding-window"
 	// TokenBucket: a bucket of capacity Burst (Limit when Burst is 0), refilled
 	// continuously at Limit per Window, full at start. The headers' reset is the
