@@ -184,7 +184,7 @@ func (e *Executor) Do(ctx context.Context, req *http.Request) (*http.Response, e
 // once. It runs fn asynchronously, because work submitted one call at a time
 // should still run n at a time. fn must not call Do or Go on the same
 // executor: it already holds a slot, and n functions waiting for a second one
-// would wait forever.
+// would wait forever. Nor may it call Close, which would wait for fn itself.
 //
 // fn's context is derived from ctx, so it ends when ctx does, even after Go
 // has returned; it is also cancelled, with cause [ErrAborted], when a Shutdown

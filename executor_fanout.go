@@ -121,21 +121,16 @@ func (f *fanout) consume(yield func(int, DoResult) bool) {
 }
 
 // cleanup cancels what was not consumed, waits for the producer and every
-// request goroutine, and closes the bodies nobody will read. Results before
-// index next were consumed (or, when next was yielded with ctx's error, its
-// own result is still in the ring and is drained here).
+// request goroutine, and closes the bodies nobody will read. The results of
+// requests next to started-1 were not taken from the ring (when index next
+// was yielded with ctx's error, its own result was not taken either); once
+// every goroutine has ended, each of them is there.
 func (f *fanout) cleanup(next int) {
 	f.cancelStop(errFanoutStopped)
 	f.wg.Wait()
 	for i := next; i < f.started; i++ {
-		select {
-		case ent := <-f.ring[i%len(f.ring)]:
-			if ent.Response != nil {
-				_ = ent.Response.Body.Close()
-			}
-		default:
-			// Consumed already: the ctx branch above may have yielded index
-			// next without taking its entry, but never past it.
+		if ent := <-f.ring[i%len(f.ring)]; ent.Response != nil {
+			_ = ent.Response.Body.Close()
 		}
 	}
 	for _, req := range f.reqs[f.started:] {
