@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,9 +86,10 @@ type Bucket struct {
 	st atomic.Pointer[state]
 	_  [56]byte // keeps the hot pointer off the cache line the slow path writes
 
-	mu    sync.Mutex
-	queue []*entry // reservations whose time has not come, in arrival order
-	pause int64    // no grant before this time (ns on the bucket clock); guarded by mu
+	mu     sync.Mutex
+	queue  []*entry // reservations whose time has not come, in arrival order
+	pause  int64    // no grant before this time (ns on the bucket clock) if paused; guarded by mu
+	paused bool     // a pause was ever set; guarded by mu
 }
 
 // The bucket clock counts nanoseconds since epoch on the monotonic clock.
@@ -155,7 +155,7 @@ func newParams(limit Limit, burst int) params {
 		// Limits built from decimal fractions (Every(3*time.Millisecond))
 		// land a hair off a whole number of nanoseconds; snap them so that
 		// rounding up does not add a nanosecond per token.
-		if r := math.Round(iv); math.Abs(iv-r) <= 1e-9*iv {
+		if r := math.Round(iv); math.Abs(iv-r) <= 1e-12*iv {
 			iv = r
 		}
 		p.interval = iv
@@ -190,6 +190,9 @@ func (p *params) cost(n int) int64 {
 		return int64(min(n, int(maxSpan)+1))
 	}
 	c := math.Ceil(float64(n) * p.interval)
+	// At limits so low that step was capped, n tokens still fit in n steps,
+	// so a full bucket always grants its burst.
+	c = min(c, float64(n)*float64(p.step))
 	if c > float64(maxSpan) {
 		return maxSpan + 1
 	}
@@ -527,9 +530,8 @@ func (r *Reservation) cancelAt(now int64) {
 func (b *Bucket) withdrawLocked(e *entry, now int64) {
 	b.popDueLocked(now)
 	if !e.done {
-		if i := slices.Index(b.queue, e); i >= 0 {
-			b.queue = slices.Delete(b.queue, i, i+1)
-		}
+		// Still queued: the re-plan drops it (done) but starts from where
+		// it started, so its slot goes to those behind it.
 		e.done = true
 		b.replanLocked(now, nil)
 		return
@@ -540,7 +542,7 @@ func (b *Bucket) withdrawLocked(e *entry, now int64) {
 }
 
 // popDueLocked drops the entries whose time has come from the queue: they
-// are granted.
+// are granted. (Grant times never decrease along the queue.)
 func (b *Bucket) popDueLocked(now int64) {
 	q := b.queue
 	i := 0
@@ -558,40 +560,48 @@ func (b *Bucket) popDueLocked(now int64) {
 // SetLimit changes the limit. The tokens in the bucket stay (the level, not
 // the time to refill), and waiters are re-planned at the new rate in arrival
 // order. It panics if limit is NaN or negative.
-func (b *Bucket) SetLimit(limit Limit) { b.setAt(useClock, limit, -1, "SetLimit") }
+func (b *Bucket) SetLimit(limit Limit) {
+	checkLimit("SetLimit", limit)
+	b.setAt(useClock, limit, keepBurst)
+}
 
 // SetLimitAt is SetLimit at time t.
 func (b *Bucket) SetLimitAt(t time.Time, limit Limit) {
-	b.setAt(toNanos(t), limit, -1, "SetLimitAt")
+	checkLimit("SetLimitAt", limit)
+	b.setAt(toNanos(t), limit, keepBurst)
 }
 
 // SetBurst changes the burst. The tokens in the bucket stay, capped at the
 // new burst, and waiters are re-planned; a waiter asking for more than the new
 // burst fails with an error. It panics if burst is negative.
-func (b *Bucket) SetBurst(burst int) { b.setAt(useClock, -1, burst, "SetBurst") }
+func (b *Bucket) SetBurst(burst int) {
+	checkBurst("SetBurst", burst)
+	b.setAt(useClock, keepLimit, burst)
+}
 
 // SetBurstAt is SetBurst at time t.
 func (b *Bucket) SetBurstAt(t time.Time, burst int) {
-	b.setAt(toNanos(t), -1, burst, "SetBurstAt")
+	checkBurst("SetBurstAt", burst)
+	b.setAt(toNanos(t), keepLimit, burst)
 }
 
-// setAt changes the limit (unless negative) or the burst (unless negative).
-func (b *Bucket) setAt(now int64, limit Limit, burst int, fn string) {
-	if burst < 0 {
-		checkLimit(fn, limit)
-	} else {
-		checkBurst(fn, burst)
-	}
+// keepLimit and keepBurst tell setAt to leave the limit or the burst as is.
+const (
+	keepLimit = Limit(-1)
+	keepBurst = -1
+)
+
+func (b *Bucket) setAt(now int64, limit Limit, burst int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if now == useClock {
 		now = nanotime()
 	}
 	old := &b.state().params
-	if limit < 0 {
+	if limit == keepLimit {
 		limit = old.limit
 	}
-	if burst < 0 {
+	if burst == keepBurst {
 		burst = old.burst
 	}
 	if limit == old.limit && burst == old.burst {
@@ -614,10 +624,10 @@ func (b *Bucket) pauseAt(now, until int64) {
 	if now == useClock {
 		now = nanotime()
 	}
-	if until <= now || until <= b.pause {
+	if until <= now || b.paused && until <= b.pause {
 		return
 	}
-	b.pause = until
+	b.pause, b.paused = until, true
 	b.replanLocked(now, nil)
 }
 
@@ -650,12 +660,13 @@ func (b *Bucket) replanLocked(now int64, np *params) {
 		ns.params = *np
 	}
 	p := &ns.params
+	pausing := b.paused && b.pause > now
 	switch {
 	case np == nil:
-		if b.pause > now {
+		if pausing {
 			base = max(base, p.eff(b.pause)+p.capacity)
 		}
-	case b.pause > now:
+	case pausing:
 		base = p.eff(b.pause) + p.capacity
 	default:
 		base = p.tatFor(old.level(base, now), now)
@@ -665,6 +676,9 @@ func (b *Bucket) replanLocked(now int64, np *params) {
 	end, prevAt := base, int64(minTime)
 	kept := q[:0]
 	for _, en := range q {
+		if en.done { // withdrawn
+			continue
+		}
 		cost := p.cost(en.n)
 		var start, at int64
 		var err error
