@@ -2,6 +2,7 @@ package pacer
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -45,5 +46,86 @@ func BenchmarkParseHeadersGitHub(b *testing.B) {
 		if _, ok := ParseHeaders(benchGitHub, benchNow); !ok {
 			b.Fatal("no rate-limit information found")
 		}
+	}
+}
+
+// benchmarkParse parses h, received at now, b.N times.
+func benchmarkParse(b *testing.B, h http.Header, now time.Time) {
+	b.Helper()
+	if _, ok := ParseHeaders(h, now); !ok {
+		b.Fatal("no rate-limit information found")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		ParseHeaders(h, now)
+	}
+}
+
+func BenchmarkParseHeadersGitHubFieldsOnly(b *testing.B) {
+	h := http.Header{}
+	for k, v := range benchGitHub {
+		if strings.HasPrefix(k, "X-Ratelimit-") {
+			h[k] = v
+		}
+	}
+	benchmarkParse(b, h, benchNow)
+}
+
+func BenchmarkParseHeadersIETF(b *testing.B) {
+	benchmarkParse(b, http.Header{
+		"Date":             {"Mon, 21 Oct 2024 09:00:00 GMT"},
+		"Content-Type":     {"application/json"},
+		"Server":           {"cloudflare"},
+		"Cf-Ray":           {"8d6c2b1e9f0a1234-AMS"},
+		"Ratelimit":        {`"burst";r=50;t=30`},
+		"Ratelimit-Policy": {`"burst";q=100;w=60, "daily";q=1000;w=86400`},
+	}, benchNow)
+}
+
+func BenchmarkParseHeadersIETFDraft07(b *testing.B) {
+	benchmarkParse(b, http.Header{
+		"Content-Type":     {"application/json"},
+		"Ratelimit":        {"limit=100, remaining=50, reset=5"},
+		"Ratelimit-Policy": {"100;w=10"},
+	}, benchNow)
+}
+
+func BenchmarkParseHeadersOpenAI(b *testing.B) {
+	benchmarkParse(b, http.Header{
+		"Date":                           {"Mon, 21 Oct 2024 09:00:00 GMT"},
+		"Content-Type":                   {"application/json"},
+		"Openai-Organization":            {"user-abc123"},
+		"Openai-Processing-Ms":           {"312"},
+		"Openai-Version":                 {"2020-10-01"},
+		"X-Request-Id":                   {"req_0123456789abcdef"},
+		"X-Ratelimit-Limit-Requests":     {"60"},
+		"X-Ratelimit-Limit-Tokens":       {"150000"},
+		"X-Ratelimit-Remaining-Requests": {"59"},
+		"X-Ratelimit-Remaining-Tokens":   {"149984"},
+		"X-Ratelimit-Reset-Requests":     {"1s"},
+		"X-Ratelimit-Reset-Tokens":       {"6m0s"},
+	}, benchNow)
+}
+
+func BenchmarkParseHeadersAnthropic(b *testing.B) {
+	h := http.Header{"Content-Type": {"application/json"}, "Request-Id": {"req_018EeWyXxfu5pfWkrYcMdjWG"}}
+	for _, q := range []string{"Requests", "Tokens", "Input-Tokens", "Output-Tokens"} {
+		h["Anthropic-Ratelimit-"+q+"-Limit"] = []string{"50000"}
+		h["Anthropic-Ratelimit-"+q+"-Remaining"] = []string{"49000"}
+		h["Anthropic-Ratelimit-"+q+"-Reset"] = []string{"2022-10-18T22:00:59Z"}
+	}
+	benchmarkParse(b, h, benchNow)
+}
+
+func BenchmarkParseHeadersNone(b *testing.B) {
+	h := benchGitHub.Clone()
+	for k := range h {
+		if strings.HasPrefix(k, "X-Ratelimit-") {
+			delete(h, k)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		ParseHeaders(h, benchNow)
 	}
 }

@@ -130,8 +130,9 @@ func (p *headerParser) draft08(v string, ps *policies) bool {
 			it.remaining, it.hasR = x, isNum && x >= 0
 		}
 		if t, ok := m.params.get("t"); ok {
-			x, _ := t.number()
-			it.reset, _ = p.resetNumber(x)
+			if x, isNum := t.number(); isNum {
+				it.reset, _ = p.resetNumber(x)
+			}
 		}
 		items[n] = it
 		n++
@@ -165,11 +166,8 @@ func (p *headerParser) draft08(v string, ps *policies) bool {
 // drafts, a list whose first member is the current limit and whose others are
 // policies (`10, 10;w=1, 50;w=60`).
 func (p *headerParser) limitField(fs *fieldSet, f field, q *quotaState, ps *policies) {
-	if q.limit, q.hasLimit = parseCount(fs.first(f)); q.hasLimit {
-		return
-	}
 	v, ok := fs.joined(f)
-	if !ok {
+	if q.limit, q.hasLimit = parseCount(v); q.hasLimit || !ok {
 		return
 	}
 	first := true

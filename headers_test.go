@@ -2,6 +2,8 @@ package pacer
 
 import (
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,19 +11,376 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestParseHeadersReadsGitHub(t *testing.T) {
-	info, ok := ParseHeaders(benchGitHub, benchNow)
-	require.True(t, ok)
-	require.Len(t, info.Quotas, 1)
-	q := info.Quotas[0]
-	assert.Equal(t, 5000.0, q.Limit)
-	assert.Equal(t, 4997.0, q.Remaining)
-	assert.True(t, q.Reset.Equal(time.Unix(1666132381, 0)), "reset %v", q.Reset)
-	assert.Equal(t, "core", info.Bucket)
+// headerCase is one response's headers and what ParseHeaders must make of
+// them, received at now.
+type headerCase struct {
+	name string
+	now  time.Time
+	h    http.Header
+	want Info // the zero Info means ok must be false
 }
 
-func TestParseHeadersReportsNothingWithoutRateLimitFields(t *testing.T) {
-	info, ok := ParseHeaders(http.Header{"Content-Type": {"text/plain"}}, benchNow)
-	assert.False(t, ok)
-	assert.Zero(t, info)
+func runHeaderCases(t *testing.T, cases []headerCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := ParseHeaders(tc.h, tc.now)
+			wantOK := tc.want.Quotas != nil || tc.want.RetryAfter != 0 || tc.want.Bucket != "" || tc.want.Global
+			assert.Equal(t, wantOK, ok, "ok")
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+// Reference times: each provider's documented example headers were captured
+// at some moment; now is set a little before their reset.
+var (
+	ghNow        = time.Unix(1666132381, 0).Add(-33 * time.Minute).UTC() // X-RateLimit-Reset: 1666132381
+	xNow         = time.Unix(1705420800, 0).Add(-10 * time.Minute).UTC()
+	discordNow   = time.Unix(1470172960, 0).UTC() // 63.123 s before X-RateLimit-Reset: 1470173023.123
+	anthropicNow = time.Date(2025, 8, 21, 12, 40, 0, 0, time.UTC)
+	ietfNow      = time.Date(2024, 10, 21, 9, 0, 0, 0, time.UTC)
+)
+
+func q(name string, limit, remaining float64, reset time.Time, window time.Duration) Quota {
+	return Quota{Name: name, Limit: limit, Remaining: remaining, Reset: reset, Window: window}
+}
+
+func quotas(qs ...Quota) Info { return Info{Quotas: qs} }
+
+var noReset time.Time
+
+func TestParseHeadersGitHub(t *testing.T) {
+	reset := ghNow.Add(33 * time.Minute)
+	github := func(kv ...string) http.Header {
+		h := http.Header{
+			"X-Ratelimit-Limit":     {"5000"},
+			"X-Ratelimit-Remaining": {"4997"},
+			"X-Ratelimit-Reset":     {"1666132381"},
+			"X-Ratelimit-Used":      {"3"},
+			"X-Ratelimit-Resource":  {"core"},
+		}
+		for i := 0; i < len(kv); i += 2 {
+			if kv[i+1] == "" {
+				delete(h, kv[i])
+			} else {
+				h[kv[i]] = []string{kv[i+1]}
+			}
+		}
+		return h
+	}
+	core := Info{Quotas: []Quota{q("", 5000, 4997, reset, 0)}, Bucket: "core"}
+	runHeaderCases(t, []headerCase{
+		{"documented core response", ghNow, github(), core},
+		{"hand-built lower-case keys", ghNow, http.Header{
+			"x-ratelimit-limit": {"5000"}, "x-ratelimit-remaining": {"4997"}, "x-ratelimit-reset": {"1666132381"},
+			"x-ratelimit-used": {"3"}, "x-ratelimit-resource": {"core"},
+		}, core},
+		{"primary limit exhausted", ghNow, github("X-Ratelimit-Remaining", "0", "X-Ratelimit-Used", "5000"),
+			Info{Quotas: []Quota{q("", 5000, 0, reset, 0)}, Bucket: "core"}},
+		{"search resource", ghNow, github("X-Ratelimit-Limit", "30", "X-Ratelimit-Remaining", "18",
+			"X-Ratelimit-Used", "12", "X-Ratelimit-Resource", "search"),
+			Info{Quotas: []Quota{q("", 30, 18, reset, 0)}, Bucket: "search"}},
+		{"secondary limit with retry-after", ghNow, github("Retry-After", "60"),
+			Info{Quotas: []Quota{q("", 5000, 4997, reset, 0)}, Bucket: "core", RetryAfter: time.Minute}},
+		{"reset in milliseconds", ghNow, github("X-Ratelimit-Reset", "1666132381000"), core},
+		{"reset a minute ago means already reset", ghNow.Add(34 * time.Minute), github(),
+			Info{Quotas: []Quota{q("", 5000, 4997, ghNow.Add(34*time.Minute), 0)}, Bucket: "core"}},
+		{"remaining derived from used", ghNow, github("X-Ratelimit-Remaining", ""), core},
+		// Malformed variants.
+		{"negative remaining ignored, derived from used", ghNow, github("X-Ratelimit-Remaining", "-1"), core},
+		{"remaining above limit clamped", ghNow, github("X-Ratelimit-Remaining", "9999", "X-Ratelimit-Used", ""),
+			Info{Quotas: []Quota{q("", 5000, 5000, reset, 0)}, Bucket: "core"}},
+		{"NaN limit ignored, derived from used", ghNow, github("X-Ratelimit-Limit", "NaN"), core},
+		{"garbage everywhere but the resource", ghNow, github("X-Ratelimit-Limit", "lots",
+			"X-Ratelimit-Remaining", "some", "X-Ratelimit-Used", "few", "X-Ratelimit-Reset", "soon"), Info{Bucket: "core"}},
+		{"Inf reset ignored", ghNow, github("X-Ratelimit-Reset", "Inf"),
+			Info{Quotas: []Quota{q("", 5000, 4997, noReset, 0)}, Bucket: "core"}},
+		{"absurd digit-string reset ignored", ghNow, github("X-Ratelimit-Reset", strings.Repeat("9", 400)),
+			Info{Quotas: []Quota{q("", 5000, 4997, noReset, 0)}, Bucket: "core"}},
+		{"1e309 reset ignored", ghNow, github("X-Ratelimit-Reset", "1e309"),
+			Info{Quotas: []Quota{q("", 5000, 4997, noReset, 0)}, Bucket: "core"}},
+		{"epoch a year ago ignored", ghNow, github("X-Ratelimit-Reset", "1634596381"),
+			Info{Quotas: []Quota{q("", 5000, 4997, noReset, 0)}, Bucket: "core"}},
+		{"epoch twenty hours ahead clamped to the cap", ghNow, github("X-Ratelimit-Reset", "1666203181"),
+			Info{Quotas: []Quota{q("", 5000, 4997, ghNow.Add(DefaultMaxDelay), 0)}, Bucket: "core"}},
+		{"resource with spaces ignored", ghNow, github("X-Ratelimit-Resource", "core search"),
+			Info{Quotas: []Quota{q("", 5000, 4997, reset, 0)}}},
+		{"overlong resource ignored", ghNow, github("X-Ratelimit-Resource", strings.Repeat("c", 257)),
+			Info{Quotas: []Quota{q("", 5000, 4997, reset, 0)}}},
+	})
+}
+
+func TestParseHeadersXRedditWhoopLemlist(t *testing.T) {
+	runHeaderCases(t, []headerCase{
+		{"X API v2", xNow, http.Header{
+			"X-Rate-Limit-Limit": {"900"}, "X-Rate-Limit-Remaining": {"847"}, "X-Rate-Limit-Reset": {"1705420800"},
+		}, quotas(q("", 900, 847, xNow.Add(10*time.Minute), 0))},
+		{"Reddit floats, delta reset, limit from used", xNow, http.Header{
+			"X-Ratelimit-Used": {"1"}, "X-Ratelimit-Remaining": {"599.0"}, "X-Ratelimit-Reset": {"583"},
+		}, quotas(q("", 600, 599, xNow.Add(583*time.Second), 0))},
+		{"Reddit fractional remaining", xNow, http.Header{
+			"X-Ratelimit-Used": {"2"}, "X-Ratelimit-Remaining": {"597.5"}, "X-Ratelimit-Reset": {"1.5"},
+		}, quotas(q("", 599.5, 597.5, xNow.Add(1500*time.Millisecond), 0))},
+		{"Reddit negative remaining", xNow, http.Header{
+			"X-Ratelimit-Used": {"1"}, "X-Ratelimit-Remaining": {"-599.0"}, "X-Ratelimit-Reset": {"583"},
+		}, Info{}},
+		{"Reddit delta reset beyond the cap", xNow, http.Header{
+			"X-Ratelimit-Remaining": {"5"}, "X-Ratelimit-Reset": {"99999999"},
+		}, quotas(q("", 0, 5, xNow.Add(DefaultMaxDelay), 0))},
+		{"Whoop list limit with windows", xNow, http.Header{
+			"X-Ratelimit-Limit": {"100, 100;window=60, 10000;window=86400"}, "X-Ratelimit-Remaining": {"98"},
+			"X-Ratelimit-Reset": {"45"},
+		}, quotas(q("", 100, 98, xNow.Add(45*time.Second), time.Minute), q("", 10000, 10000, noReset, 24*time.Hour))},
+		{"Whoop list split over lines", xNow, http.Header{
+			"X-Ratelimit-Limit": {"100", "100;window=60"}, "X-Ratelimit-Remaining": {"98"},
+		}, quotas(q("", 100, 98, noReset, time.Minute))},
+		{"list limit whose first member is not a number", xNow, http.Header{
+			"X-Ratelimit-Limit": {"many, 100;window=60"}, "X-Ratelimit-Remaining": {"98"},
+		}, quotas(q("", 0, 98, noReset, 0), q("", 100, 100, noReset, time.Minute))},
+		{"Lemlist JavaScript date reset", xNow, http.Header{
+			"X-Ratelimit-Limit": {"20"}, "X-Ratelimit-Remaining": {"19"},
+			"X-Ratelimit-Reset": {"Tue Jan 16 2024 17:00:00 GMT+0100 (Central European Standard Time)"},
+		}, quotas(q("", 20, 19, xNow.Add(10*time.Minute), 0))},
+		{"HTTP-date reset", xNow, http.Header{
+			"X-Ratelimit-Remaining": {"19"}, "X-Ratelimit-Reset": {"Tue, 16 Jan 2024 16:00:00 GMT"},
+		}, quotas(q("", 0, 19, xNow.Add(10*time.Minute), 0))},
+		{"both spellings: the canonical one wins", xNow, http.Header{
+			"X-Ratelimit-Limit": {"900"}, "x-ratelimit-limit": {"1"}, "X-RATELIMIT-LIMIT": {"2"},
+		}, quotas(q("", 900, 900, noReset, 0))},
+		{"both families: the smaller name wins", xNow, http.Header{
+			"X-Ratelimit-Limit": {"900"}, "X-Rate-Limit-Limit": {"15"},
+		}, quotas(q("", 15, 15, noReset, 0))},
+		{"reset alone is not a quota", xNow, http.Header{"X-Ratelimit-Reset": {"60"}}, Info{}},
+	})
+}
+
+func TestParseHeadersDiscord(t *testing.T) {
+	discord := http.Header{
+		"X-Ratelimit-Limit":       {"10"},
+		"X-Ratelimit-Remaining":   {"0"},
+		"X-Ratelimit-Reset":       {"1470173023.123"},
+		"X-Ratelimit-Reset-After": {"64.57"},
+		"X-Ratelimit-Bucket":      {"abcd1234"},
+		"X-Ratelimit-Scope":       {"user"},
+		"Retry-After":             {"65"},
+	}
+	without := func(keys ...string) http.Header {
+		h := discord.Clone()
+		for _, k := range keys {
+			delete(h, k)
+		}
+		return h
+	}
+	with := func(k, v string) http.Header {
+		h := discord.Clone()
+		h[k] = []string{v}
+		return h
+	}
+	runHeaderCases(t, []headerCase{
+		{"429 on a bucket: reset-after wins over the epoch reset", discordNow, discord, Info{
+			Quotas:     []Quota{q("", 10, 0, discordNow.Add(64570*time.Millisecond), 0)},
+			RetryAfter: 65 * time.Second, Bucket: "abcd1234",
+		}},
+		{"fractional epoch reset without reset-after", discordNow, without("X-Ratelimit-Reset-After", "Retry-After"), Info{
+			Quotas: []Quota{q("", 10, 0, discordNow.Add(63123*time.Millisecond), 0)}, Bucket: "abcd1234",
+		}},
+		{"global limit", discordNow, http.Header{
+			"Retry-After": {"65"}, "X-Ratelimit-Global": {"true"}, "X-Ratelimit-Scope": {"global"},
+		}, Info{RetryAfter: 65 * time.Second, Global: true}},
+		{"global scope alone", discordNow, http.Header{"X-Ratelimit-Scope": {"global"}}, Info{Global: true}},
+		{"shared scope is not global", discordNow, http.Header{"X-Ratelimit-Scope": {"shared"}}, Info{}},
+		{"garbage reset-after falls back to the reset", discordNow, with("X-Ratelimit-Reset-After", "soon"), Info{
+			Quotas:     []Quota{q("", 10, 0, discordNow.Add(63123*time.Millisecond), 0)},
+			RetryAfter: 65 * time.Second, Bucket: "abcd1234",
+		}},
+		{"bucket with control characters ignored", discordNow, with("X-Ratelimit-Bucket", "ab\x00cd"), Info{
+			Quotas:     []Quota{q("", 10, 0, discordNow.Add(64570*time.Millisecond), 0)},
+			RetryAfter: 65 * time.Second,
+		}},
+		{"bucket wins over resource", discordNow, with("X-Ratelimit-Resource", "core"), Info{
+			Quotas:     []Quota{q("", 10, 0, discordNow.Add(64570*time.Millisecond), 0)},
+			RetryAfter: 65 * time.Second, Bucket: "abcd1234",
+		}},
+	})
+}
+
+func TestParseHeadersOpenAI(t *testing.T) {
+	now := anthropicNow
+	openAI := func(resetReq, resetTok string) http.Header {
+		return http.Header{
+			"x-ratelimit-limit-requests":     {"60"},
+			"x-ratelimit-limit-tokens":       {"150000"},
+			"x-ratelimit-remaining-requests": {"59"},
+			"x-ratelimit-remaining-tokens":   {"149984"},
+			"x-ratelimit-reset-requests":     {resetReq},
+			"x-ratelimit-reset-tokens":       {resetTok},
+		}
+	}
+	resets := func(req, tok time.Time) Info {
+		return quotas(q("requests", 60, 59, req, 0), q("tokens", 150000, 149984, tok, 0))
+	}
+	both := func(req, tok time.Duration) Info { return resets(now.Add(req), now.Add(tok)) }
+	runHeaderCases(t, []headerCase{
+		{"documented response", now, openAI("1s", "6m0s"), both(time.Second, 6*time.Minute)},
+		{"milliseconds", now, openAI("12ms", "20ms"), both(12*time.Millisecond, 20*time.Millisecond)},
+		{"fractional seconds of compatible providers", now, openAI("2m59.56s", "7.66s"),
+			both(2*time.Minute+59560*time.Millisecond, 7660*time.Millisecond)},
+		{"hours, minutes and seconds", now, openAI("1h2m3s", "0s"), both(DefaultMaxDelay, 0)},
+		{"micro- and nanoseconds", now, openAI("5us", "7µs9ns"), both(5*time.Microsecond, 7009*time.Nanosecond)},
+		{"Azure integer seconds and retry-after-ms", now, func() http.Header {
+			h := openAI("1", "60")
+			h["retry-after-ms"] = []string{"1500"}
+			h["retry-after"] = []string{"2"}
+			return h
+		}(), Info{Quotas: both(time.Second, time.Minute).Quotas, RetryAfter: 1500 * time.Millisecond}},
+		// Malformed variants.
+		{"negative duration", now, openAI("-1s", "6m0s"), resets(noReset, now.Add(6*time.Minute))},
+		{"unknown unit", now, openAI("1x", "1d"), resets(noReset, noReset)},
+		{"unit without number and number with two dots", now, openAI("s", "1.2.3s"), resets(noReset, noReset)},
+		{"tokens only", now, http.Header{"X-Ratelimit-Remaining-Tokens": {"100"}}, quotas(q("tokens", 0, 100, noReset, 0))},
+		{"garbage counts", now, http.Header{"X-Ratelimit-Limit-Requests": {"sixty"}, "X-Ratelimit-Remaining-Requests": {"1e3"}}, Info{}},
+	})
+}
+
+func TestParseHeadersAnthropic(t *testing.T) {
+	now := anthropicNow
+	reset := now.Add(59 * time.Second)
+	runHeaderCases(t, []headerCase{
+		{"documented response with all four quotas", now, http.Header{
+			"Anthropic-Ratelimit-Requests-Limit":          {"50"},
+			"Anthropic-Ratelimit-Requests-Remaining":      {"49"},
+			"Anthropic-Ratelimit-Requests-Reset":          {"2025-08-21T12:40:59Z"},
+			"Anthropic-Ratelimit-Tokens-Limit":            {"90000"},
+			"Anthropic-Ratelimit-Tokens-Remaining":        {"89000"},
+			"Anthropic-Ratelimit-Tokens-Reset":            {"2025-08-21T12:40:31Z"},
+			"Anthropic-Ratelimit-Input-Tokens-Limit":      {"50000"},
+			"Anthropic-Ratelimit-Input-Tokens-Remaining":  {"49000"},
+			"Anthropic-Ratelimit-Input-Tokens-Reset":      {"2025-08-21T12:40:31Z"},
+			"Anthropic-Ratelimit-Output-Tokens-Limit":     {"10000"},
+			"Anthropic-Ratelimit-Output-Tokens-Remaining": {"10000"},
+			"Anthropic-Ratelimit-Output-Tokens-Reset":     {"2025-08-21T12:40:00Z"},
+			"Retry-After": {"20"},
+		}, Info{RetryAfter: 20 * time.Second, Quotas: []Quota{
+			q("requests", 50, 49, reset, 0),
+			q("tokens", 90000, 89000, now.Add(31*time.Second), 0),
+			q("input-tokens", 50000, 49000, now.Add(31*time.Second), 0),
+			q("output-tokens", 10000, 10000, now, 0),
+		}}},
+		{"reset with an offset and fractional seconds", now, http.Header{
+			"Anthropic-Ratelimit-Requests-Remaining": {"49"},
+			"Anthropic-Ratelimit-Requests-Reset":     {"2025-08-21T14:40:59.5+02:00"},
+		}, quotas(q("requests", 0, 49, now.Add(59500*time.Millisecond), 0))},
+		// Malformed variants.
+		{"reset without a zone", now, http.Header{
+			"Anthropic-Ratelimit-Requests-Remaining": {"49"},
+			"Anthropic-Ratelimit-Requests-Reset":     {"2025-08-21T12:40:59"},
+		}, quotas(q("requests", 0, 49, noReset, 0))},
+		{"reset two days ahead", now, http.Header{
+			"Anthropic-Ratelimit-Requests-Remaining": {"49"},
+			"Anthropic-Ratelimit-Requests-Reset":     {"2025-08-23T12:40:59Z"},
+		}, quotas(q("requests", 0, 49, noReset, 0))},
+		{"reset an hour ago", now, http.Header{
+			"Anthropic-Ratelimit-Requests-Remaining": {"49"},
+			"Anthropic-Ratelimit-Requests-Reset":     {"2025-08-21T11:40:59Z"},
+		}, quotas(q("requests", 0, 49, now, 0))},
+		{"remaining tokens above the limit", now, http.Header{
+			"Anthropic-Ratelimit-Tokens-Limit":     {"90000"},
+			"Anthropic-Ratelimit-Tokens-Remaining": {"91000"},
+		}, quotas(q("tokens", 90000, 90000, noReset, 0))},
+	})
+}
+
+func TestParseHeadersShopify(t *testing.T) {
+	now := ietfNow
+	runHeaderCases(t, []headerCase{
+		{"call limit", now, http.Header{"X-Shopify-Shop-Api-Call-Limit": {"32/40"}}, quotas(q("", 40, 8, noReset, 0))},
+		{"throttled with a decimal retry-after", now, http.Header{
+			"X-Shopify-Shop-Api-Call-Limit": {"40/40"}, "Retry-After": {"2.0"},
+		}, Info{Quotas: []Quota{q("", 40, 0, noReset, 0)}, RetryAfter: 2 * time.Second}},
+		{"used above the bucket size", now, http.Header{"X-Shopify-Shop-Api-Call-Limit": {"50/40"}}, quotas(q("", 40, 0, noReset, 0))},
+		{"missing size", now, http.Header{"X-Shopify-Shop-Api-Call-Limit": {"32/"}}, Info{}},
+		{"missing used", now, http.Header{"X-Shopify-Shop-Api-Call-Limit": {"/40"}}, Info{}},
+		{"no slash", now, http.Header{"X-Shopify-Shop-Api-Call-Limit": {"32-40"}}, Info{}},
+	})
+}
+
+func TestParseHeadersClampsToTheTransportCap(t *testing.T) {
+	now := ghNow
+	h := http.Header{
+		"Retry-After":           {"7200"},
+		"X-Ratelimit-Limit":     {"5000"},
+		"X-Ratelimit-Remaining": {"4997"},
+		"X-Ratelimit-Reset":     {"1666132381"}, // 33 minutes ahead
+	}
+	info, ok := parseHeaders(h, now, 10*time.Minute)
+	require.True(t, ok)
+	assert.Equal(t, 10*time.Minute, info.RetryAfter)
+	assert.Equal(t, now.Add(10*time.Minute), info.Quotas[0].Reset)
+
+	info, _ = parseHeaders(h, now, 0)
+	assert.Equal(t, DefaultMaxDelay, info.RetryAfter, "a cap of 0 means DefaultMaxDelay")
+	assert.Equal(t, now.Add(33*time.Minute), info.Quotas[0].Reset)
+}
+
+// With a cap longer than a day, epochs up to the cap away are still believed.
+func TestParseHeadersWidensTheEpochWindowWithTheCap(t *testing.T) {
+	now := ghNow
+	h := http.Header{"X-Ratelimit-Remaining": {"1"}, "X-Ratelimit-Reset": {"1666254781"}} // 34 h ahead
+	info, _ := parseHeaders(h, now, 48*time.Hour)
+	require.Len(t, info.Quotas, 1)
+	assert.Equal(t, now.Add(34*time.Hour+33*time.Minute), info.Quotas[0].Reset)
+
+	info, _ = parseHeaders(h, now, 0)
+	assert.True(t, info.Quotas[0].Reset.IsZero(), "beyond a day with the default cap: ignored")
+}
+
+func TestParseHeadersOrdersConventionsAndKeepsAtMost16Quotas(t *testing.T) {
+	now := ietfNow
+	var policies []string
+	for i := range 20 {
+		policies = append(policies, `"p`+strconv.Itoa(i)+`";q=`+strconv.Itoa(i+1))
+	}
+	h := http.Header{
+		"Ratelimit-Policy":                            {`"a";q=1, "b";q=2`},
+		"X-Ratelimit-Remaining":                       {"3"},
+		"X-Ratelimit-Remaining-Tokens":                {"4"},
+		"X-Ratelimit-Remaining-Requests":              {"5"},
+		"Anthropic-Ratelimit-Output-Tokens-Remaining": {"6"},
+		"Anthropic-Ratelimit-Requests-Remaining":      {"7"},
+		"X-Shopify-Shop-Api-Call-Limit":               {"1/8"},
+	}
+	info, ok := ParseHeaders(h, now)
+	require.True(t, ok)
+	var got []float64
+	for _, q := range info.Quotas {
+		got = append(got, q.Remaining)
+	}
+	assert.Equal(t, []float64{1, 2, 3, 5, 4, 7, 6, 7}, got)
+
+	h["Ratelimit-Policy"] = []string{strings.Join(policies, ", ")}
+	info, ok = ParseHeaders(h, now)
+	require.True(t, ok)
+	assert.Len(t, info.Quotas, 16)
+	assert.Equal(t, "p0", info.Quotas[0].Name)
+}
+
+func TestParseHeadersDoesNotModifyTheHeader(t *testing.T) {
+	h := benchGitHub.Clone()
+	h["ratelimit-policy"] = []string{`"a";q=1`, `"b";q=2`}
+	before := h.Clone()
+	ParseHeaders(h, ghNow)
+	assert.Equal(t, before, h)
+}
+
+func TestParseHeadersIgnoresNilAndUnrelatedHeaders(t *testing.T) {
+	for _, h := range []http.Header{nil, {}, {"Content-Type": {"text/plain"}, "X-Ratelimit": {"5"},
+		"X-Request-Id": {"1"}, "Ratelimit-Foo": {"1"}, "Anthropic-Version": {"2023-06-01"},
+		"X-Ratelimit-Limit-Bytes": {"1"}, "Anthropic-Ratelimit-Requests-Used": {"1"},
+		"Anthropic-Ratelimit-Images-Limit": {"1"}, "X-Ratelimit-Remaining-Requests-And-More": {"1"},
+		"Retry-After-Seconds-Or-Something-Long": {"1"}}} {
+		info, ok := ParseHeaders(h, ghNow)
+		assert.False(t, ok)
+		assert.Zero(t, info)
+	}
 }

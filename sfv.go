@@ -283,7 +283,7 @@ func (p *sfParser) bareItem(decode bool) (sfItem, bool) {
 // integer and 3 fractional digits), RFC 9651 section 4.2.4.
 func (p *sfParser) number() (sfItem, bool) {
 	neg := false
-	if p.s[p.i] == '-' {
+	if p.i < len(p.s) && p.s[p.i] == '-' {
 		neg = true
 		p.i++
 	}

@@ -1,0 +1,102 @@
+package pacer
+
+import (
+	"math"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fuzzSeeds are real header sets of every convention, one "Key: value" per
+// line, plus hostile ones; the fuzzer mutates them.
+var fuzzSeeds = []string{
+	"X-RateLimit-Limit: 5000\nX-RateLimit-Remaining: 4997\nX-RateLimit-Reset: 1666132381\nX-RateLimit-Used: 3\nX-RateLimit-Resource: core",
+	"x-rate-limit-limit: 900\nx-rate-limit-remaining: 847\nx-rate-limit-reset: 1705420800",
+	"x-ratelimit-used: 1\nx-ratelimit-remaining: 599.0\nx-ratelimit-reset: 583",
+	"X-RateLimit-Limit: 10\nX-RateLimit-Remaining: 0\nX-RateLimit-Reset: 1470173023.123\nX-RateLimit-Reset-After: 64.57\nX-RateLimit-Bucket: abcd1234\nX-RateLimit-Scope: user\nRetry-After: 65",
+	"X-RateLimit-Global: true\nX-RateLimit-Scope: global\nRetry-After: 65",
+	"x-ratelimit-limit-requests: 60\nx-ratelimit-limit-tokens: 150000\nx-ratelimit-remaining-requests: 59\nx-ratelimit-remaining-tokens: 149984\nx-ratelimit-reset-requests: 1s\nx-ratelimit-reset-tokens: 6m0s",
+	"x-ratelimit-reset-requests: 2m59.56s\nx-ratelimit-reset-tokens: 12ms\nretry-after-ms: 1500\nx-ms-retry-after-ms: 900",
+	"anthropic-ratelimit-requests-limit: 50\nanthropic-ratelimit-requests-remaining: 49\nanthropic-ratelimit-requests-reset: 2025-08-21T12:40:59Z\nanthropic-ratelimit-input-tokens-remaining: 1000",
+	"X-Shopify-Shop-Api-Call-Limit: 32/40\nRetry-After: 2.0",
+	"RateLimit: \"default\";r=50;t=30\nRateLimit-Policy: \"burst\";q=100;w=60,\"daily\";q=1000;w=86400",
+	"RateLimit-Policy: \"burst\";q=100;w=60\nRateLimit-Policy: \"daily\";q=1000;w=86400;qu=\"requests\";pk=:cHJvamVjdDEyMw==:",
+	"RateLimit: limit=100, remaining=50, reset=5\nRateLimit-Policy: 100;w=10",
+	"RateLimit-Limit: 10, 10;w=1, 50;w=60\nRateLimit-Remaining: 9\nRateLimit-Reset: 1",
+	"RateLimit-Limit: 100, 100;window=10\nRateLimit-Reset: Mon, 21 Oct 2024 09:00:10 GMT",
+	"Retry-After: Wed, 21 Oct 2015 07:28:00 GMT",
+	"Retry-After: Wednesday, 21-Oct-15 07:28:00 GMT\nretry-after: Wed Oct 21 07:28:00 2015",
+	"X-RateLimit-Reset: Tue Jan 16 2024 17:00:00 GMT+0100 (CET)\nX-RateLimit-Remaining: 1",
+	"RateLimit: %\"f%c3%bc\";r=1, (1 2);r=2, ?1, @1659578233, :aGVsbG8=:\nRateLimit-Policy: \"a\\\"b\";q=1.5;w=0.5",
+	"Retry-After: -1\nX-RateLimit-Limit: NaN\nX-RateLimit-Remaining: Inf\nX-RateLimit-Reset: 1e309",
+	"Retry-After: 99999999999999999999999999\nX-RateLimit-Remaining: 9999\nX-RateLimit-Limit: 5",
+}
+
+func FuzzParseHeaders(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add(s, int64(1666130401), int64(0))
+		f.Add(s, int64(1705420200), int64(600_000))
+	}
+	f.Fuzz(func(t *testing.T, raw string, nowSec, capMs int64) {
+		h := http.Header{}
+		for _, line := range strings.Split(raw, "\n") {
+			k, v, _ := strings.Cut(line, ":")
+			h[k] = append(h[k], strings.TrimLeft(v, " ")) // keys as given: any case
+		}
+		// Any instant from about 1140 to 2800, any cap up to about 35 years
+		// (negative and zero mean the default).
+		now := time.Unix(nowSec%(1<<35), 0).UTC()
+		maxDelay := time.Duration(capMs%(1<<40)) * time.Millisecond
+		info, ok := parseHeaders(h, now, maxDelay)
+		if maxDelay <= 0 {
+			maxDelay = DefaultMaxDelay
+		}
+		checkInfo(t, info, ok, now, maxDelay)
+
+		// Go randomises map order: the answer must not depend on it.
+		again, okAgain := parseHeaders(h, now, maxDelay)
+		if okAgain != ok || !reflect.DeepEqual(again, info) {
+			t.Fatalf("not deterministic:\n%+v\n%+v", info, again)
+		}
+
+		for _, vs := range h {
+			for _, v := range vs {
+				if d, ok := ParseRetryAfter(v, now); d < 0 || d > DefaultMaxDelay || (!ok && d != 0) {
+					t.Fatalf("ParseRetryAfter(%q) = %v, %v", v, d, ok)
+				}
+			}
+		}
+	})
+}
+
+// checkInfo asserts the invariants ParseHeaders promises whatever the input.
+func checkInfo(t *testing.T, info Info, ok bool, now time.Time, maxDelay time.Duration) {
+	t.Helper()
+	if !ok && !reflect.DeepEqual(info, Info{}) {
+		t.Fatalf("ok=false with non-zero Info %+v", info)
+	}
+	if info.RetryAfter < 0 || info.RetryAfter > maxDelay {
+		t.Fatalf("RetryAfter %v outside [0, %v]", info.RetryAfter, maxDelay)
+	}
+	if len(info.Bucket) > maxNameLen || len(info.Quotas) > maxQuotas {
+		t.Fatalf("unbounded: bucket %d bytes, %d quotas", len(info.Bucket), len(info.Quotas))
+	}
+	for _, q := range info.Quotas {
+		for _, x := range []float64{q.Limit, q.Remaining} {
+			if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
+				t.Fatalf("non-finite or negative count in %+v", q)
+			}
+		}
+		if q.Limit > 0 && q.Remaining > q.Limit {
+			t.Fatalf("remaining above limit in %+v", q)
+		}
+		if !q.Reset.IsZero() && (q.Reset.Before(now.Add(-time.Second)) || q.Reset.After(now.Add(maxDelay))) {
+			t.Fatalf("reset %v outside [now-1s, now+%v] (now %v)", q.Reset, maxDelay, now)
+		}
+		if q.Window < 0 || q.Window > maxWindowSeconds*time.Second || len(q.Name) > maxNameLen {
+			t.Fatalf("bad window or name in %+v", q)
+		}
+	}
+}

@@ -1,0 +1,186 @@
+package pacer
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func sfInt(n float64) sfItem         { return sfItem{kind: sfInteger, num: n} }
+func sfDec(n float64) sfItem         { return sfItem{kind: sfDecimal, num: n} }
+func sfStr(s string) sfItem          { return sfItem{kind: sfString, str: s} }
+func sfTok(s string) sfItem          { return sfItem{kind: sfToken, str: s} }
+func sfBool(b bool) sfItem           { return sfItem{kind: sfBoolean, b: b} }
+func sfBin(b64 string) sfItem        { return sfItem{kind: sfBinary, str: b64} }
+func sfInner() sfItem                { return sfItem{kind: sfInnerList} }
+func m(it sfItem, p string) sfMember { return sfMember{value: it, params: sfParams(p)} }
+
+func sfCollect(s string, dict bool) ([]sfMember, bool) {
+	var got []sfMember
+	ok := sfEach(s, dict, func(m sfMember) bool {
+		got = append(got, m)
+		return true
+	})
+	return got, ok
+}
+
+// Cases follow RFC 9651 and the httpwg structured-field-tests suite.
+func TestSFListParsesPerRFC9651(t *testing.T) {
+	cases := []struct {
+		in   string
+		want []sfMember // nil with bad set: must fail as a whole
+		bad  bool
+	}{
+		{"", nil, false},
+		{"1, 42", []sfMember{m(sfInt(1), ""), m(sfInt(42), "")}, false},
+		{"1,42", []sfMember{m(sfInt(1), ""), m(sfInt(42), "")}, false},
+		{"  1 \t,\t 42  ", []sfMember{m(sfInt(1), ""), m(sfInt(42), "")}, false},
+		{"-123456789012345, 0012", []sfMember{m(sfInt(-123456789012345), ""), m(sfInt(12), "")}, false},
+		{"123456789012.123, -1.5, 2.50", []sfMember{m(sfDec(123456789012.123), ""), m(sfDec(-1.5), ""), m(sfDec(2.5), "")}, false},
+		{`"foo", "f\"o\\o", ""`, []sfMember{m(sfStr("foo"), ""), m(sfStr(`f"o\o`), ""), m(sfStr(""), "")}, false},
+		{"foo123/456, *foo, a:b, A!#$%&'*+-.^_`|~", []sfMember{m(sfTok("foo123/456"), ""), m(sfTok("*foo"), ""),
+			m(sfTok("a:b"), ""), m(sfTok("A!#$%&'*+-.^_`|~"), "")}, false},
+		{"?1, ?0", []sfMember{m(sfBool(true), ""), m(sfBool(false), "")}, false},
+		{":aGVsbG8=:, :aGVsbG8:, ::, :aGVsbG9=:", []sfMember{m(sfBin("aGVsbG8="), ""), m(sfBin("aGVsbG8"), ""),
+			m(sfBin(""), ""), m(sfBin("aGVsbG9="), "")}, false},
+		{"@1659578233, @-1", []sfMember{m(sfItem{kind: sfDate, num: 1659578233}, ""), m(sfItem{kind: sfDate, num: -1}, "")}, false},
+		{`%"f%c3%bc%c3%bc", %"a\"`, []sfMember{m(sfItem{kind: sfDisplayString, str: "füü"}, ""),
+			m(sfItem{kind: sfDisplayString, str: `a\`}, "")}, false},
+		{"1;a=1;b; c=?0;*d=\"x\", 2", []sfMember{m(sfInt(1), `;a=1;b; c=?0;*d="x"`), m(sfInt(2), "")}, false},
+		{"(1 2);w=1, (), ( 1  \"a\";x ), (a b);q", []sfMember{m(sfInner(), ";w=1"), m(sfInner(), ""),
+			m(sfInner(), ""), m(sfInner(), ";q")}, false},
+		// Invalid as a whole.
+		{"1,", nil, true},
+		{"1,,42", nil, true},
+		{"1, 42,  ", nil, true},
+		{"1 ;a=1", nil, true},
+		{"1;A=1", nil, true},
+		{"1;=1", nil, true},
+		{"1;a=", nil, true},
+		{"1234567890123456", nil, true},
+		{"1234567890123.1", nil, true},
+		{"1.1234", nil, true},
+		{"1.", nil, true},
+		{"-", nil, true},
+		{"--1", nil, true},
+		{"-a", nil, true},
+		{"1.2.3", nil, true},
+		{"1foo", nil, true},
+		{`"foo`, nil, true},
+		{`"foo\x"`, nil, true},
+		{`"foo\`, nil, true},
+		{"\"caf\xc3\xa9\"", nil, true},
+		{"\"tab\there\"", nil, true},
+		{"?2", nil, true},
+		{"?", nil, true},
+		{":aGVsbG8=", nil, true},
+		{":a:", nil, true},
+		{":aGVsb*8=:", nil, true},
+		{":aGVsbG8==:", nil, true},
+		{":aGVs=bG8:", nil, true},
+		{"@1659578233.1", nil, true},
+		{"@", nil, true},
+		{`%"f%C3%BC"`, nil, true},
+		{`%"%c3"`, nil, true},
+		{`%"%c"`, nil, true},
+		{`%"%zz"`, nil, true},
+		{`%"abc`, nil, true},
+		{"%abc", nil, true},
+		{"%\"\x01\"", nil, true},
+		{"(1,2)", nil, true},
+		{"(1 2", nil, true},
+		{"(", nil, true},
+		{"(1 2)a", nil, true},
+		{"(1;A=1)", nil, true},
+		{"(\"a)", nil, true},
+		{"(1;a=1", nil, true},
+		{"(1 ", nil, true},
+		{"\t1", nil, true},
+		{"1 2", nil, true},
+		{"!", nil, true},
+	}
+	for _, tc := range cases {
+		got, ok := sfCollect(tc.in, false)
+		assert.Equal(t, !tc.bad, ok, "%q valid", tc.in)
+		assert.Equal(t, tc.want, got, "%q members", tc.in)
+	}
+}
+
+func TestSFDictionaryParsesPerRFC9651(t *testing.T) {
+	d := func(k string, it sfItem, p string) sfMember { return sfMember{key: k, value: it, params: sfParams(p)} }
+	cases := []struct {
+		in   string
+		want []sfMember
+		bad  bool
+	}{
+		{"", nil, false},
+		{"limit=100, remaining=50, reset=5", []sfMember{d("limit", sfInt(100), ""), d("remaining", sfInt(50), ""),
+			d("reset", sfInt(5), "")}, false},
+		{"a=1,b=2;x=?0, c, *d;e=1, f=(1 2);g", []sfMember{d("a", sfInt(1), ""), d("b", sfInt(2), ";x=?0"),
+			d("c", sfBool(true), ""), d("*d", sfBool(true), ";e=1"), d("f", sfInner(), ";g")}, false},
+		{"a=1, a=2", []sfMember{d("a", sfInt(1), ""), d("a", sfInt(2), "")}, false},
+		{"default;r=50;t=30", []sfMember{d("default", sfBool(true), ";r=50;t=30")}, false},
+		{"A=1", nil, true},
+		{"a=1,", nil, true},
+		{"a=", nil, true},
+		{"a=1 b=2", nil, true},
+		{`"default";r=50`, nil, true},
+		{"a=(1", nil, true},
+		{"a;B", nil, true},
+	}
+	for _, tc := range cases {
+		got, ok := sfCollect(tc.in, true)
+		assert.Equal(t, !tc.bad, ok, "%q valid", tc.in)
+		assert.Equal(t, tc.want, got, "%q members", tc.in)
+	}
+}
+
+func TestSFEachStopsWhenAskedAndSkipsInvalidFieldsEntirely(t *testing.T) {
+	calls := 0
+	ok := sfEach("1, 2, 3", false, func(sfMember) bool { calls++; return calls < 2 })
+	assert.True(t, ok)
+	assert.Equal(t, 2, calls)
+
+	calls = 0
+	ok = sfEach("1, 2, (3", false, func(sfMember) bool { calls++; return true })
+	assert.False(t, ok)
+	assert.Zero(t, calls, "no member of an invalid field may be used")
+}
+
+func TestSFParamsGetReturnsTheLastOccurrenceDecoded(t *testing.T) {
+	ps := sfParams(`;a=1;b; c="x\"y";a=2;d=?0;e=%"%c3%a9";f="plain"`)
+	cases := []struct {
+		key  string
+		want sfItem
+		ok   bool
+	}{
+		{"a", sfInt(2), true},
+		{"b", sfBool(true), true},
+		{"c", sfStr(`x"y`), true},
+		{"d", sfBool(false), true},
+		{"e", sfItem{kind: sfDisplayString, str: "é"}, true},
+		{"f", sfStr("plain"), true},
+		{"z", sfItem{}, false},
+	}
+	for _, tc := range cases {
+		got, ok := ps.get(tc.key)
+		assert.Equal(t, tc.ok, ok, tc.key)
+		assert.Equal(t, tc.want, got, tc.key)
+	}
+	got, ok := sfParams(";a=1;a").get("a")
+	assert.True(t, ok)
+	assert.Equal(t, sfBool(true), got, "a later bare key overrides an earlier value")
+}
+
+func TestSFItemAccessors(t *testing.T) {
+	n, ok := sfDec(1.5).number()
+	assert.True(t, ok)
+	assert.Equal(t, 1.5, n)
+	_, ok = sfStr("1").number()
+	assert.False(t, ok)
+	s, ok := sfTok("a").name()
+	assert.True(t, ok)
+	assert.Equal(t, "a", s)
+	_, ok = sfInt(1).name()
+	assert.False(t, ok)
+}
