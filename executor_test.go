@@ -306,6 +306,40 @@ func TestExecutorTakesTheSlotBeforeTheTransportSeesTheRequest(t *testing.T) {
 	})
 }
 
+func TestExecutorSpendsNoRateTokenWhileACallIsQueued(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// A transport that takes a token from a pacer Bucket, as the pacer
+		// Transport does, before sending. Two tokens, none refilled soon.
+		bucket := NewBucket(Every(time.Hour), 2)
+		var spent atomic.Int64
+		held := &fakeServer{hold: true}
+		rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if err := bucket.Wait(r.Context()); err != nil {
+				return nil, err
+			}
+			spent.Add(1)
+			return held.RoundTrip(r)
+		})
+		e := NewExecutor(&http.Client{Transport: rt}, WithMaxConcurrency(2))
+
+		ctx, cancel := context.WithCancel(t.Context())
+		var wg sync.WaitGroup
+		for range 6 {
+			wg.Go(func() { _, _ = e.Do(ctx, newRequest(t)) })
+		}
+		synctest.Wait()
+		assert.EqualValues(t, 2, spent.Load())
+		assert.Equal(t, 4, e.Stats().Waiting)
+		assert.InDelta(t, 0, bucket.Tokens(), 1e-6, "queued calls hold no token and owe none")
+
+		cancel()
+		wg.Wait()
+		assert.EqualValues(t, 2, spent.Load(), "cancelled queued calls never reached the limiter")
+		requireSemaphoreFull(t, e)
+		require.NoError(t, e.Close())
+	})
+}
+
 func TestExecutorDoHonoursTheRequestsOwnContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := NewExecutor(&http.Client{Transport: &fakeServer{hold: true}}, WithMaxConcurrency(1))
