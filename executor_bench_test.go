@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -95,7 +96,7 @@ func BenchmarkExecutorDoParallel(b *testing.B) {
 type staticBodyTransport struct{}
 
 func (staticBodyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	return &http.Response{StatusCode: http.StatusOK, Body: &fakeBody{r: nil, leave: func() {}}, Request: r}, nil
+	return &http.Response{StatusCode: http.StatusOK, Body: &fakeBody{r: strings.NewReader("ok"), leave: func() {}}, Request: r}, nil
 }
 
 func BenchmarkClientDoInMemory(b *testing.B) {

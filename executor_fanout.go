@@ -37,7 +37,9 @@ var errFanoutStopped = errors.New("pacer: DoAll: loop stopped before this result
 // request bounds the memory held by those behind it. A yielded response holds
 // its slot until its body is closed: close it before asking for the next
 // result, or at least never keep MaxConcurrency of them open, which would
-// leave no slot for the requests still to come.
+// leave no slot for the requests still to come. For the same reason the loop
+// body must not wait on the same executor (Do, Go, Close): the results DoAll
+// holds for later iterations keep their slots until the loop reaches them.
 //
 // If the loop stops early (break or return), DoAll cancels the requests whose
 // results were not yielded yet, closes their response bodies and returns once
