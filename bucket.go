@@ -231,13 +231,18 @@ func (p *params) tatFor(level float64, now int64) int64 {
 // allowed at now when max(tat, now) + c <= now + capacity. Changing params
 // replaces the whole state, so a fast path can never combine a tat with the
 // wrong params.
+//
+// floor is the earliest time anything new may be granted: the time of the
+// last queued grant when a re-plan left promises in the queue, so that
+// arrival order holds even where the bucket has room earlier.
 type state struct {
-	tat atomic.Int64
+	tat   atomic.Int64
+	floor int64
 	params
 }
 
 func newState(limit Limit, burst int) *state {
-	s := &state{params: newParams(limit, burst)}
+	s := &state{params: newParams(limit, burst), floor: minTime}
 	s.tat.Store(minTime) // full
 	return s
 }
@@ -263,12 +268,12 @@ func (s *state) plan(tat, now int64, n int) (pl plan) {
 	pl.end = pl.start + pl.cost
 	switch {
 	case p.inf:
-		pl.at = pl.end
+		pl.at = max(pl.end, s.floor)
 	case p.frozen:
-		pl.at = now
+		pl.at = max(now, s.floor)
 		pl.never = pl.end > p.capacity
 	default:
-		pl.at = max(now, pl.end-p.capacity)
+		pl.at = max(now, pl.end-p.capacity, s.floor)
 		pl.never = pl.end-e > maxSpan
 	}
 	return pl
@@ -354,6 +359,9 @@ func (b *Bucket) TokensAt(t time.Time) float64 { return b.tokensAt(toNanos(t)) }
 
 func (b *Bucket) tokensAt(now int64) float64 {
 	s, tat := b.load()
+	if now < s.floor {
+		return 0
+	}
 	return s.level(tat, now)
 }
 
@@ -375,6 +383,9 @@ func (b *Bucket) allowAt(now int64, n int) bool {
 	for {
 		s, tat := b.load()
 		p := &s.params
+		if now < s.floor {
+			return false
+		}
 		if p.inf {
 			return tat <= now
 		}
@@ -655,7 +666,7 @@ func (b *Bucket) replanLocked(now int64, np *params) {
 		base = q[0].start
 	}
 
-	ns := &state{params: old.params}
+	ns := &state{params: old.params, floor: minTime}
 	if np != nil {
 		ns.params = *np
 	}
@@ -719,6 +730,11 @@ func (b *Bucket) replanLocked(now int64, np *params) {
 		}
 		end, prevAt = en.end, at
 		kept = append(kept, en)
+	}
+	if len(kept) > 0 {
+		// A promise (a fixed entry) can make a grant later than its slot
+		// needs; newcomers must still not be granted before it.
+		ns.floor = prevAt
 	}
 	clear(q[len(kept):])
 	b.queue = kept

@@ -435,3 +435,23 @@ func TestNextAt(t *testing.T) {
 	assert.Greater(t, time.Until(NewBucket(0, 1).nextAt(2)), 70*365*24*time.Hour)
 	assert.WithinDuration(t, time.Now(), b.nextAt(0), time.Second)
 }
+
+// After a faster SetLimit, a reservation made earlier keeps its (later)
+// time, and nothing that arrives after it is granted before it.
+func TestReservationsKeepTheirOrderAcrossASpeedUp(t *testing.T) {
+	b := NewBucket(1, 10)
+	require.True(t, b.AllowNAt(t0, 10))
+	r := b.ReserveNAt(t0, 1)
+	require.Equal(t, time.Second, r.DelayFrom(t0))
+	b.SetLimitAt(t0, 100)
+	assert.Equal(t, time.Second, r.DelayFrom(t0), "a reservation's time is a promise")
+	assert.False(t, b.AllowNAt(at(500*time.Millisecond), 1), "nothing jumps ahead of it")
+	assert.False(t, b.AllowNAt(at(time.Second-time.Nanosecond), 1))
+	r2 := b.ReserveNAt(t0, 1)
+	assert.Equal(t, time.Second, r2.DelayFrom(t0), "the next one comes no earlier")
+	// At 1s the bucket, refilling at 100/s since t0, is full again: r, r2
+	// and 8 more fit, then the pace is the new limit.
+	assert.Equal(t, 8, allowed(b, at(time.Second), 20))
+	r3 := b.ReserveNAt(at(time.Second), 1)
+	assert.Equal(t, 10*time.Millisecond, r3.DelayFrom(at(time.Second)))
+}
