@@ -205,3 +205,34 @@ func TestDoAllReportsANilRequestAsThatIndexsError(t *testing.T) {
 	assert.Equal(t, []bool{false, true, false}, errs)
 	require.NoError(t, e.Close())
 }
+
+func TestDoAllShutdownMidwayYieldsEveryIndexOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 200
+		srv := &fakeServer{delay: func() time.Duration { return 10 * time.Millisecond }}
+		e := NewExecutor(&http.Client{Transport: srv}, WithMaxConcurrency(4))
+		go func() {
+			time.Sleep(100 * time.Millisecond)
+			assert.NoError(t, e.Close(), "the loop keeps closing bodies, so Close completes")
+		}()
+		var ok, closed int
+		next := 0
+		for i, r := range e.DoAll(t.Context(), indexedRequests(t, n)) {
+			require.Equal(t, next, i)
+			next++
+			if r.Err != nil {
+				require.ErrorIs(t, r.Err, ErrClosed)
+				closed++
+				continue
+			}
+			ok++
+			drainAndClose(r.Response)
+		}
+		assert.Equal(t, n, ok+closed, "every request yields exactly one result")
+		assert.Positive(t, ok)
+		assert.Positive(t, closed)
+		_, _, calls := srv.stats()
+		assert.Equal(t, ok, calls, "rejected requests were never sent")
+		requireSemaphoreFull(t, e)
+	})
+}
