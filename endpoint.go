@@ -1,0 +1,401 @@
+package pacer
+
+import (
+	"cmp"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of the endpoint table; see [WithIdleTTL] and [WithMaxEndpoints].
+const (
+	DefaultIdleTTL      = 10 * time.Minute
+	DefaultMaxEndpoints = 10000
+)
+
+// maxRoutesPerEndpoint bounds the server-named bucket bindings one endpoint
+// learns, so a server inventing bucket names per path cannot grow memory.
+const maxRoutesPerEndpoint = 64
+
+// maxBucketName bounds the length of a server-named bucket that is kept; a
+// longer (hostile or broken) name is ignored.
+const maxBucketName = 128
+
+// tableEpoch anchors the table's monotonic clock: lastUsed stamps and the
+// sweep schedule are nanoseconds since it, which reads only the monotonic
+// clock and cannot jump with the wall clock.
+var tableEpoch = time.Now()
+
+func tableClock() int64 { return int64(time.Since(tableEpoch)) }
+
+// endpoint is one limiter in a transport's table. The table holds two kinds:
+// the endpoint of a key (a route pattern, a KeyFunc result or scheme://host),
+// and the endpoint of a server-named bucket ("scope#bucket") that several keys
+// share once responses have named it.
+type endpoint struct {
+	key string
+	lim *Adaptive
+	// bucket is the server's name for this limiter's bucket; "" for the
+	// endpoint of a key.
+	bucket string
+	// pinned endpoints have a ceiling the user configured (WithEndpoint with a
+	// finite limit): their requests always wait on their own limiter, so a
+	// server-named bucket can never route around that ceiling.
+	pinned bool
+	// hostScoped endpoints come from a route pattern, which may match several
+	// hosts: server-named buckets are scoped by the request's scheme://host
+	// rather than by the key.
+	hostScoped bool
+
+	// refs counts requests between acquire and release. It is incremented
+	// under the table's read lock and checked under its write lock, so an
+	// endpoint with a request in progress is never evicted.
+	refs atomic.Int32
+	used atomic.Int64 // tableClock() at the last acquire or release
+
+	retries  atomic.Int64
+	refused  atomic.Int64
+	failures atomic.Int64
+
+	mu     sync.Mutex                           // serialises writers of routes
+	routes atomic.Pointer[map[routeKey]binding] // copy-on-write; nil until a response names a bucket
+}
+
+// binding is the server-named bucket a route was last seen in.
+type binding struct {
+	key  string // the bucket endpoint's key, "scope#name"
+	name string // the name the server gave
+}
+
+// routeKey identifies the part of an endpoint's traffic a server-named bucket
+// was learned for: the first path segment (GitHub's resources split there:
+// /search, /graphql, everything else "core"), and the host for endpoints
+// whose key spans hosts.
+type routeKey struct{ host, seg string }
+
+func routeKeyOf(ep *endpoint, u *urlParts) routeKey {
+	rk := routeKey{seg: firstSegment(u.path)}
+	if ep.hostScoped {
+		rk.host = u.host
+	}
+	return rk
+}
+
+// urlParts is the little of a request URL the table needs.
+type urlParts struct{ scheme, host, path string }
+
+func firstSegment(p string) string {
+	p = strings.TrimPrefix(p, "/")
+	if i := strings.IndexByte(p, '/'); i >= 0 {
+		return p[:i]
+	}
+	return p
+}
+
+// boundBucket returns the server-named bucket u's route is bound to; its
+// zero value when none.
+func (ep *endpoint) boundBucket(u *urlParts) binding {
+	m := ep.routes.Load()
+	if m == nil {
+		return binding{}
+	}
+	return (*m)[routeKeyOf(ep, u)]
+}
+
+// bind records that a response for u's route named bucket b. It returns
+// false when that was known already or cannot be kept: pinned endpoints are
+// never bound, and an endpoint keeps at most maxRoutesPerEndpoint routes.
+func (ep *endpoint) bind(u *urlParts, b binding) bool {
+	if ep.pinned {
+		return false
+	}
+	rk := routeKeyOf(ep, u)
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	old := ep.routes.Load()
+	if old != nil {
+		if cur, ok := (*old)[rk]; ok && cur == b {
+			return false
+		} else if !ok && len(*old) >= maxRoutesPerEndpoint {
+			return false
+		}
+	}
+	m := make(map[routeKey]binding, 1)
+	if old != nil {
+		m = make(map[routeKey]binding, len(*old)+1)
+		for k, v := range *old {
+			m[k] = v
+		}
+	}
+	// Copy the strings out of the request so the binding does not keep the
+	// caller's URL alive.
+	m[routeKey{host: strings.Clone(rk.host), seg: strings.Clone(rk.seg)}] = b
+	ep.routes.Store(&m)
+	return true
+}
+
+// endpoints is a transport's table of limiters: key → endpoint, created on
+// first use, evicted when idle.
+//
+// Reads take a shared lock and do not allocate; only creating an endpoint and
+// evicting take the exclusive lock. Eviction is lazy: the first request after
+// a sweep falls due runs it, so there is no background goroutine to stop.
+type endpoints struct {
+	newLimiter func(key string, ceiling Limit, burst int) *Adaptive
+	ttl        int64 // idle time after which an endpoint may be evicted, ns
+	max        int
+
+	mu sync.RWMutex
+	m  map[string]*endpoint
+
+	nextSweep atomic.Int64 // tableClock() after which the next TTL sweep runs
+}
+
+func newEndpoints(ttl time.Duration, max int, newLimiter func(string, Limit, int) *Adaptive) *endpoints {
+	e := &endpoints{newLimiter: newLimiter, ttl: int64(ttl), max: max, m: make(map[string]*endpoint)}
+	e.nextSweep.Store(tableClock() + e.sweepInterval())
+	return e
+}
+
+// sweepInterval spaces TTL sweeps so each costs at most one table scan per
+// quarter TTL: an idle endpoint goes between ttl and 1.25·ttl after its last
+// use.
+func (e *endpoints) sweepInterval() int64 { return max(e.ttl/4, int64(time.Second)) }
+
+// rule is what a route pattern configured for the endpoint it keys.
+type rule struct {
+	pattern string
+	ceiling Limit // 0: none
+	burst   int
+}
+
+// spec says how to create an endpoint that does not exist yet.
+type spec struct {
+	rule   *rule  // the route pattern that produced the key, or nil
+	bucket string // the server-named bucket this endpoint is the limiter of, or ""
+}
+
+// acquire returns the endpoint for key, creating it on first use, and counts
+// a request in progress on it until release. key may be a byte slice view
+// (see acquireHost); it is copied only when the endpoint is created.
+func (e *endpoints) acquire(key string, sp *spec) *endpoint {
+	now := tableClock()
+	e.mu.RLock()
+	ep := e.m[key]
+	if ep != nil {
+		ep.refs.Add(1)
+	}
+	e.mu.RUnlock()
+	if ep == nil {
+		return e.create(strings.Clone(key), sp, now)
+	}
+	ep.used.Store(now)
+	e.maybeSweep(now)
+	return ep
+}
+
+// acquireHost is acquire for the default key scheme://host, built in a stack
+// buffer so that the lookup of an existing endpoint does not allocate.
+func (e *endpoints) acquireHost(u *urlParts) *endpoint {
+	var buf [96]byte
+	b := appendHostKey(buf[:0], u.scheme, u.host)
+	now := tableClock()
+	e.mu.RLock()
+	ep := e.m[string(b)] // no allocation: the compiler reuses b for the lookup
+	if ep != nil {
+		ep.refs.Add(1)
+	}
+	e.mu.RUnlock()
+	if ep == nil {
+		return e.create(string(b), &spec{}, now)
+	}
+	ep.used.Store(now)
+	e.maybeSweep(now)
+	return ep
+}
+
+// acquireBucket returns the shared endpoint of a server-named bucket,
+// creating it on first use.
+func (e *endpoints) acquireBucket(bucketKey, bucket string) *endpoint {
+	return e.acquire(bucketKey, &spec{bucket: bucket})
+}
+
+// peek returns the endpoint for key without creating it or counting a
+// request, or nil.
+func (e *endpoints) peek(key string) *endpoint {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.m[key]
+}
+
+func (e *endpoints) peekHost(u *urlParts) *endpoint {
+	var buf [96]byte
+	b := appendHostKey(buf[:0], u.scheme, u.host)
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.m[string(b)]
+}
+
+// release ends a request that acquire counted.
+func (e *endpoints) release(ep *endpoint) {
+	ep.used.Store(tableClock())
+	ep.refs.Add(-1)
+}
+
+func (e *endpoints) create(key string, sp *spec, now int64) *endpoint {
+	e.mu.Lock()
+	if ep := e.m[key]; ep != nil { // created meanwhile
+		ep.refs.Add(1)
+		e.mu.Unlock()
+		ep.used.Store(now)
+		return ep
+	}
+	if len(e.m) >= e.max {
+		e.evictLRULocked()
+	}
+	ep := &endpoint{key: key, bucket: sp.bucket, hostScoped: sp.rule != nil}
+	var ceiling Limit
+	var burst int
+	if sp.rule != nil && sp.rule.ceiling > 0 {
+		ceiling, burst = sp.rule.ceiling, sp.rule.burst
+		ep.pinned = true
+	}
+	ep.lim = e.newLimiter(key, ceiling, burst)
+	ep.used.Store(now)
+	ep.refs.Store(1)
+	e.m[key] = ep
+	e.mu.Unlock()
+	e.maybeSweep(now)
+	return ep
+}
+
+// evictable reports whether ep may be dropped now: nobody is using it and
+// its limiter would admit a request at once. An endpoint whose server asked
+// for a pause (Retry-After, exhausted quota) keeps it until the pause ends:
+// forgetting it would let the next request through into a 429.
+func evictable(ep *endpoint, wall time.Time) bool {
+	return ep.refs.Load() == 0 && !ep.lim.NextAllowed().After(wall)
+}
+
+func (e *endpoints) maybeSweep(now int64) {
+	next := e.nextSweep.Load()
+	if now < next || !e.nextSweep.CompareAndSwap(next, now+e.sweepInterval()) {
+		return
+	}
+	e.sweep(now)
+}
+
+// sweep evicts the endpoints idle for longer than the TTL.
+func (e *endpoints) sweep(now int64) {
+	wall := time.Now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for k, ep := range e.m {
+		if now-ep.used.Load() >= e.ttl && evictable(ep, wall) {
+			delete(e.m, k)
+		}
+	}
+}
+
+// evictLRULocked makes room at the cap. It evicts a batch (an eighth of the
+// cap) of the least recently used idle endpoints, so the scan it costs is
+// paid once per cap/8 new keys. Endpoints still paused by their server go
+// last. When every endpoint has a request in progress nothing can go: the
+// table then grows past the cap, but only by the number of requests in
+// progress, and shrinks back as they finish and new keys arrive.
+func (e *endpoints) evictLRULocked() {
+	type cand struct {
+		key  string
+		ep   *endpoint
+		used int64
+	}
+	cands := make([]cand, 0, len(e.m))
+	for k, ep := range e.m {
+		if ep.refs.Load() == 0 {
+			cands = append(cands, cand{k, ep, ep.used.Load()})
+		}
+	}
+	slices.SortFunc(cands, func(a, b cand) int { return cmp.Compare(a.used, b.used) })
+	n := len(e.m) - e.max + max(e.max/8, 1)
+	// Oldest first; whether an endpoint is paused is asked only of those
+	// about to go, so a batch costs one scan, not one limiter call per entry.
+	wall := time.Now()
+	var paused []string
+	for _, c := range cands {
+		if n == 0 {
+			break
+		}
+		if c.ep.lim.NextAllowed().After(wall) {
+			paused = append(paused, c.key)
+			continue
+		}
+		delete(e.m, c.key)
+		n--
+	}
+	for _, k := range paused[:min(n, len(paused))] {
+		delete(e.m, k)
+	}
+}
+
+// snapshot returns the endpoints currently tracked.
+func (e *endpoints) snapshot() []*endpoint {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	out := make([]*endpoint, 0, len(e.m))
+	for _, ep := range e.m {
+		out = append(out, ep)
+	}
+	return out
+}
+
+func (e *endpoints) len() int {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return len(e.m)
+}
+
+// appendHostKey appends the default endpoint key of a URL: scheme://host,
+// lower-cased, with the scheme's default port elided, so that
+// "HTTPS://API.example.com:443" and "https://api.example.com" share a limit.
+func appendHostKey(b []byte, scheme, host string) []byte {
+	b = appendLower(b, scheme)
+	b = append(b, "://"...)
+	if p, ok := defaultPort(scheme); ok {
+		host = strings.TrimSuffix(host, p)
+	}
+	return appendLower(b, host)
+}
+
+func defaultPort(scheme string) (string, bool) {
+	switch {
+	case strings.EqualFold(scheme, "https"), strings.EqualFold(scheme, "wss"):
+		return ":443", true
+	case strings.EqualFold(scheme, "http"), strings.EqualFold(scheme, "ws"):
+		return ":80", true
+	}
+	return "", false
+}
+
+func appendLower(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	return b
+}
+
+// hostKey returns the default endpoint key of a request URL.
+func hostKey(u *urlParts) string {
+	var buf [96]byte
+	return string(appendHostKey(buf[:0], u.scheme, u.host))
+}
+
+func partsOf(r *http.Request) urlParts {
+	return urlParts{scheme: r.URL.Scheme, host: r.URL.Host, path: r.URL.Path}
+}

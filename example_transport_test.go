@@ -1,0 +1,236 @@
+package pacer_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
+	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/internal/apisim"
+)
+
+// throttleOnce answers the first request 429 with Retry-After: 1, then 200s.
+func throttleOnce() *httptest.Server {
+	var n atomic.Int32
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		w.Header().Set("X-RateLimit-Limit", "5000")
+		w.Header().Set("X-RateLimit-Remaining", "4998")
+		io.WriteString(w, "hello")
+	}))
+}
+
+// With no configuration, a pacer Transport limits each host separately,
+// learns its limits from the response headers and retries the throttled
+// requests it can replay, after the Retry-After the server asked for.
+func ExampleNewTransport() {
+	srv := throttleOnce()
+	defer srv.Close()
+
+	client := &http.Client{Transport: pacer.NewTransport(nil)}
+	resp, err := client.Get(srv.URL + "/greeting")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Println(resp.Status, string(body))
+	// Output: 200 OK hello
+}
+
+// Route patterns give parts of an API their own endpoint, with a limit the
+// server's headers can lower but never raise. Requests that match no pattern
+// are keyed by their host.
+func ExampleWithEndpoint() {
+	api := apisim.New(apisim.Config{Style: apisim.StyleIETF, Limit: 100, Window: time.Minute})
+	tr := pacer.NewTransport(api.Transport(),
+		pacer.WithEndpoint("GET api.example.com/search/", pacer.Every(2*time.Second), 1),
+		pacer.WithEndpoint("POST api.example.com/repos/{owner}/{repo}/issues", 1, 1),
+	)
+	client := &http.Client{Transport: tr}
+	for _, url := range []string{
+		"https://api.example.com/search/code?q=pacer",
+		"https://api.example.com/repos/pacer-go/pacer",
+	} {
+		resp, err := client.Get(url)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		resp.Body.Close()
+	}
+	for _, s := range tr.Stats() {
+		fmt.Println(s.Key)
+	}
+	// Output:
+	// GET api.example.com/search/
+	// https://api.example.com
+}
+
+// Most APIs count quotas per credential: key the endpoints by a hash of it,
+// so each token gets its own limit and the secret itself is never kept,
+// shown in Stats, logged, or carried in a RateLimitError.
+func ExampleWithKeyFunc() {
+	byToken := func(r *http.Request) string {
+		auth := r.Header.Get("Authorization")
+		if auth == "" {
+			return "" // fall back to scheme://host
+		}
+		sum := sha256.Sum256([]byte(auth))
+		return r.URL.Host + " token:" + hex.EncodeToString(sum[:6])
+	}
+	api := apisim.New(apisim.Config{Style: apisim.StyleIETF, Limit: 100, Window: time.Minute})
+	tr := pacer.NewTransport(api.Transport(), pacer.WithKeyFunc(byToken))
+	for _, token := range []string{"Bearer secret-1", "Bearer secret-2", ""} {
+		req, _ := http.NewRequest(http.MethodGet, "https://api.example.com/user", nil)
+		if token != "" {
+			req.Header.Set("Authorization", token)
+		}
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		resp.Body.Close()
+	}
+	for _, s := range tr.Stats() {
+		fmt.Println(s.Key)
+	}
+	// Output:
+	// api.example.com token:46b7f0c723b4
+	// api.example.com token:5d13bb501fdd
+	// https://api.example.com
+}
+
+// LLM APIs limit tokens as well as requests. WithCost tells the limiter how
+// many tokens a request will use, so it is held back until the token quota
+// the server advertised can cover it.
+func ExampleWithCost() {
+	api := apisim.New(apisim.Config{Style: apisim.StyleOpenAI, Limit: 500, TokenLimit: 30000, Window: time.Minute})
+	client := &http.Client{Transport: pacer.NewTransport(api.Transport())}
+
+	prompt := "Summarise the pacer README in one sentence."
+	estimate := float64(len(prompt)/4 + 256) // prompt tokens + max_tokens
+	ctx := pacer.WithCost(context.Background(), estimate)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.openai.example/v1/chat/completions",
+		strings.NewReader(`{"model":"gpt-x","max_tokens":256}`))
+	req.Header.Set(apisim.TokensHeader, "267") // what the simulated server charges
+	resp, err := client.Do(req)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	fmt.Println(resp.Status)
+	// Output: 200 OK
+}
+
+// WithMaxWait turns long waits into immediate errors: a caller that cannot
+// wait learns when to come back instead of holding a goroutine.
+func ExampleWithMaxWait() {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Retry-After", "3600")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+
+	client := &http.Client{Transport: pacer.NewTransport(nil, pacer.WithMaxWait(10*time.Second))}
+	for range 3 {
+		_, err := client.Get(srv.URL + "/report")
+		var rle *pacer.RateLimitError
+		if errors.As(err, &rle) {
+			fmt.Printf("come back in about %v\n", time.Until(rle.RetryAt).Round(time.Hour))
+		}
+	}
+	fmt.Println("requests sent:", calls.Load())
+	// Output:
+	// come back in about 1h0m0s
+	// come back in about 1h0m0s
+	// come back in about 1h0m0s
+	// requests sent: 1
+}
+
+// go-retryablehttp can own the retries while pacer paces every attempt:
+// put a pacer Transport under its client, and use the Transport's Backoff,
+// which waits until the endpoint's limiter will admit the retry, and never
+// longer than RetryWaitMax, whatever the server's Retry-After says.
+func ExampleTransport_Backoff() {
+	srv := throttleOnce()
+	defer srv.Close()
+
+	pt := pacer.NewTransport(nil, pacer.WithRetries(0)) // one layer retries
+	client := retryablehttp.NewClient()
+	client.Logger = nil
+	client.HTTPClient.Transport = pt
+	client.Backoff = pt.Backoff
+	client.RetryWaitMax = 5 * time.Second
+
+	resp, err := client.Get(srv.URL + "/greeting")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	fmt.Println(resp.Status)
+	// Output: 200 OK
+}
+
+// Stats shows what each endpoint's limiter has learnt and done.
+func ExampleTransport_Stats() {
+	srv := throttleOnce()
+	defer srv.Close()
+
+	tr := pacer.NewTransport(nil)
+	client := &http.Client{Transport: tr}
+	for range 3 {
+		resp, err := client.Get(srv.URL + "/greeting")
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		resp.Body.Close()
+	}
+	for _, s := range tr.Stats() {
+		fmt.Printf("requests=%d throttled=%d retries=%d\n", s.Requests, s.Throttled, s.Retries)
+	}
+	// Output: requests=4 throttled=1 retries=1
+}
+
+// An observer sees every attempt: wire it to your metrics system (see
+// examples/metrics for expvar, Prometheus and OpenTelemetry).
+func ExampleWithObserver() {
+	srv := throttleOnce()
+	defer srv.Close()
+
+	var attempts, throttled atomic.Int64
+	tr := pacer.NewTransport(nil, pacer.WithObserver(func(a pacer.Attempt) {
+		attempts.Add(1)
+		if a.Throttled {
+			throttled.Add(1)
+		}
+	}))
+	resp, err := (&http.Client{Transport: tr}).Get(srv.URL + "/greeting")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	fmt.Printf("attempts=%d throttled=%d\n", attempts.Load(), throttled.Load())
+	// Output: attempts=2 throttled=1
+}

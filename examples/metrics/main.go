@@ -1,0 +1,140 @@
+// Command metrics wires pacer's observer hook and Stats to a metrics system.
+//
+// pacer's core has no metrics dependency: WithObserver hands you one Attempt
+// per request attempt, and Transport.Stats a snapshot per endpoint. This
+// program publishes both with the standard library's expvar (served at
+// /debug/vars by any server on http.DefaultServeMux) and prints them after
+// running 80 requests against a simulated API. The comments show the same
+// wiring for Prometheus and OpenTelemetry.
+//
+//	go run ./examples/metrics
+package main
+
+import (
+	"encoding/json"
+	"expvar"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/internal/apisim"
+)
+
+// Metrics, keyed by endpoint (and status). The Prometheus equivalents:
+//
+//	attempts = promauto.NewCounterVec(prometheus.CounterOpts{Name: "pacer_attempts_total"},
+//		[]string{"endpoint", "status", "retry"})
+//	waits = promauto.NewHistogramVec(prometheus.HistogramOpts{Name: "pacer_wait_seconds",
+//		Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}, []string{"endpoint"})
+//
+// and with OpenTelemetry:
+//
+//	attempts, _ := meter.Int64Counter("pacer.attempts")
+//	waits, _ := meter.Float64Histogram("pacer.wait", metric.WithUnit("s"))
+var (
+	attempts  = expvar.NewMap("pacer_attempts")        // "endpoint status" → count
+	throttled = expvar.NewMap("pacer_throttled")       // endpoint → 429/503s seen
+	refused   = expvar.NewMap("pacer_refused")         // endpoint → requests refused with *RateLimitError
+	waited    = expvar.NewMap("pacer_wait_seconds")    // endpoint → total time spent waiting
+	latency   = expvar.NewMap("pacer_latency_seconds") // endpoint → total time in the base transport
+)
+
+// observe is the observer hook. It runs on the request's goroutine after
+// every attempt, so it only updates counters. With Prometheus:
+//
+//	attempts.WithLabelValues(a.Endpoint, strconv.Itoa(a.Status), strconv.Itoa(a.Retry)).Inc()
+//	waits.WithLabelValues(a.Endpoint).Observe(a.Wait.Seconds())
+//
+// With OpenTelemetry:
+//
+//	attempts.Add(ctx, 1, metric.WithAttributes(attribute.String("endpoint", a.Endpoint),
+//		attribute.Int("http.response.status_code", a.Status)))
+//	waits.Record(ctx, a.Wait.Seconds(), metric.WithAttributes(attribute.String("endpoint", a.Endpoint)))
+func observe(a pacer.Attempt) {
+	status := strconv.Itoa(a.Status)
+	if a.Err != nil {
+		status = "error"
+	}
+	attempts.Add(a.Endpoint+" "+status, 1)
+	if a.Throttled {
+		throttled.Add(a.Endpoint, 1)
+	}
+	if _, ok := a.Err.(*pacer.RateLimitError); ok {
+		refused.Add(a.Endpoint, 1)
+	}
+	waited.AddFloat(a.Endpoint, a.Wait.Seconds())
+	latency.AddFloat(a.Endpoint, a.Latency.Seconds())
+}
+
+func main() {
+	api := apisim.New(apisim.Config{Style: apisim.StyleIETF, Limit: 40, Window: time.Second})
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+
+	tr := pacer.NewTransport(nil, pacer.WithObserver(observe))
+	// Gauges read from Stats when scraped. With Prometheus, a
+	// prometheus.Collector whose Collect ranges over tr.Stats() and sends
+	// MustNewConstMetric(limitDesc, prometheus.GaugeValue, float64(s.Limit), s.Key);
+	// with OpenTelemetry, an Float64ObservableGauge callback doing the same.
+	expvar.Publish("pacer_endpoints", expvar.Func(func() any {
+		out := map[string]any{}
+		for _, s := range tr.Stats() {
+			out[s.Key] = map[string]any{
+				"limit_per_second": limitValue(s.Limit),
+				"burst":            s.Burst,
+				"in_flight":        s.InFlight,
+				"waiting":          s.Waiting,
+				"mode":             s.Mode,
+			}
+		}
+		return out
+	}))
+
+	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	defer client.CloseIdleConnections()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 20 {
+				resp, err := client.Get(srv.URL + "/v1/things")
+				if err != nil {
+					log.Print(err)
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
+	wg.Wait()
+
+	fmt.Printf("80 requests in %v; the server answered %d of them 429\n",
+		time.Since(start).Round(100*time.Millisecond), api.Stats().Throttled)
+	for _, name := range []string{"pacer_attempts", "pacer_throttled", "pacer_refused", "pacer_wait_seconds", "pacer_endpoints"} {
+		fmt.Printf("%s = %s\n", name, compact(expvar.Get(name).String()))
+	}
+}
+
+// limitValue makes Inf representable in JSON.
+func limitValue(l pacer.Limit) any {
+	if l == pacer.Inf {
+		return "unlimited"
+	}
+	return float64(l)
+}
+
+func compact(s string) string {
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		return s
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}

@@ -1,0 +1,317 @@
+package pacer
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pacer-go/pacer/internal/apisim"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestInvalidOptionsPanicNamingTheOption(t *testing.T) {
+	for _, tc := range []struct {
+		want string
+		opt  func() Option
+	}{
+		{"WithSafetyFactor(0)", func() Option { return WithSafetyFactor(0) }},
+		{"WithSafetyFactor(1.5)", func() Option { return WithSafetyFactor(1.5) }},
+		{"WithSafetyFactor(NaN)", func() Option { return WithSafetyFactor(math.NaN()) }},
+		{`WithEndpoint("/x"): limit 0`, func() Option { return WithEndpoint("/x", 0, 1) }},
+		{`WithEndpoint("/x"): limit -1`, func() Option { return WithEndpoint("/x", -1, 1) }},
+		{`WithEndpoint("/x"): negative burst -2`, func() Option { return WithEndpoint("/x", 1, -2) }},
+		{"WithKeyFunc(nil)", func() Option { return WithKeyFunc(nil) }},
+		{"WithMaxWait(-1s)", func() Option { return WithMaxWait(-time.Second) }},
+		{"WithMaxDelay(0s)", func() Option { return WithMaxDelay(0) }},
+		{"WithRetries(-1)", func() Option { return WithRetries(-1) }},
+		{"WithSlowStart(0)", func() Option { return WithSlowStart(0) }},
+		{"WithIdleTTL(0s)", func() Option { return WithIdleTTL(0) }},
+		{"WithMaxEndpoints(0)", func() Option { return WithMaxEndpoints(0) }},
+		{"WithObserver(nil)", func() Option { return WithObserver(nil) }},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			msg := panicMessage(func() { tc.opt() })
+			assert.Contains(t, msg, "pacer: "+tc.want)
+		})
+	}
+}
+
+func TestInvalidOrConflictingPatternsPanicAtConstruction(t *testing.T) {
+	msg := panicMessage(func() { NewTransport(nil, WithEndpoint("GET api.example.com/{x", Inf, 0)) })
+	assert.Contains(t, msg, `pacer: WithEndpoint("GET api.example.com/{x")`)
+	msg = panicMessage(func() {
+		NewTransport(nil, WithEndpoint("GET /a/", Inf, 0), WithEndpoint("GET /a/", 5, 1))
+	})
+	assert.Contains(t, msg, `pacer: WithEndpoint("GET /a/")`)
+}
+
+func panicMessage(f func()) (msg string) {
+	defer func() { msg = fmt.Sprint(recover()) }()
+	f()
+	return "no panic"
+}
+
+func TestNilBaseMeansDefaultTransport(t *testing.T) {
+	assert.Same(t, http.DefaultTransport, NewTransport(nil).base)
+}
+
+type idleCloser struct {
+	okTransport
+	closed atomic.Int32
+}
+
+func (c *idleCloser) CloseIdleConnections() { c.closed.Add(1) }
+
+func TestCloseIdleConnectionsIsForwardedToTheBase(t *testing.T) {
+	base := &idleCloser{}
+	client := &http.Client{Transport: NewTransport(base)}
+	client.CloseIdleConnections()
+	assert.EqualValues(t, 1, base.closed.Load())
+	NewTransport(okTransport{}).CloseIdleConnections() // a base without the method is fine
+}
+
+func TestWithCostCarriesANonNegativeCost(t *testing.T) {
+	ctx := context.Background()
+	assert.Zero(t, costFrom(ctx))
+	assert.Equal(t, 1500.0, costFrom(WithCost(ctx, 1500)))
+	assert.Zero(t, costFrom(WithCost(ctx, -3)))
+	assert.Zero(t, costFrom(WithCost(ctx, math.NaN())))
+}
+
+func TestObserverSeesEveryAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var got []Attempt
+		m := newMock(respondInTurn(respond(429, "Retry-After", "3"), respond(200)))
+		tr := NewTransport(m, WithObserver(func(a Attempt) {
+			mu.Lock()
+			got = append(got, a)
+			mu.Unlock()
+		}), WithMaxWait(time.Minute))
+		mustGet(t, tr, mockURL)
+		require.Len(t, got, 2)
+		assert.Equal(t, Attempt{Endpoint: "https://api.example.com", Method: "GET", Status: 429, Throttled: true}, got[0])
+		assert.GreaterOrEqual(t, got[1].Wait, 3*time.Second, "the retry waited Retry-After")
+		assert.Less(t, got[1].Wait, 5*time.Second)
+		got[1].Wait = 0
+		assert.Equal(t, Attempt{Endpoint: "https://api.example.com", Method: "GET", Retry: 1, Status: 200}, got[1])
+
+		got = nil
+		m2 := newMock(respondInTurn(respond(429, "Retry-After", "600")))
+		tr2 := NewTransport(m2, WithRetries(0), WithMaxWait(time.Minute), WithObserver(func(a Attempt) { got = append(got, a) }))
+		mustGet(t, tr2, mockURL)
+		r, _ := http.NewRequest(http.MethodGet, mockURL, nil)
+		_, err := tr2.RoundTrip(r)
+		require.Error(t, err)
+		require.Len(t, got, 2)
+		assert.ErrorAs(t, got[1].Err, new(*RateLimitError), "a refused attempt is reported too")
+		assert.Zero(t, got[1].Status)
+	})
+}
+
+func TestStatsCountRetriesRefusalsAndErrorsPerEndpoint(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMock(respondInTurn(respond(429, "Retry-After", "1"), respond(200)))
+		m.RegisterResponder(http.MethodGet, "https://down.example.com/", func(*http.Request) (*http.Response, error) {
+			return nil, fmt.Errorf("dial tcp: connection refused")
+		})
+		tr := NewTransport(m)
+		mustGet(t, tr, mockURL)
+		r, _ := http.NewRequest(http.MethodGet, "https://down.example.com/", nil)
+		_, err := tr.RoundTrip(r)
+		require.Error(t, err)
+
+		st := tr.Stats()
+		require.Len(t, st, 2)
+		assert.Equal(t, "https://api.example.com", st[0].Key)
+		assert.EqualValues(t, 1, st[0].Retries)
+		assert.EqualValues(t, 2, st[0].Requests)
+		assert.Equal(t, "https://down.example.com", st[1].Key)
+		assert.EqualValues(t, 1, st[1].Errors)
+	})
+}
+
+type recordHandler struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (h *recordHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *recordHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	h.recs = append(h.recs, r)
+	h.mu.Unlock()
+	return nil
+}
+func (h *recordHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *recordHandler) WithGroup(string) slog.Handler      { return h }
+
+func TestRetriesAreLoggedAtDebug(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := &recordHandler{}
+		tr := NewTransport(newMock(respondInTurn(respond(429, "Retry-After", "1"), respond(200))), WithLogger(slog.New(h)))
+		mustGet(t, tr, mockURL)
+		var found bool
+		for _, r := range h.recs {
+			if r.Message == "pacer: retrying throttled request" {
+				found = true
+				assert.Equal(t, slog.LevelDebug, r.Level)
+			}
+		}
+		assert.True(t, found, "retry logged")
+	})
+}
+
+// TestZeroConfigPacesEachHostSeparately runs two simulated APIs behind one
+// zero-config transport: each host gets its own limiter, and neither host's
+// quota is overrun.
+func TestZeroConfigPacesEachHostSeparately(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := apisim.New(apisim.Config{Style: apisim.StyleIETF, Limit: 10, Window: time.Second})
+		b := apisim.New(apisim.Config{Style: apisim.StyleRetryAfter, Limit: 5, Window: time.Second})
+		tr := NewTransport(hostMux{"a.example.com": a.Transport(), "b.example.com": b.Transport()})
+		client := &http.Client{Transport: tr}
+		var wg sync.WaitGroup
+		for _, host := range []string{"a.example.com", "b.example.com"} {
+			for range 4 {
+				wg.Go(func() {
+					for range 10 {
+						resp, err := client.Get("https://" + host + "/v1/x")
+						if assert.NoError(t, err) {
+							resp.Body.Close()
+						}
+					}
+				})
+			}
+		}
+		wg.Wait()
+		assert.Equal(t, []string{"https://a.example.com", "https://b.example.com"}, endpointKeys(tr))
+		sa, sb := a.Stats(), b.Stats()
+		assert.Equal(t, 40, sa.OK)
+		assert.Equal(t, 40, sb.OK)
+		t.Logf("a: %+v\nb: %+v", sa, sb)
+	})
+}
+
+// hostMux routes requests to a base transport per host.
+type hostMux map[string]http.RoundTripper
+
+func (m hostMux) RoundTrip(r *http.Request) (*http.Response, error) {
+	if rt, ok := m[r.URL.Host]; ok {
+		return rt.RoundTrip(r)
+	}
+	closeBody(r)
+	return nil, fmt.Errorf("no such host %q", r.URL.Host)
+}
+
+func TestRoutesTheServerPutsInOneBucketShareOneLimiter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gh := apisim.New(apisim.Config{Style: apisim.StyleGitHub, Limit: 5000, Window: time.Hour,
+			Routes: map[string]int{"/search/": 30}})
+		tr := NewTransport(gh.Transport())
+		for _, p := range []string{"/repos/a/b", "/search/code", "/users/x", "/search/issues", "/repos/c/d", "/users/y"} {
+			mustGet(t, tr, "https://api.github.test"+p)
+		}
+		st := map[string]EndpointStats{}
+		for _, s := range tr.Stats() {
+			st[s.Key] = s
+		}
+		require.Contains(t, st, "https://api.github.test#core")
+		require.Contains(t, st, "https://api.github.test#search")
+		// The first request of each route goes through the host's own
+		// limiter and teaches it the bucket; later ones wait on the bucket's.
+		assert.EqualValues(t, 3, st["https://api.github.test"].Requests)
+		assert.EqualValues(t, 2, st["https://api.github.test#core"].Requests, "/repos and /users share core")
+		assert.EqualValues(t, 1, st["https://api.github.test#search"].Requests)
+	})
+}
+
+func TestPatternsTheServerPutsInOneBucketShareOneLimiter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := apisim.New(apisim.Config{Style: apisim.StyleDiscord, Limit: 50, Window: time.Second})
+		tr := NewTransport(d.Transport(),
+			WithEndpoint("discord.test/api/channels/{id}/messages", Inf, 0),
+			WithEndpoint("discord.test/api/guilds/{id}", Inf, 0),
+			WithEndpoint("discord.test/api/pinned/", 1, 1), // pinned: never rebound
+		)
+		for range 3 {
+			for _, p := range []string{"/api/channels/1/messages", "/api/guilds/2", "/api/pinned/x"} {
+				mustGet(t, tr, "https://discord.test"+p)
+			}
+		}
+		var bucket *EndpointStats
+		for _, s := range tr.Stats() {
+			if len(s.Key) > len("https://discord.test#") && s.Key[:len("https://discord.test#")] == "https://discord.test#" {
+				bucket = &s
+			}
+			if s.Key == "discord.test/api/pinned/" {
+				assert.EqualValues(t, 3, s.Requests, "a pinned pattern keeps its own limiter")
+			}
+		}
+		require.NotNil(t, bucket, "a bucket endpoint, keyed by host and the server's bucket id: %v", endpointKeys(tr))
+		assert.EqualValues(t, 4, bucket.Requests, "both patterns' later requests share the server's bucket")
+	})
+}
+
+func TestBucketNamesAreScopedByKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gh := apisim.New(apisim.Config{Style: apisim.StyleGitHub, Limit: 5000, Window: time.Hour})
+		tr := NewTransport(gh.Transport(), WithKeyFunc(func(r *http.Request) string { return "token-" + r.Header.Get("X-Token") }))
+		for _, tok := range []string{"1", "2", "1", "2"} {
+			r, _ := http.NewRequest(http.MethodGet, "https://api.github.test/repos/a/b", nil)
+			r.Header.Set("X-Token", tok)
+			resp, err := tr.RoundTrip(r)
+			require.NoError(t, err)
+			resp.Body.Close()
+		}
+		assert.Equal(t, []string{"token-1", "token-1#core", "token-2", "token-2#core"}, endpointKeys(tr))
+	})
+}
+
+// TestEndToEndThroughARealClient sends requests over loopback through an
+// http.Client: the first attempt is throttled, the retry succeeds, and the
+// caller sees only the success.
+func TestEndToEndThroughARealClient(t *testing.T) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := new(bytes.Buffer)
+		body.ReadFrom(r.Body)
+		if n.Add(1) == 1 {
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		w.Header().Set("RateLimit", `"default";r=99;t=60`)
+		w.Header().Set("RateLimit-Policy", `"default";q=100;w=60`)
+		fmt.Fprintf(w, "got %s", body)
+	}))
+	defer srv.Close()
+	tr := NewTransport(nil)
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	defer client.CloseIdleConnections()
+	resp, err := client.Post(srv.URL+"/x", "text/plain", bytes.NewReader([]byte("hello")))
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "POST without an idempotency key is not retried")
+
+	req, _ := http.NewRequest(http.MethodPut, srv.URL+"/x", bytes.NewReader([]byte("again")))
+	n.Store(0)
+	resp, err = client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.EqualValues(t, 2, n.Load())
+	st := tr.Stats()
+	require.Len(t, st, 1)
+	assert.EqualValues(t, 1, st[0].Retries)
+}
