@@ -2,17 +2,32 @@
 # runs the tests. Both set up what they need (Go modules download on first use).
 GO ?= go
 
-.PHONY: demo test bench fuzz check
+.PHONY: demo test bench fuzz check redis-server
 
 demo:
 	$(GO) run ./examples/fanout
 
-test:
+test: redis-server
 	$(GO) test -race -count=1 ./...
+
+# The redisstore tests start their own redis-server on free loopback ports.
+# Install Debian's package when it is missing (as root), and stop the system
+# service the package may start: the tests do not use it. Without root, say
+# how to install it; the Redis tests then skip (outside CI, where they fail).
+redis-server:
+	@command -v redis-server >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing redis-server for the redisstore tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null && \
+	    { service redis-server stop >/dev/null 2>&1 || true; }; \
+	  else \
+	    echo "redis-server is missing, the redisstore tests will skip. Install it with" >&2; \
+	    echo "  sudo apt-get install -y redis-server   (Debian/Ubuntu), or  brew install redis   (macOS)" >&2; \
+	  fi; }
 
 # Package micro-benchmarks; the side-by-side comparison with peer libraries
 # lives in the separate bench/ module (see bench/README.md).
-bench:
+bench: redis-server
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 fuzz:

@@ -1,0 +1,206 @@
+// Package redistest runs throwaway redis-server processes for tests: each on
+// a free loopback port, without persistence, killed when the test ends.
+//
+// A missing redis-server skips the test, except in CI (CI=true), where it
+// fails it: CI must install it (.ci/run does). Set REDIS_SERVER to use a
+// binary outside PATH.
+package redistest
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Server is a redis-server child process.
+type Server struct {
+	// Addr is host:port of the server; it stays the same across Restart.
+	Addr string
+
+	t      testing.TB
+	binary string
+	port   int
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once cmd is reaped
+}
+
+// Binary returns the redis-server to run, skipping (or, in CI, failing) t
+// when there is none.
+func Binary(t testing.TB) string {
+	t.Helper()
+	name := os.Getenv("REDIS_SERVER")
+	if name == "" {
+		name = "redis-server"
+	}
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path
+	}
+	msg := fmt.Sprintf("%s not found (%v); install it with `apt-get install -y redis-server` "+
+		"(or `make test`, which does) to run the Redis tests", name, err)
+	if os.Getenv("CI") == "true" {
+		t.Fatal("CI: " + msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// Start starts a server on a free loopback port and stops it when the test
+// ends.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	s := &Server{t: t, binary: Binary(t)}
+	var err error
+	for range 5 { // a free port can be taken between probing and binding
+		s.port = freePort(t)
+		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
+		if err = s.start(); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	t.Cleanup(s.Kill)
+	return s
+}
+
+func freePort(t testing.TB) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("redistest: no free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func (s *Server) start() error {
+	out := new(bytes.Buffer)
+	cmd := exec.Command(s.binary,
+		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", s.t.TempDir(),
+		"--daemonize", "no", "--loglevel", "warning")
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", s.binary, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	if err := waitReady(s.Addr, exited); err != nil {
+		_ = cmd.Process.Kill()
+		<-exited
+		return fmt.Errorf("%s on %s: %w\n%s", s.binary, s.Addr, err, out)
+	}
+	reaped := make(chan struct{})
+	s.mu.Lock()
+	s.cmd, s.exited = cmd, reaped
+	s.mu.Unlock()
+	go func() {
+		<-exited
+		close(reaped)
+	}()
+	return nil
+}
+
+// waitReady polls until the server answers PING, it exits, or 10 s pass.
+// It speaks RESP on a raw connection: a client library would log every
+// refused dial.
+func waitReady(addr string, exited <-chan error) error {
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if ping(addr) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no answer to PING within 10s")
+		}
+		select {
+		case err := <-exited:
+			return fmt.Errorf("exited before answering PING: %v", err)
+		case <-tick.C:
+		}
+	}
+}
+
+func ping(addr string) bool {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(time.Second))
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		return false
+	}
+	buf := make([]byte, 7)
+	n, _ := io.ReadFull(conn, buf)
+	return string(buf[:n]) == "+PONG\r\n"
+}
+
+// Kill stops the server at once (SIGKILL), as a crash would. It is a no-op
+// when the server is not running.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Kill()
+	<-exited // the port is free again once the process is gone
+}
+
+// Restart starts the server again on the same port, empty.
+func (s *Server) Restart() {
+	s.t.Helper()
+	if err := s.start(); err != nil {
+		s.t.Fatalf("redistest: restart: %v", err)
+	}
+}
+
+// Freeze stops the server process (SIGSTOP): connections stay open and
+// calls hang, as with a stalled server or a network partition. Thaw resumes
+// it.
+func (s *Server) Freeze() { s.signal(syscall.SIGSTOP) }
+
+// Thaw resumes a frozen server.
+func (s *Server) Thaw() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig os.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		_ = s.cmd.Process.Signal(sig)
+	}
+}
+
+// Client returns a client for the server that honours context deadlines and
+// fails fast, closed when the test ends.
+func (s *Server) Client(t testing.TB) *redis.Client {
+	c := redis.NewClient(&redis.Options{
+		Addr:                  s.Addr,
+		ContextTimeoutEnabled: true,
+		DialTimeout:           time.Second,
+		ReadTimeout:           2 * time.Second,
+		WriteTimeout:          2 * time.Second,
+		MaxRetries:            -1,
+		PoolSize:              32,
+	})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}

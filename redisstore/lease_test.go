@@ -1,0 +1,254 @@
+package redisstore_test
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/redisstore"
+	"github.com/pacer-go/pacer/redisstore/internal/redistest"
+)
+
+// hammer makes n reservations of one token from g goroutines and returns how
+// many were granted.
+func hammer(t *testing.T, s pacer.Store, key string, r pacer.StoreRequest, g, n int) int {
+	t.Helper()
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		granted int
+	)
+	for range g {
+		wg.Go(func() {
+			for range n / g {
+				gr, err := s.Reserve(context.Background(), key, r)
+				if !assert.NoError(t, err) {
+					return
+				}
+				if gr.OK {
+					mu.Lock()
+					granted++
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return granted
+}
+
+func TestLeasesCutRedisCallsAtHighRates(t *testing.T) {
+	srv := redistest.Start(t)
+	r := pacer.StoreRequest{Tokens: 1, Limit: 20000, Burst: 100}
+	const n = 4000
+
+	leased := newStore(t, srv, redisstore.WithPrefix(uniquePrefix()))
+	require.Equal(t, n, hammer(t, leased, "k", r, 8, n))
+	ls := leased.Stats()
+
+	unleased := newStore(t, srv, redisstore.WithPrefix(uniquePrefix()), redisstore.WithLeaseWindow(0))
+	require.Equal(t, n, hammer(t, unleased, "k", r, 8, n))
+	us := unleased.Stats()
+
+	t.Logf("redis calls for %d reservations: leased %d, unleased %d", n, ls.Calls, us.Calls)
+	require.Zero(t, ls.Fallbacks+us.Fallbacks, "Redis failed: %+v %+v", ls, us)
+	assert.EqualValues(t, n, us.Calls, "one call per reservation without leases")
+	assert.LessOrEqual(t, ls.Calls*5, int64(n), "leases cut calls at least 5-fold")
+	assert.Greater(t, ls.Leased, int64(n/2))
+}
+
+func TestLeasesStayWithinTheSharedLimit(t *testing.T) {
+	// Two processes with leases book 3 s of tokens between them; the union of
+	// their schedules is a valid token-bucket schedule.
+	srv := redistest.Start(t)
+	prefix := uniquePrefix()
+	a := newStore(t, srv, redisstore.WithPrefix(prefix))
+	b := newStore(t, srv, redisstore.WithPrefix(prefix))
+	const limit, burst = 200, 20
+	r := pacer.StoreRequest{Tokens: 1, Limit: limit, Burst: burst}
+	var (
+		mu    sync.Mutex
+		slots []time.Duration
+		wg    sync.WaitGroup
+	)
+	start := time.Now()
+	for i := range 8 {
+		s := []*redisstore.Store{a, b}[i%2]
+		wg.Go(func() {
+			for range 75 {
+				g, err := s.Reserve(context.Background(), "k", r)
+				if !assert.NoError(t, err) || !assert.True(t, g.OK) {
+					return
+				}
+				mu.Lock()
+				slots = append(slots, time.Since(start)+g.Delay)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	require.Len(t, slots, 600)
+	// By any time x, at most burst + x×limit tokens may have been used.
+	for _, at := range slots {
+		n := 0
+		for _, other := range slots {
+			if other <= at {
+				n++
+			}
+		}
+		allowed := burst + int(at.Seconds()*limit) + 2
+		require.LessOrEqual(t, n, allowed, "tokens due by %v", at)
+	}
+	assert.Less(t, a.Stats().Calls+b.Stats().Calls, int64(600/5))
+}
+
+// debt reads how many tokens key's bucket owes, from Redis itself.
+func debt(t *testing.T, c *redis.Client, key string) float64 {
+	t.Helper()
+	ctx := context.Background()
+	h, err := c.HMGet(ctx, key, "tat", "T").Result()
+	require.NoError(t, err)
+	now, err := c.Time(ctx).Result()
+	require.NoError(t, err)
+	tat, err := strconv.ParseFloat(h[0].(string), 64)
+	require.NoError(t, err)
+	interval, err := strconv.ParseFloat(h[1].(string), 64)
+	require.NoError(t, err)
+	return max(tat-float64(now.UnixMicro()), 0) / interval
+}
+
+func TestUnusedLeasedTokensGoBackToRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	for _, how := range []string{"AtTheLeaseDeadline", "OnClose"} {
+		t.Run(how, func(t *testing.T) {
+			prefix := uniquePrefix()
+			s := redisstore.New(srv.Client(t), redisstore.WithPrefix(prefix), redisstore.WithLogger(quiet),
+				redisstore.WithLeaseWindow(time.Second))
+			defer s.Close()
+			// 10 per second, a burst of 100: 30 tokens come at once and the
+			// refill during the test is about one token per 100 ms.
+			r := pacer.StoreRequest{Tokens: 1, Limit: 10, Burst: 100}
+			start := time.Now()
+			require.Equal(t, 30, hammer(t, s, "k", r, 1, 30))
+			held := s.Stats().Held
+			require.GreaterOrEqual(t, held, 2.0, "the test needs unused leased tokens")
+			require.InDelta(t, 30+held, debt(t, c, prefix+"k")+10*time.Since(start).Seconds(), 1)
+
+			if how == "OnClose" {
+				require.NoError(t, s.Close())
+			} else {
+				require.Eventually(t, func() bool { return s.Stats().Held == 0 }, 5*time.Second, 10*time.Millisecond)
+				require.NoError(t, s.Flush(context.Background()))
+			}
+			elapsed := time.Since(start).Seconds()
+			assert.InDelta(t, max(30-10*elapsed, 0), debt(t, c, prefix+"k"), 1,
+				"only the 30 tokens used stay booked (%.1f leased were returned)", held)
+		})
+	}
+}
+
+func TestLeaseIsRebookedWhenTheLimitChanges(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	prefix := uniquePrefix()
+	s := newStore(t, srv, redisstore.WithPrefix(prefix), redisstore.WithLeaseWindow(500*time.Millisecond))
+	ctx := context.Background()
+	fast := pacer.StoreRequest{Tokens: 1, Limit: 1000, Burst: 1}
+	for i := 0; s.Stats().Held < 10; i++ {
+		require.Less(t, i, 5000, "no lease of 10 tokens")
+		_, err := s.Reserve(ctx, "k", fast)
+		require.NoError(t, err)
+	}
+	held := s.Stats().Held
+	before := debt(t, c, prefix+"k") // includes the held tokens: they are booked
+	t0 := time.Now()
+
+	// A tenfold slower limit must not be served from tokens booked at the
+	// fast one: the old lease goes back, in the same call that books the next
+	// token at the new limit, after the debt of the tokens used.
+	slow := pacer.StoreRequest{Tokens: 1, Limit: 100, Burst: 1}
+	calls := s.Stats().Calls
+	g, err := s.Reserve(ctx, "k", slow)
+	require.NoError(t, err)
+	assert.Equal(t, calls+1, s.Stats().Calls, "rebooked in one call")
+	assert.True(t, g.OK)
+	owed := max(before-held-1000*time.Since(t0).Seconds(), 0)
+	assert.InDelta(t, owed/100, g.Delay.Seconds(), 0.05, "%.0f leased tokens should have been returned", held)
+	assert.LessOrEqual(t, s.Stats().Held, 50.0, "a new lease is sized for the slower limit")
+}
+
+func TestPublishedPauseStopsLeasedTokensAtOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newStore(t, srv, redisstore.WithPrefix(uniquePrefix()))
+	r := pacer.StoreRequest{Tokens: 1, Limit: 1000, Burst: 100}
+	require.Equal(t, 200, hammer(t, s, "k", r, 2, 200))
+	require.Positive(t, s.Stats().Held)
+
+	require.NoError(t, s.Publish(context.Background(), "k", pacer.SharedState{Pause: 2 * time.Second}))
+	g, err := s.Reserve(context.Background(), "k", r)
+	require.NoError(t, err)
+	assert.InDelta(t, 2, g.Delay.Seconds(), 0.1)
+	assert.InDelta(t, 2, g.Shared.Pause.Seconds(), 0.1)
+}
+
+func TestKeysExpireOnceIdle(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	prefix := uniquePrefix()
+	s := newStore(t, srv, redisstore.WithPrefix(prefix), redisstore.WithIdleTTL(time.Minute), redisstore.WithLeaseWindow(0))
+	ctx := context.Background()
+
+	// Two tokens from a bucket of one at 1 per second: it is full again in
+	// two seconds, and kept for the TTL after that.
+	_, err := s.Reserve(ctx, "k", pacer.StoreRequest{Tokens: 2, Limit: 1, Burst: 1})
+	require.NoError(t, err)
+	ttl, err := c.PTTL(ctx, prefix+"k").Result()
+	require.NoError(t, err)
+	assert.InDelta(t, (time.Minute + 2*time.Second).Seconds(), ttl.Seconds(), 0.1)
+
+	// A pause outlives the bucket.
+	require.NoError(t, s.Publish(ctx, "k", pacer.SharedState{Pause: time.Hour}))
+	require.NoError(t, s.Flush(ctx))
+	ttl, err = c.PTTL(ctx, prefix+"k").Result()
+	require.NoError(t, err)
+	assert.InDelta(t, (time.Hour + time.Minute).Seconds(), ttl.Seconds(), 0.1)
+
+	// A store whose keys expire quickly: an idle key vanishes.
+	short := newStore(t, srv, redisstore.WithPrefix(prefix), redisstore.WithIdleTTL(50*time.Millisecond), redisstore.WithLeaseWindow(0))
+	_, err = short.Reserve(ctx, "idle", pacer.StoreRequest{Tokens: 1, Limit: 1000, Burst: 1})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		n, err := c.Exists(ctx, prefix+"idle").Result()
+		return err == nil && n == 0
+	}, 5*time.Second, 10*time.Millisecond)
+	// Reads of a key that does not exist do not create it.
+	_, err = short.Reserve(ctx, "idle", pacer.StoreRequest{Tokens: 1, Limit: pacer.Inf})
+	require.NoError(t, err)
+	n, err := c.Exists(ctx, prefix+"idle").Result()
+	require.NoError(t, err)
+	assert.Zero(t, n)
+}
+
+func TestScriptIsReloadedWhenRedisForgetsIt(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	s := newStore(t, srv, redisstore.WithPrefix(uniquePrefix()), redisstore.WithLeaseWindow(0))
+	ctx := context.Background()
+	r := pacer.StoreRequest{Tokens: 1, Limit: 10, Burst: 10}
+	_, err := s.Reserve(ctx, "k", r)
+	require.NoError(t, err)
+	require.NoError(t, c.ScriptFlush(ctx).Err())
+	g, err := s.Reserve(ctx, "k", r)
+	require.NoError(t, err)
+	assert.True(t, g.OK)
+	assert.Zero(t, s.Stats().Failures)
+	assert.Zero(t, s.Stats().Fallbacks)
+}

@@ -1,0 +1,478 @@
+// Package redisstore is a [pacer.Store] on Redis: processes that use one
+// Redis (and one key prefix) share their rate-limit buckets, learned limits
+// and Retry-After pauses, so N replicas calling one API with one key pace
+// against one quota instead of overshooting it N-fold.
+//
+// Each reservation is one Lua script run (GCRA, atomic, on the Redis clock;
+// loaded once and called by its SHA). At high rates a process books a lease
+// of several tokens per round trip and hands them out locally, sized to about
+// [DefaultLeaseWindow] of its own traffic, which cuts Redis calls by that
+// factor; leased tokens are real bookings, so the shared limit holds exactly,
+// and those left unused by the end of the lease go back to the bucket. Keys
+// expire once idle.
+//
+// When Redis is unreachable the store either falls back to a local limiter
+// per process ([FailOpen], the default: it warns once and switches back by
+// itself when Redis answers again) or refuses requests with a
+// *pacer.RateLimitError wrapping the Redis error ([FailClosed]). No call
+// blocks longer than its context: each Redis call also has its own timeout
+// ([WithTimeout]).
+//
+// Usage, with the Transport sharing every endpoint's quota:
+//
+//	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+//	store := redisstore.New(rdb)
+//	defer store.Close()
+//	client := &http.Client{Transport: pacer.NewTransport(nil, pacer.WithStore(store))}
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/pacer-go/pacer"
+)
+
+// Defaults of the options.
+const (
+	DefaultPrefix        = "pacer:"
+	DefaultTimeout       = 100 * time.Millisecond
+	DefaultLeaseWindow   = 100 * time.Millisecond
+	DefaultMaxLease      = 512
+	DefaultProbeInterval = time.Second
+)
+
+// ErrClosed is returned by calls on a Store after Close.
+var ErrClosed = errors.New("redisstore: store closed")
+
+// FailureMode says what a Store does while Redis is unreachable.
+type FailureMode int
+
+const (
+	// FailOpen paces each process with a local limiter at
+	// [WithFallbackShare] of the limit until Redis answers again.
+	FailOpen FailureMode = iota
+	// FailClosed refuses reservations with a *pacer.RateLimitError whose Err
+	// is the Redis error and whose RetryAt is the next reconnection attempt.
+	FailClosed
+)
+
+func (m FailureMode) String() string {
+	switch m {
+	case FailOpen:
+		return "fail-open"
+	case FailClosed:
+		return "fail-closed"
+	}
+	return fmt.Sprintf("FailureMode(%d)", int(m))
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithPrefix sets the prefix of every Redis key the store writes (default
+// [DefaultPrefix]); stores with different prefixes share nothing.
+func WithPrefix(prefix string) Option {
+	return func(s *Store) { s.prefix = prefix }
+}
+
+// WithTimeout bounds each Redis call (default [DefaultTimeout]). A call that
+// takes longer counts as a Redis failure.
+func WithTimeout(d time.Duration) Option {
+	if d <= 0 {
+		panic(fmt.Sprintf("redisstore: WithTimeout(%v): timeout must be > 0", d))
+	}
+	return func(s *Store) { s.timeout = d }
+}
+
+// WithIdleTTL sets how long Redis keeps a key nobody uses, counted from when
+// its bucket is full again and its pause over (default
+// pacer.DefaultStoreIdleTTL).
+func WithIdleTTL(d time.Duration) Option {
+	if d < time.Millisecond {
+		panic(fmt.Sprintf("redisstore: WithIdleTTL(%v): TTL must be at least 1ms", d))
+	}
+	return func(s *Store) { s.idleTTL = d }
+}
+
+// WithLeaseWindow sets how much of its own traffic a process books per Redis
+// call (default [DefaultLeaseWindow]): at a local demand of r tokens per
+// second it leases about r×d tokens at once. Leases end d after their last
+// token was due; what is left then goes back to Redis. 0 disables leases: one
+// Redis call per reservation.
+func WithLeaseWindow(d time.Duration) Option {
+	if d < 0 {
+		panic(fmt.Sprintf("redisstore: WithLeaseWindow(%v): window must be >= 0", d))
+	}
+	return func(s *Store) { s.leaseWindow = d }
+}
+
+// WithMaxLease caps the tokens of one lease (default [DefaultMaxLease]).
+func WithMaxLease(n int) Option {
+	if n < 1 {
+		panic(fmt.Sprintf("redisstore: WithMaxLease(%d): must be >= 1", n))
+	}
+	return func(s *Store) { s.maxLease = float64(n) }
+}
+
+// WithFailureMode sets what happens while Redis is unreachable (default
+// [FailOpen]).
+func WithFailureMode(m FailureMode) Option {
+	if m != FailOpen && m != FailClosed {
+		panic(fmt.Sprintf("redisstore: WithFailureMode(%v): unknown mode", m))
+	}
+	return func(s *Store) { s.mode = m }
+}
+
+// WithFallbackShare sets the fraction of each limit (and burst) a process
+// uses on its own while Redis is unreachable in [FailOpen] mode, in (0, 1];
+// default 1. With N processes, 1/N keeps their sum within the quota.
+func WithFallbackShare(f float64) Option {
+	if !(f > 0 && f <= 1) {
+		panic(fmt.Sprintf("redisstore: WithFallbackShare(%v): share must be in (0, 1]", f))
+	}
+	return func(s *Store) { s.share = f }
+}
+
+// WithProbeInterval sets how often an unreachable Redis is tried again
+// (default [DefaultProbeInterval]).
+func WithProbeInterval(d time.Duration) Option {
+	if d <= 0 {
+		panic(fmt.Sprintf("redisstore: WithProbeInterval(%v): interval must be > 0", d))
+	}
+	return func(s *Store) { s.probeInterval = d }
+}
+
+// WithLogger sets where the store reports losing and regaining Redis
+// (default slog.Default()).
+func WithLogger(l *slog.Logger) Option {
+	if l == nil {
+		panic("redisstore: WithLogger(nil)")
+	}
+	return func(s *Store) { s.logger = l }
+}
+
+// Store is a [pacer.Store] on Redis. It is safe for concurrent use. Close it
+// when done: it returns unused leased tokens and stops its background
+// goroutine.
+type Store struct {
+	client        redis.UniversalClient
+	prefix        string
+	timeout       time.Duration
+	idleTTL       time.Duration
+	leaseWindow   time.Duration
+	maxLease      float64
+	mode          FailureMode
+	share         float64
+	probeInterval time.Duration
+	logger        *slog.Logger
+
+	mu       sync.Mutex
+	keys     map[string]*keyState
+	refunds  map[string]float64           // tokens to return, per key
+	updates  map[string]pacer.SharedState // publishes not yet sent, per key
+	down     bool
+	probeAt  time.Time
+	fallback *pacer.MemoryStore
+	closed   bool
+
+	flushMu sync.Mutex // one drain of refunds and updates at a time
+	wake    chan struct{}
+	quit    chan struct{}
+	wg      sync.WaitGroup
+
+	calls, reservations, leased, fallbacks, failures atomic.Int64
+}
+
+var _ pacer.Store = (*Store)(nil)
+
+// New returns a Store on client. It talks to Redis only when used; the
+// client stays owned by the caller (Close does not close it).
+func New(client redis.UniversalClient, opts ...Option) *Store {
+	if client == nil {
+		panic("redisstore: New(nil client)")
+	}
+	s := &Store{
+		client:        client,
+		prefix:        DefaultPrefix,
+		timeout:       DefaultTimeout,
+		idleTTL:       pacer.DefaultStoreIdleTTL,
+		leaseWindow:   DefaultLeaseWindow,
+		maxLease:      DefaultMaxLease,
+		share:         1,
+		probeInterval: DefaultProbeInterval,
+		logger:        slog.Default(),
+		keys:          make(map[string]*keyState),
+		refunds:       make(map[string]float64),
+		updates:       make(map[string]pacer.SharedState),
+		fallback:      pacer.NewMemoryStore(),
+		wake:          make(chan struct{}, 1),
+		quit:          make(chan struct{}),
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	s.wg.Add(1)
+	go s.loop()
+	return s
+}
+
+// Stats counts what a Store did since New.
+type Stats struct {
+	Reservations int64   // Reserve calls answered (granted or refused)
+	Calls        int64   // Redis script calls, reservations, leases, refunds and publishes alike
+	Leased       int64   // reservations served from a local lease, without a Redis call
+	Fallbacks    int64   // reservations served by the local fallback limiter
+	Failures     int64   // Redis calls that failed
+	Down         bool    // Redis is considered unreachable now
+	Held         float64 // tokens booked in leases and not handed out yet
+}
+
+// Stats returns the store's counters.
+func (s *Store) Stats() Stats {
+	s.mu.Lock()
+	down := s.down
+	keys := make([]*keyState, 0, len(s.keys))
+	for _, ks := range s.keys {
+		keys = append(keys, ks)
+	}
+	s.mu.Unlock()
+	held := 0.0
+	for _, ks := range keys {
+		ks.mu.Lock()
+		held += max(ks.lease.left(), 0)
+		ks.mu.Unlock()
+	}
+	return Stats{
+		Held:         held,
+		Reservations: s.reservations.Load(),
+		Calls:        s.calls.Load(),
+		Leased:       s.leased.Load(),
+		Fallbacks:    s.fallbacks.Load(),
+		Failures:     s.failures.Load(),
+		Down:         down,
+	}
+}
+
+// Reserve implements [pacer.Store].
+func (s *Store) Reserve(ctx context.Context, key string, r pacer.StoreRequest) (pacer.StoreGrant, error) {
+	if err := ctx.Err(); err != nil {
+		return pacer.StoreGrant{}, err
+	}
+	if !(r.Limit > 0) {
+		return pacer.StoreGrant{}, fmt.Errorf("redisstore: reservation needs a limit > 0, got %v", float64(r.Limit))
+	}
+	if !(r.Tokens > 0) || math.IsInf(r.Tokens, 0) {
+		r.Tokens = 0
+	}
+	r.Burst = max(r.Burst, 1)
+	maxWait := time.Duration(-1)
+	if r.MaxWait > 0 {
+		maxWait = r.MaxWait
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		if left := max(time.Until(dl), 0); maxWait < 0 || left < maxWait {
+			maxWait = left
+		}
+	}
+	g, err := s.reserve(ctx, key, r, maxWait)
+	if err == nil {
+		s.reservations.Add(1)
+	}
+	return g, err
+}
+
+// Cancel implements [pacer.Store]: the tokens go back to Redis in the
+// background, together with other returns for the same key.
+func (s *Store) Cancel(key string, r pacer.StoreRequest) {
+	if !(r.Tokens > 0) || math.IsInf(r.Tokens, 0) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	if s.down {
+		s.fallback.Cancel(key, s.scaled(r))
+		return
+	}
+	s.refunds[key] += r.Tokens
+	s.signal()
+}
+
+// Publish implements [pacer.Store]. The update applies to this process at
+// once and reaches Redis in the background, moments later; updates made
+// while Redis is unreachable stay local.
+func (s *Store) Publish(ctx context.Context, key string, st pacer.SharedState) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if !(st.Limit > 0) {
+		st.Limit, st.Burst = 0, 0
+	}
+	st.Burst = max(st.Burst, 1)
+	st.Pause = max(st.Pause, 0)
+	if st.Limit == 0 && st.Pause == 0 {
+		return nil
+	}
+	ks := s.keyState(key)
+	remnant := ks.learn(time.Now(), st)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	_ = s.fallback.Publish(ctx, key, st)
+	if s.down {
+		ks.sent()
+		return nil
+	}
+	if remnant > 0 {
+		s.refunds[key] += remnant
+	}
+	u := s.updates[key]
+	if st.Limit > 0 {
+		u.Limit, u.Burst = st.Limit, st.Burst
+	}
+	u.Pause = max(u.Pause, st.Pause)
+	s.updates[key] = u
+	s.signal()
+	return nil
+}
+
+// Flush sends pending refunds and publishes to Redis and returns when they
+// are applied, or with the first error.
+func (s *Store) Flush(ctx context.Context) error {
+	return s.drain(ctx)
+}
+
+// Close returns the unused tokens of every lease to Redis, sends pending
+// updates, and stops the store's background goroutine. It waits for Redis
+// calls in flight, which the client's own timeouts bound. Calls after Close
+// fail with [ErrClosed]. Close is idempotent.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.quit)
+	keys := make(map[string]*keyState, len(s.keys))
+	for k, ks := range s.keys {
+		keys[k] = ks
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+
+	for key, ks := range keys {
+		if n := ks.dropLease(); n > 0 {
+			s.mu.Lock()
+			s.refunds[key] += n
+			s.mu.Unlock()
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout*4)
+	defer cancel()
+	if s.isDown() {
+		return nil
+	}
+	return s.drain(ctx)
+}
+
+// reserveRedis books b for key with one script call, on a goroutine of its
+// own so that the caller can leave when ctx ends even if the client ignores
+// contexts (go-redis does unless ContextTimeoutEnabled). If the caller left
+// and tokens were booked, they are returned.
+func (s *Store) reserveRedis(ctx context.Context, key string, b booking) (reply, time.Time, error) {
+	type result struct {
+		r   reply
+		at  time.Time
+		err error
+	}
+	done := make(chan result, 1)
+	var left atomic.Bool
+	if !s.goAsync(func() {
+		opCtx, cancel := context.WithTimeout(context.Background(), s.timeout)
+		r, err := s.runReserve(opCtx, key, b)
+		cancel()
+		if err != nil {
+			s.failed(err)
+		} else if left.Load() && r.ok && b.tokens > 0 && b.interval > 0 {
+			s.Cancel(key, pacer.StoreRequest{Tokens: b.tokens, Limit: 1})
+		}
+		done <- result{r, time.Now(), err}
+	}) {
+		return reply{}, time.Time{}, ErrClosed
+	}
+	select {
+	case res := <-done:
+		return res.r, res.at, res.err
+	case <-ctx.Done():
+		left.Store(true)
+		// If the call finished in the meantime, its result is ours to undo.
+		select {
+		case res := <-done:
+			if res.err == nil && res.r.ok && b.tokens > 0 && b.interval > 0 {
+				s.Cancel(key, pacer.StoreRequest{Tokens: b.tokens, Limit: 1})
+			}
+		default:
+		}
+		return reply{}, time.Time{}, ctx.Err()
+	}
+}
+
+// goAsync runs fn on a goroutine that Close waits for; false once closed.
+func (s *Store) goAsync(fn func()) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.wg.Go(fn)
+	return true
+}
+
+// degraded answers a reservation while Redis is unreachable.
+func (s *Store) degraded(ctx context.Context, key string, r pacer.StoreRequest, cause error) (pacer.StoreGrant, error) {
+	s.mu.Lock()
+	closed, probeAt, fallback := s.closed, s.probeAt, s.fallback
+	s.mu.Unlock()
+	if closed {
+		return pacer.StoreGrant{}, ErrClosed
+	}
+	if s.mode == FailClosed {
+		if cause == nil {
+			cause = errors.New("redisstore: redis unreachable")
+		}
+		return pacer.StoreGrant{}, &pacer.RateLimitError{Endpoint: key, RetryAt: probeAt, Err: cause}
+	}
+	s.fallbacks.Add(1)
+	return fallback.Reserve(ctx, key, s.scaled(r))
+}
+
+func (s *Store) scaled(r pacer.StoreRequest) pacer.StoreRequest {
+	if s.share < 1 && r.Limit != pacer.Inf {
+		r.Limit *= pacer.Limit(s.share)
+		r.Burst = max(1, int(float64(r.Burst)*s.share))
+	}
+	return r
+}
+
+// signal wakes the background loop; s.mu or not, it never blocks.
+func (s *Store) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
