@@ -109,17 +109,19 @@ const (
 //   - Remaining above Limit is clamped to Limit. Where only Used and one of
 //     Limit or Remaining are given, the other is derived.
 //   - A numeric reset is an epoch in seconds, else an epoch in milliseconds,
-//     if it lands within a day (or DefaultMaxDelay, if longer) of now;
+//     if it lands within a day of now (within the cap, if that is longer);
 //     otherwise, if below 1e9, it is seconds from now; otherwise it is
-//     ignored. Go durations (`6m0s`, `12ms`) are from now; RFC 3339 and HTTP
-//     dates are absolute and must also land within a day of now. A reset in
-//     the past means the window has already reset: Reset is now. Resets
-//     beyond DefaultMaxDelay are clamped to it: a client then spends a long
-//     window's quota early rather than wait blind. Discord's -Reset-After,
-//     being relative and immune to clock skew, wins over its -Reset.
+//     ignored, never guessed into a reset years away. Go durations (`6m0s`,
+//     `12ms`) are from now; RFC 3339 and HTTP dates are absolute and must
+//     also land within a day of now. A reset in the past means the window
+//     has already reset: Reset is now. Resets beyond the cap (DefaultMaxDelay
+//     unless the Transport sets another) are clamped to it: a client then
+//     spends a long window's quota early rather than wait blind, and learns
+//     better from the next response. Discord's -Reset-After, being relative
+//     and immune to clock skew, wins over its -Reset.
 //   - Retry-After is delta seconds (decimals accepted) or an HTTP-date in any
-//     of RFC 9110's three forms; a date in the past means 0. Waits beyond
-//     DefaultMaxDelay, absurdly long digit strings included, are clamped.
+//     of RFC 9110's three forms; a date in the past means 0. Waits beyond the
+//     cap, absurdly long digit strings included, are clamped to it.
 //   - At most 16 quotas are kept; names and buckets longer than 256 bytes,
 //     and buckets with spaces or control characters, are ignored.
 //
@@ -142,8 +144,20 @@ func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 // configured one) in place of DefaultMaxDelay; maxDelay ≤ 0 means
 // DefaultMaxDelay.
 func parseHeaders(h http.Header, now time.Time, maxDelay time.Duration) (Info, bool) {
+	// One pass over the keys finds every rate-limit field, so the cost does
+	// not grow with the number of conventions known. The loop lives here,
+	// not in a method, so its writes go to a known stack variable and need
+	// no GC write barriers.
 	var fs fieldSet
-	if !fs.collect(h) {
+	found := false
+	for k, vs := range h {
+		f, ok := classify(k)
+		if !ok || len(vs) == 0 || (fs.vals[f] != nil && !preferKey(k, fs.keys[f])) {
+			continue
+		}
+		fs.vals[f], fs.keys[f], found = vs, k, true
+	}
+	if !found {
 		return Info{}, false
 	}
 	if maxDelay <= 0 {

@@ -1,7 +1,6 @@
 package pacer
 
 import (
-	"net/http"
 	"strings"
 )
 
@@ -38,21 +37,6 @@ const (
 type fieldSet struct {
 	vals [numFields][]string
 	keys [numFields]string
-}
-
-// collect finds the rate-limit fields in h in one pass over its keys, so its
-// cost does not grow with the number of conventions pacer knows, and reports
-// whether there was any.
-func (fs *fieldSet) collect(h http.Header) bool {
-	found := false
-	for k, vs := range h {
-		f, ok := classify(k)
-		if !ok || len(vs) == 0 || (fs.vals[f] != nil && !preferKey(k, fs.keys[f])) {
-			continue
-		}
-		fs.vals[f], fs.keys[f], found = vs, k, true
-	}
-	return found
 }
 
 // classify maps a header name, in any case, to the field it holds. The first

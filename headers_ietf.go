@@ -27,6 +27,7 @@ type policies struct {
 // more.
 func (ps *policies) add(m sfMember) bool {
 	var pol policy
+	params := ietfParamsOf(m.params)
 	switch m.value.kind {
 	case sfInteger, sfDecimal:
 		pol.q, pol.hasQ = m.value.num, m.value.num >= 0
@@ -34,28 +35,53 @@ func (ps *policies) add(m sfMember) bool {
 		if pol.name = m.value.str; len(pol.name) > maxNameLen {
 			return true
 		}
-		if q, ok := m.params.get("q"); ok {
-			n, isNum := q.number()
-			pol.q, pol.hasQ = n, isNum && n >= 0
-		}
+		n, isNum := params.q.number()
+		pol.q, pol.hasQ = n, isNum && n >= 0
 	default:
 		return true
 	}
-	if u, ok := m.params.get("qu"); ok {
-		unit, _ := u.name()
+	if params.qu.kind != 0 {
+		unit, _ := params.qu.name()
 		pol.skip = unit != "requests"
 	}
-	pol.window = windowParam(m.params)
+	pol.window = params.windowLen()
 	ps.list[ps.n] = pol
 	ps.n++
 	return ps.n < maxQuotas
 }
 
-// windowParam reads w= (window= in the first draft), in seconds.
-func windowParam(params sfParams) time.Duration {
-	w, ok := params.get("w")
-	if !ok {
-		w, _ = params.get("window")
+// ietfParams holds the parameters the IETF drafts define, each the zero
+// sfItem when absent: q, qu and w (window in the first draft) of a policy, r
+// and t of a RateLimit item.
+type ietfParams struct{ q, qu, w, window, r, t sfItem }
+
+// ietfParamsOf reads all of them in one pass over the parameters.
+func ietfParamsOf(ps sfParams) ietfParams {
+	var ip ietfParams
+	ps.each(func(k string, v sfItem) {
+		switch k {
+		case "q":
+			ip.q = v
+		case "qu":
+			ip.qu = v
+		case "w":
+			ip.w = v
+		case "window":
+			ip.window = v
+		case "r":
+			ip.r = v
+		case "t":
+			ip.t = v
+		}
+	})
+	return ip
+}
+
+// windowLen is the policy window, w= or else window=, in seconds.
+func (ip ietfParams) windowLen() time.Duration {
+	w := ip.w
+	if w.kind == 0 {
+		w = ip.window
 	}
 	if s, ok := w.number(); ok && s > 0 && s <= maxWindowSeconds {
 		return time.Duration(math.Round(s * 1e9))
@@ -66,6 +92,10 @@ func windowParam(params sfParams) time.Duration {
 // ietf handles RateLimit, RateLimit-Policy and the older RateLimit-Limit,
 // -Remaining and -Reset, newest draft first.
 func (p *headerParser) ietf(fs *fieldSet) {
+	if fs.vals[fRateLimit] == nil && fs.vals[fRateLimitPolicy] == nil &&
+		fs.vals[fRLLimit] == nil && fs.vals[fRLRemaining] == nil {
+		return
+	}
 	var ps policies
 	if v, ok := fs.joined(fRateLimitPolicy); ok {
 		sfEach(v, false, ps.add)
@@ -125,14 +155,11 @@ func (p *headerParser) draft08(v string, ps *policies) bool {
 			return true
 		}
 		it := item{name: name}
-		if r, ok := m.params.get("r"); ok {
-			x, isNum := r.number()
-			it.remaining, it.hasR = x, isNum && x >= 0
-		}
-		if t, ok := m.params.get("t"); ok {
-			if x, isNum := t.number(); isNum {
-				it.reset, _ = p.resetNumber(x)
-			}
+		params := ietfParamsOf(m.params)
+		x, isNum := params.r.number()
+		it.remaining, it.hasR = x, isNum && x >= 0
+		if x, isNum := params.t.number(); isNum {
+			it.reset, _ = p.resetNumber(x)
 		}
 		items[n] = it
 		n++
@@ -175,7 +202,7 @@ func (p *headerParser) limitField(fs *fieldSet, f field, q *quotaState, ps *poli
 		if first {
 			first = false
 			if n, ok := m.value.number(); ok && n >= 0 {
-				q.limit, q.hasLimit, q.window = n, true, windowParam(m.params)
+				q.limit, q.hasLimit, q.window = n, true, ietfParamsOf(m.params).windowLen()
 				return true
 			}
 		}

@@ -7,13 +7,14 @@ import (
 
 // This file is a small parser for RFC 9651 structured fields, the syntax of
 // the IETF RateLimit and RateLimit-Policy fields. It is written here rather
-// than imported because the root module takes no new dependencies, and because
-// a rate-limit parser on every response must not allocate: the parser works
-// on substrings of the field value, validates a whole field before handing out
-// any member (RFC 9651 says a field that fails to parse is ignored as a whole),
-// and decodes parameter values only when asked for one. The only allocations
-// are unescaping a String that contains backslash escapes and decoding a
-// Display String, both rare in rate-limit fields.
+// than imported because the root module takes no new dependencies, because
+// pacer needs only the parsing half (no serialiser, no Go value model), and
+// because a parser that runs on every response must not allocate: it works on
+// substrings of the field value, validates a whole field before handing out
+// any member (RFC 9651 says a field that fails to parse is ignored as a
+// whole), and keeps parameters as their raw text until a caller reads them.
+// The only allocations are unescaping a String that contains backslash
+// escapes and decoding a Display String, both rare in rate-limit fields.
 
 // sfKind is the type of a structured-field bare item.
 type sfKind uint8
@@ -59,35 +60,22 @@ func (it sfItem) name() (string, bool) {
 // `;q=100;w=60`.
 type sfParams string
 
-// get returns the value of parameter key; a parameter without a value is the
-// Boolean true. Per RFC 9651 the last occurrence of a duplicated key wins.
-func (ps sfParams) get(key string) (sfItem, bool) {
+// each calls fn for every parameter, in order; a parameter without a value
+// is the Boolean true. RFC 9651 says the last of duplicated keys wins: a
+// caller gets that by letting later calls overwrite earlier ones.
+func (ps sfParams) each(fn func(key string, value sfItem)) {
 	p := sfParser{s: string(ps)}
-	valueAt := -1
-	var found sfItem
 	for p.i < len(p.s) && p.s[p.i] == ';' {
 		p.i++
 		p.skipSP()
 		k, _ := p.key()
 		v := sfItem{kind: sfBoolean, b: true}
-		start := -1
 		if p.i < len(p.s) && p.s[p.i] == '=' {
 			p.i++
-			start = p.i
-			v, _ = p.bareItem(false)
+			v, _ = p.bareItem(true)
 		}
-		if k == key {
-			found, valueAt = v, start
-		}
+		fn(k, v)
 	}
-	if valueAt < 0 {
-		return found, found.kind != 0
-	}
-	// Re-read the winning value with decoding on (only Strings with escapes
-	// and Display Strings differ).
-	p = sfParser{s: string(ps), i: valueAt, decode: true}
-	v, _ := p.bareItem(true)
-	return v, true
 }
 
 // sfMember is one member of a list or dictionary.
@@ -97,25 +85,39 @@ type sfMember struct {
 	params sfParams
 }
 
+// sfMaxMembers bounds how many members of one field sfEach hands out: pacer
+// keeps at most maxQuotas quotas, and a hostile field must not cost memory.
+const sfMaxMembers = maxQuotas
+
 // sfEach parses s as an RFC 9651 List (dict false) or Dictionary (dict true)
-// and, only if the whole field is valid, calls fn for each member in order
-// until fn returns false. It reports whether s was valid.
+// and, only if the whole field is valid, calls fn for each of its first
+// sfMaxMembers members in order until fn returns false. It reports whether s
+// was valid. One pass both validates and collects, into a stack buffer.
 func sfEach(s string, dict bool, fn func(sfMember) bool) bool {
-	check := sfParser{s: s}
-	if !check.top(dict, nil) {
+	var buf [sfMaxMembers]sfMember
+	n := 0
+	p := sfParser{s: s}
+	valid := p.top(dict, func(m sfMember) {
+		if n < len(buf) {
+			buf[n] = m
+			n++
+		}
+	})
+	if !valid {
 		return false
 	}
-	walk := sfParser{s: s, decode: true}
-	walk.top(dict, fn)
+	for _, m := range buf[:n] {
+		if !fn(m) {
+			break
+		}
+	}
 	return true
 }
 
-// sfParser holds the position in the field value being parsed. With decode
-// false it only validates, which never allocates except for Display Strings.
+// sfParser holds the position in the field value being parsed.
 type sfParser struct {
-	s      string
-	i      int
-	decode bool
+	s string
+	i int
 }
 
 func (p *sfParser) skipSP() {
@@ -132,7 +134,7 @@ func (p *sfParser) skipOWS() {
 
 // top parses a whole field value (RFC 9651 section 4.2). An empty value is an
 // empty list or dictionary.
-func (p *sfParser) top(dict bool, fn func(sfMember) bool) bool {
+func (p *sfParser) top(dict bool, fn func(sfMember)) bool {
 	p.skipSP()
 	for p.i < len(p.s) {
 		var m sfMember
@@ -154,9 +156,7 @@ func (p *sfParser) top(dict bool, fn func(sfMember) bool) bool {
 		if !ok {
 			return false
 		}
-		if fn != nil && !fn(m) {
-			return true
-		}
+		fn(m)
 		p.skipOWS()
 		if p.i == len(p.s) {
 			return true
@@ -183,7 +183,7 @@ func (p *sfParser) member() (sfItem, sfParams, bool) {
 		it.kind = sfInnerList
 	} else {
 		var ok bool
-		if it, ok = p.bareItem(p.decode); !ok {
+		if it, ok = p.bareItem(true); !ok {
 			return it, "", false
 		}
 	}
@@ -290,33 +290,36 @@ func (p *sfParser) number() (sfItem, bool) {
 	if p.i == len(p.s) || !isDigit(p.s[p.i]) {
 		return sfItem{}, false
 	}
-	start, dot := p.i, -1
-	var mant int64
-	for ; p.i < len(p.s); p.i++ {
-		c := p.s[p.i]
-		if isDigit(c) {
-			mant = mant*10 + int64(c-'0')
-		} else if c == '.' && dot < 0 {
-			if p.i-start > 12 {
-				return sfItem{}, false
-			}
-			dot = p.i
-		} else {
-			break
-		}
-		if n := p.i + 1 - start; (dot < 0 && n > 15) || (dot >= 0 && n > 16) {
+	start := p.i
+	var mant int64 // overflows only for digit strings rejected below
+	for ; p.i < len(p.s) && isDigit(p.s[p.i]); p.i++ {
+		mant = mant*10 + int64(p.s[p.i]-'0')
+	}
+	intDigits := p.i - start
+	if p.i == len(p.s) || p.s[p.i] != '.' {
+		if intDigits > 15 {
 			return sfItem{}, false
 		}
-	}
-	it := sfItem{kind: sfInteger, num: float64(mant)}
-	if dot >= 0 {
-		frac := p.i - dot - 1
-		if frac == 0 || frac > 3 {
-			return sfItem{}, false
+		it := sfItem{kind: sfInteger, num: float64(mant)}
+		if neg {
+			it.num = -it.num
 		}
-		// Both operands are exact, so the quotient is correctly rounded.
-		it.kind, it.num = sfDecimal, float64(mant)/[...]float64{1, 10, 100, 1000}[frac]
+		return it, true
 	}
+	if intDigits > 12 {
+		return sfItem{}, false
+	}
+	p.i++ // '.'
+	fracStart := p.i
+	for ; p.i < len(p.s) && isDigit(p.s[p.i]); p.i++ {
+		mant = mant*10 + int64(p.s[p.i]-'0')
+	}
+	frac := p.i - fracStart
+	if frac == 0 || frac > 3 {
+		return sfItem{}, false
+	}
+	// Both operands are exact, so the quotient is correctly rounded.
+	it := sfItem{kind: sfDecimal, num: float64(mant) / [...]float64{1, 10, 100, 1000}[frac]}
 	if neg {
 		it.num = -it.num
 	}

@@ -1,6 +1,7 @@
 package pacer
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -147,29 +148,20 @@ func TestSFEachStopsWhenAskedAndSkipsInvalidFieldsEntirely(t *testing.T) {
 	assert.Zero(t, calls, "no member of an invalid field may be used")
 }
 
-func TestSFParamsGetReturnsTheLastOccurrenceDecoded(t *testing.T) {
-	ps := sfParams(`;a=1;b; c="x\"y";a=2;d=?0;e=%"%c3%a9";f="plain"`)
-	cases := []struct {
-		key  string
-		want sfItem
-		ok   bool
-	}{
-		{"a", sfInt(2), true},
-		{"b", sfBool(true), true},
-		{"c", sfStr(`x"y`), true},
-		{"d", sfBool(false), true},
-		{"e", sfItem{kind: sfDisplayString, str: "é"}, true},
-		{"f", sfStr("plain"), true},
-		{"z", sfItem{}, false},
+func TestSFParamsEachVisitsAllInOrderDecoded(t *testing.T) {
+	type param struct {
+		key   string
+		value sfItem
 	}
-	for _, tc := range cases {
-		got, ok := ps.get(tc.key)
-		assert.Equal(t, tc.ok, ok, tc.key)
-		assert.Equal(t, tc.want, got, tc.key)
-	}
-	got, ok := sfParams(";a=1;a").get("a")
-	assert.True(t, ok)
-	assert.Equal(t, sfBool(true), got, "a later bare key overrides an earlier value")
+	var got []param
+	sfParams(`;a=1;b; c="x\"y";a=2;d=?0;e=%"%c3%a9";f="plain";a`).each(func(k string, v sfItem) {
+		got = append(got, param{k, v})
+	})
+	assert.Equal(t, []param{
+		{"a", sfInt(1)}, {"b", sfBool(true)}, {"c", sfStr(`x"y`)}, {"a", sfInt(2)}, {"d", sfBool(false)},
+		{"e", sfItem{kind: sfDisplayString, str: "é"}}, {"f", sfStr("plain")}, {"a", sfBool(true)},
+	}, got)
+	sfParams("").each(func(string, sfItem) { t.Fatal("no parameters to visit") })
 }
 
 func TestSFItemAccessors(t *testing.T) {
@@ -183,4 +175,14 @@ func TestSFItemAccessors(t *testing.T) {
 	assert.Equal(t, "a", s)
 	_, ok = sfInt(1).name()
 	assert.False(t, ok)
+}
+
+func TestSFEachHandsOutAtMost16MembersButValidatesAll(t *testing.T) {
+	long := strings.Repeat("1, ", 99) + "1"
+	got, ok := sfCollect(long, false)
+	assert.True(t, ok)
+	assert.Len(t, got, sfMaxMembers)
+
+	_, ok = sfCollect(long+", (", false)
+	assert.False(t, ok, "an error after the 16th member still invalidates the field")
 }
