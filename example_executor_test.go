@@ -26,8 +26,10 @@ func ExampleNewExecutor() {
 	srv := newItemServer()
 	defer srv.Close()
 
-	// Any *http.Client works; give it a pacer Transport to rate limit as well.
-	exec := pacer.NewExecutor(srv.Client(), pacer.WithMaxConcurrency(8))
+	// Any *http.Client works. With a pacer Transport underneath, requests are
+	// rate limited too, and a call waiting for a slot holds no rate token.
+	client := &http.Client{Transport: pacer.NewTransport(srv.Client().Transport)}
+	exec := pacer.NewExecutor(client, pacer.WithMaxConcurrency(8))
 	defer exec.Close()
 
 	req, err := http.NewRequest(http.MethodGet, srv.URL+"/items/42", nil)
@@ -117,7 +119,8 @@ func ExampleExecutor_Shutdown() {
 func ExampleExecutor_DoAll() {
 	srv := newItemServer()
 	defer srv.Close()
-	exec := pacer.NewExecutor(srv.Client(), pacer.WithMaxConcurrency(4))
+	client := &http.Client{Transport: pacer.NewTransport(srv.Client().Transport)}
+	exec := pacer.NewExecutor(client, pacer.WithMaxConcurrency(4))
 	defer exec.Close()
 
 	var reqs []*http.Request
