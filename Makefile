@@ -29,6 +29,7 @@ redis-server:
 # lives in the separate bench/ module (see bench/README.md).
 bench: redis-server
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+	cd bench && $(GO) run ./cmd/compare
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzBucket -fuzztime 60s .

@@ -138,6 +138,7 @@ type params struct {
 	interval float64 // nanoseconds per token
 	step     int64   // interval rounded up: the depth one token occupies
 	capacity int64   // the bucket's depth in nanoseconds: burst tokens' worth
+	cost1    int64   // cost(1), for the common case
 }
 
 func newParams(limit Limit, burst int) params {
@@ -168,6 +169,7 @@ func newParams(limit Limit, burst int) params {
 			p.capacity = int64(burst) * p.step
 		}
 	}
+	p.cost1 = p.cost(1)
 	return p
 }
 
@@ -280,20 +282,26 @@ func (s *state) plan(tat, now int64, n int) (pl plan) {
 }
 
 // entry is one reservation in the queue of those whose time has not come.
-// All fields but at of a fixed entry are guarded by Bucket.mu.
+// Its fields are guarded by Bucket.mu, except at of a Reservation's entry,
+// which never changes once handed out.
 type entry struct {
-	n       int
-	fixed   bool  // a Reservation held by a caller: at is a promise and never moves
-	done    bool  // granted (its time came) or withdrawn
-	err     error // a re-plan found the wait impossible; the waiter returns this
-	st      *state
-	start   int64
-	end     int64
-	cost    int64
-	at      int64
-	limitAt int64       // waiters: latest acceptable grant time
-	dlAt    int64       // waiters: the context's deadline, or noLimit
-	wake    *time.Timer // waiters: fires at at
+	n     int
+	done  bool // granted (its time came) or withdrawn
+	st    *state
+	start int64 // the slot the tokens occupy, under st
+	end   int64
+	cost  int64
+	at    int64   // grant time
+	wt    *waiter // nil for a Reservation: its at is a promise and never moves
+}
+
+// waiter is an entry of a blocked WaitN.
+type waiter struct {
+	entry
+	err     error       // a re-plan found the wait impossible; WaitN returns this
+	limitAt int64       // latest acceptable grant time (deadline, maxWait)
+	dlAt    int64       // the context's deadline, or noLimit
+	wake    *time.Timer // fires at at
 }
 
 // NewBucket returns a bucket that refills at limit tokens per second and holds
@@ -332,6 +340,15 @@ func (b *Bucket) state() *state {
 // load returns the current state and its tat, waiting out a re-plan that is
 // replacing it.
 func (b *Bucket) load() (*state, int64) {
+	if s := b.st.Load(); s != nil {
+		if t := s.tat.Load(); t != sealed {
+			return s, t
+		}
+	}
+	return b.loadSlow()
+}
+
+func (b *Bucket) loadSlow() (*state, int64) {
 	for {
 		s := b.state()
 		if t := s.tat.Load(); t != sealed {
@@ -381,7 +398,16 @@ func (b *Bucket) allowAt(now int64, n int) bool {
 		return n == 0
 	}
 	for {
-		s, tat := b.load()
+		// b.load, by hand: this is the hottest path.
+		s := b.st.Load()
+		if s == nil {
+			s = b.state()
+		}
+		tat := s.tat.Load()
+		if tat == sealed {
+			b.loadSlow()
+			continue
+		}
 		p := &s.params
 		if now < s.floor {
 			return false
@@ -392,8 +418,12 @@ func (b *Bucket) allowAt(now int64, n int) bool {
 		if n > p.burst {
 			return false
 		}
+		c := p.cost1
+		if n != 1 {
+			c = p.cost(n)
+		}
 		e := p.eff(now)
-		end := max(tat, e) + p.cost(n)
+		end := max(tat, e) + c
 		if end-e > p.capacity {
 			return false
 		}
@@ -431,7 +461,7 @@ func (b *Bucket) ReserveN(n int) *Reservation { return b.reserveAt(useClock, n) 
 func (b *Bucket) ReserveNAt(t time.Time, n int) *Reservation { return b.reserveAt(toNanos(t), n) }
 
 func (b *Bucket) reserveAt(now int64, n int) *Reservation {
-	r := &Reservation{b: b, e: entry{n: n, fixed: true, done: true}}
+	r := &Reservation{b: b, e: entry{n: n, done: true}}
 	if n < 0 {
 		return r
 	}
@@ -693,7 +723,7 @@ func (b *Bucket) replanLocked(now int64, np *params) {
 		cost := p.cost(en.n)
 		var start, at int64
 		var err error
-		if en.fixed {
+		if en.wt == nil {
 			start = max(end, p.eff(en.at))
 			at = en.at
 		} else {
@@ -714,19 +744,19 @@ func (b *Bucket) replanLocked(now int64, np *params) {
 				}
 				at = max(now, stop-p.capacity, prevAt)
 			}
-			if err == nil && at > en.limitAt {
-				err = tooLate(at, time.Now(), nanotime(), en.dlAt)
+			if err == nil && at > en.wt.limitAt {
+				err = tooLate(at, time.Now(), nanotime(), en.wt.dlAt)
 			}
 		}
 		if err != nil {
-			en.err, en.done = err, true
-			en.wake.Reset(0)
+			en.wt.err, en.done = err, true
+			en.wt.wake.Reset(0)
 			continue
 		}
 		en.st, en.start, en.end, en.cost = ns, start, min(start+cost, e+maxSpan+1), cost
-		if !en.fixed && at != en.at {
+		if en.wt != nil && at != en.at {
 			en.at = at
-			en.wake.Reset(time.Duration(at - now))
+			en.wt.wake.Reset(time.Duration(at - now))
 		}
 		end, prevAt = en.end, at
 		kept = append(kept, en)
@@ -859,7 +889,7 @@ func (b *Bucket) wait(ctx context.Context, n int, maxWait time.Duration) (int64,
 		case <-ctx.Done():
 			b.mu.Lock()
 			if e.err == nil {
-				b.withdrawLocked(e, nanotime())
+				b.withdrawLocked(&e.entry, nanotime())
 			}
 			err := e.err
 			b.mu.Unlock()
@@ -890,7 +920,7 @@ func (b *Bucket) wait(ctx context.Context, n int, maxWait time.Duration) (int64,
 // enqueue is the slow path of wait: under the lock it plans the wait, fails
 // it at once if it cannot end in time, and otherwise queues a waiter. It
 // returns a nil entry and the grant time when the tokens were granted at once.
-func (b *Bucket) enqueue(ctx context.Context, n int, maxWait time.Duration) (*entry, int64, error) {
+func (b *Bucket) enqueue(ctx context.Context, n int, maxWait time.Duration) (*waiter, int64, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	ref := time.Now()
@@ -924,12 +954,13 @@ func (b *Bucket) enqueue(ctx context.Context, n int, maxWait time.Duration) (*en
 		if pl.at <= now {
 			return nil, now, nil
 		}
-		e := &entry{
-			n: n, st: s, start: pl.start, end: pl.end, cost: pl.cost, at: pl.at,
+		w := &waiter{
+			entry:   entry{n: n, st: s, start: pl.start, end: pl.end, cost: pl.cost, at: pl.at},
 			limitAt: limitAt, dlAt: dlAt,
 			wake: time.NewTimer(time.Duration(pl.at - now)),
 		}
-		b.queue = append(b.queue, e)
-		return e, 0, nil
+		w.wt = w
+		b.queue = append(b.queue, &w.entry)
+		return w, 0, nil
 	}
 }

@@ -17,8 +17,8 @@ import (
 // The tests in this file use testing/synctest: time is virtual, so they
 // assert exact grant times.
 
-// waiter runs WaitN in a goroutine and records when and how it returned.
-type waiter struct {
+// testWaiter runs WaitN in a goroutine and records when and how it returned.
+type testWaiter struct {
 	done   chan struct{}
 	err    error
 	at     time.Duration // since the test's start
@@ -27,9 +27,9 @@ type waiter struct {
 
 // startWaiter starts WaitN(ctx, n) and returns once it is blocked (or done),
 // so waiters started one after another arrive in that order.
-func startWaiter(ctx context.Context, b *Bucket, n int, start time.Time) *waiter {
+func startWaiter(ctx context.Context, b *Bucket, n int, start time.Time) *testWaiter {
 	ctx, cancel := context.WithCancel(ctx)
-	w := &waiter{done: make(chan struct{}), cancel: cancel}
+	w := &testWaiter{done: make(chan struct{}), cancel: cancel}
 	go func() {
 		defer close(w.done)
 		w.err = b.WaitN(ctx, n)
@@ -39,7 +39,7 @@ func startWaiter(ctx context.Context, b *Bucket, n int, start time.Time) *waiter
 	return w
 }
 
-func (w *waiter) result() (time.Duration, error) {
+func (w *testWaiter) result() (time.Duration, error) {
 	<-w.done
 	w.cancel()
 	return w.at, w.err
@@ -191,7 +191,7 @@ func TestWaitWithADoneContextTakesNothing(t *testing.T) {
 	})
 }
 
-// A waiter that gives up returns at once with its context's error, and the
+// A testWaiter that gives up returns at once with its context's error, and the
 // waiters behind it move up into its slot.
 func TestWaitCancelledReturnsPromptlyAndRefunds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -221,7 +221,7 @@ func TestWaitCancelledReturnsPromptlyAndRefunds(t *testing.T) {
 	})
 }
 
-// A waiter whose grant time came but that gave up without acting returns
+// A testWaiter whose grant time came but that gave up without acting returns
 // its tokens if no later grant depends on them.
 func TestWaitCancelledAfterItsGrantRefundsWhenLast(t *testing.T) {
 	b := NewBucket(10, 1)
@@ -231,7 +231,7 @@ func TestWaitCancelledAfterItsGrantRefundsWhenLast(t *testing.T) {
 	require.NotNil(t, e)
 	e.wake.Stop()
 	b.mu.Lock()
-	b.withdrawLocked(e, e.at) // at its grant time: granted, then withdrawn
+	b.withdrawLocked(&e.entry, e.at) // at its grant time: granted, then withdrawn
 	b.mu.Unlock()
 	assert.True(t, b.AllowNAt(time.Now().Add(100*time.Millisecond), 1))
 }
@@ -242,7 +242,7 @@ func TestWaitReplansOnSetLimit(t *testing.T) {
 	tests := []struct {
 		name     string
 		limit    Limit
-		first    time.Duration // grant of the 6th waiter
+		first    time.Duration // grant of the 6th testWaiter
 		interval time.Duration
 	}{
 		// At 550ms the bucket holds half a token; at 100/s the rest of it
@@ -257,7 +257,7 @@ func TestWaitReplansOnSetLimit(t *testing.T) {
 				b := NewBucket(10, 1)
 				require.True(t, b.Allow())
 				start := time.Now()
-				ws := make([]*waiter, 20)
+				ws := make([]*testWaiter, 20)
 				for i := range ws {
 					ws[i] = startWaiter(context.Background(), b, 1, start) // (i+1)·100ms
 				}
@@ -265,12 +265,12 @@ func TestWaitReplansOnSetLimit(t *testing.T) {
 				b.SetLimit(tt.limit)
 				for i, w := range ws {
 					got, err := w.result()
-					require.NoError(t, err, "waiter %d", i)
+					require.NoError(t, err, "testWaiter %d", i)
 					want := time.Duration(i+1) * 100 * time.Millisecond
 					if i >= 5 {
 						want = tt.first + time.Duration(i-5)*tt.interval
 					}
-					assert.Equal(t, want, got, "waiter %d", i)
+					assert.Equal(t, want, got, "testWaiter %d", i)
 				}
 			})
 		})
@@ -298,7 +298,7 @@ func TestWaitReplansOnSetBurst(t *testing.T) {
 		assert.Equal(t, 200*time.Millisecond, got)
 		got, err = w3.result()
 		require.NoError(t, err)
-		assert.Equal(t, 300*time.Millisecond, got, "moved up past the failed waiter")
+		assert.Equal(t, 300*time.Millisecond, got, "moved up past the failed testWaiter")
 	})
 }
 
@@ -309,7 +309,7 @@ func TestWaitReplansOnPauseUntil(t *testing.T) {
 		b := NewBucket(10, 1)
 		require.True(t, b.Allow())
 		start := time.Now()
-		ws := make([]*waiter, 5)
+		ws := make([]*testWaiter, 5)
 		for i := range ws {
 			ws[i] = startWaiter(context.Background(), b, 1, start)
 		}
@@ -320,7 +320,7 @@ func TestWaitReplansOnPauseUntil(t *testing.T) {
 		for i, w := range ws {
 			got, err := w.result()
 			require.NoError(t, err)
-			assert.Equal(t, want[i]*time.Millisecond, got, "waiter %d", i)
+			assert.Equal(t, want[i]*time.Millisecond, got, "testWaiter %d", i)
 		}
 	})
 }
@@ -330,7 +330,7 @@ func TestWaitOnAnInfiniteBucketIsHeldByAPauseOnly(t *testing.T) {
 		b := NewBucket(Inf, 0)
 		start := time.Now()
 		b.PauseUntil(start.Add(time.Second))
-		ws := make([]*waiter, 3)
+		ws := make([]*testWaiter, 3)
 		for i := range ws {
 			ws[i] = startWaiter(context.Background(), b, 1000, start)
 		}
@@ -388,7 +388,7 @@ func TestWaitNWithMaxWait(t *testing.T) {
 	})
 }
 
-// A re-plan that pushes a waiter past its deadline or its maxWait fails it
+// A re-plan that pushes a testWaiter past its deadline or its maxWait fails it
 // at once instead of letting it sleep into the deadline.
 func TestWaitReplannedPastItsBoundFailsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

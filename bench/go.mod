@@ -1,0 +1,16 @@
+module github.com/pacer-go/pacer/bench
+
+go 1.25.0
+
+require (
+	github.com/pacer-go/pacer v0.0.0
+	go.uber.org/ratelimit v0.3.1
+	golang.org/x/time v0.15.0
+)
+
+require (
+	github.com/benbjohnson/clock v1.3.0 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+)
+
+replace github.com/pacer-go/pacer => ..
