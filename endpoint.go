@@ -246,16 +246,27 @@ func (e *endpoints) release(ep *endpoint) {
 }
 
 func (e *endpoints) create(key string, sp *spec, now int64) *endpoint {
-	e.mu.Lock()
-	if ep := e.m[key]; ep != nil { // created meanwhile
-		ep.refs.Add(1)
-		e.mu.Unlock()
-		ep.used.Store(now)
-		return ep
+	ep := e.insert(e.newEndpoint(key, sp), now, 1)
+	e.maybeSweep(now)
+	return ep
+}
+
+// seedBucket creates the endpoint of a server-named bucket that a response
+// has just revealed, unless it exists, and teaches its limiter what that
+// response said. The limiter did not admit the request, but nobody else can
+// hold it yet, so this first Observe has no in-flight request to disturb;
+// without it, the bucket would start in slow start, blind to a pause or an
+// exhausted quota the response announced, and let a request into a 429.
+func (e *endpoints) seedBucket(key, bucket string, status int, info Info) {
+	if e.peek(key) != nil {
+		return
 	}
-	if len(e.m) >= e.max {
-		e.evictLRULocked()
-	}
+	fresh := e.newEndpoint(key, &spec{bucket: bucket})
+	fresh.lim.Observe(status, info)
+	e.insert(fresh, tableClock(), 0)
+}
+
+func (e *endpoints) newEndpoint(key string, sp *spec) *endpoint {
 	ep := &endpoint{key: key, bucket: sp.bucket, hostScoped: sp.rule != nil}
 	var ceiling Limit
 	var burst int
@@ -264,12 +275,28 @@ func (e *endpoints) create(key string, sp *spec, now int64) *endpoint {
 		ep.pinned = true
 	}
 	ep.lim = e.newLimiter(key, ceiling, burst)
-	ep.used.Store(now)
-	ep.refs.Store(1)
-	e.m[key] = ep
-	e.mu.Unlock()
-	e.maybeSweep(now)
 	return ep
+}
+
+// insert adds fresh to the table, making room at the cap, unless an
+// endpoint with its key exists; it returns the one in the table with refs
+// added to its count of requests in progress (under the lock, so that no
+// eviction can come in between).
+func (e *endpoints) insert(fresh *endpoint, now int64, refs int32) *endpoint {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if ep := e.m[fresh.key]; ep != nil { // created meanwhile
+		ep.refs.Add(refs)
+		ep.used.Store(now)
+		return ep
+	}
+	if len(e.m) >= e.max {
+		e.evictLRULocked()
+	}
+	fresh.refs.Add(refs)
+	fresh.used.Store(now)
+	e.m[fresh.key] = fresh
+	return fresh
 }
 
 // evictable reports whether ep may be dropped now: nobody is using it and

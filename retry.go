@@ -2,6 +2,7 @@ package pacer
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -27,6 +28,8 @@ const (
 
 var _ http.RoundTripper = (*Transport)(nil)
 
+var errNilURL = errors.New("pacer: nil Request.URL")
+
 // RoundTrip sends req once its endpoint's limiter admits it, and retries it
 // when it is throttled and can be retried (see [WithRetries]). It implements
 // [http.RoundTripper].
@@ -37,6 +40,10 @@ var _ http.RoundTripper = (*Transport)(nil)
 // waiting; and the last response when retries are exhausted or not allowed.
 // The request body is always closed.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL == nil {
+		closeBody(req)
+		return nil, errNilURL
+	}
 	ctx := req.Context()
 	cost := costFrom(ctx)
 	u := partsOf(req)

@@ -405,3 +405,11 @@ func TestEveryAdmittedAttemptIsObservedExactlyOnce(t *testing.T) {
 		assert.Positive(t, st[0].Retries)
 	})
 }
+
+func TestRequestWithoutURLIsAnErrorNotAPanic(t *testing.T) {
+	var bs spyBodies
+	r := &http.Request{Method: http.MethodPost, Header: http.Header{}, Body: bs.new("x")}
+	_, err := NewTransport(okTransport{}).RoundTrip(r)
+	assert.ErrorContains(t, err, "nil Request.URL")
+	bs.allClosed(t)
+}

@@ -494,7 +494,11 @@ func (t *Transport) learn(ep, lim *endpoint, u *urlParts, status int, info Info)
 	if ep.hostScoped {
 		scope = hostKey(u)
 	}
-	ep.bind(u, binding{key: scope + "#" + info.Bucket, name: info.Bucket})
+	b := binding{key: scope + "#" + info.Bucket, name: info.Bucket}
+	if lim.bucket != info.Bucket {
+		t.eps.seedBucket(b.key, b.name, status, info)
+	}
+	ep.bind(u, b)
 }
 
 func (t *Transport) release(ep, lim *endpoint) {

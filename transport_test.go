@@ -197,8 +197,10 @@ func TestZeroConfigPacesEachHostSeparately(t *testing.T) {
 		wg.Wait()
 		assert.Equal(t, []string{"https://a.example.com", "https://b.example.com"}, endpointKeys(tr))
 		sa, sb := a.Stats(), b.Stats()
-		assert.Equal(t, 40, sa.OK)
-		assert.Equal(t, 40, sb.OK)
+		assert.Equal(t, 40, sa.OK, "every request succeeded")
+		assert.Equal(t, 40, sb.OK, "every request succeeded, throttled ones after a retry")
+		assert.Zero(t, sa.Throttled, "a's headers were learnt from the first response and never overrun")
+		assert.LessOrEqual(t, sb.Throttled, 8, "b says nothing but Retry-After: a few 429s teach its limit")
 		t.Logf("a: %+v\nb: %+v", sa, sb)
 	})
 }
@@ -229,10 +231,11 @@ func TestRoutesTheServerPutsInOneBucketShareOneLimiter(t *testing.T) {
 		require.Contains(t, st, "https://api.github.test#core")
 		require.Contains(t, st, "https://api.github.test#search")
 		// The first request of each route goes through the host's own
-		// limiter and teaches it the bucket; later ones wait on the bucket's.
+		// limiter and reveals the route's bucket, whose limiter learns from
+		// that response; later requests wait on the bucket's limiter.
 		assert.EqualValues(t, 3, st["https://api.github.test"].Requests)
-		assert.EqualValues(t, 2, st["https://api.github.test#core"].Requests, "/repos and /users share core")
-		assert.EqualValues(t, 1, st["https://api.github.test#search"].Requests)
+		assert.EqualValues(t, 1+2, st["https://api.github.test#core"].Requests, "/repos and /users share core")
+		assert.EqualValues(t, 1+1, st["https://api.github.test#search"].Requests)
 	})
 }
 
@@ -259,7 +262,7 @@ func TestPatternsTheServerPutsInOneBucketShareOneLimiter(t *testing.T) {
 			}
 		}
 		require.NotNil(t, bucket, "a bucket endpoint, keyed by host and the server's bucket id: %v", endpointKeys(tr))
-		assert.EqualValues(t, 4, bucket.Requests, "both patterns' later requests share the server's bucket")
+		assert.EqualValues(t, 1+4, bucket.Requests, "both patterns' later requests share the server's bucket")
 	})
 }
 
@@ -314,4 +317,111 @@ func TestEndToEndThroughARealClient(t *testing.T) {
 	st := tr.Stats()
 	require.Len(t, st, 1)
 	assert.EqualValues(t, 1, st[0].Retries)
+}
+
+// TestSlowStartMakesAFanOutOntoAnExhaustedQuotaCostOne429 sends 200
+// concurrent requests to an API whose quota another client has spent: only
+// the first goes out before the endpoint's first response, which pauses it;
+// the others fail fast (MaxWait) without reaching the server.
+func TestSlowStartMakesAFanOutOntoAnExhaustedQuotaCostOne429(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := apisim.New(apisim.Config{Style: apisim.StyleGitHub, Limit: 10, Window: time.Hour})
+		for range 10 { // someone else spends the quota
+			resp, err := api.Transport().RoundTrip(httptest.NewRequest(http.MethodGet, "https://api.github.test/", nil))
+			require.NoError(t, err)
+			resp.Body.Close()
+		}
+		tr := NewTransport(api.Transport(), WithMaxWait(time.Minute))
+		var wg sync.WaitGroup
+		var refused atomic.Int32
+		for range 200 {
+			wg.Go(func() {
+				r, _ := http.NewRequest(http.MethodGet, "https://api.github.test/repos/a/b", nil)
+				resp, err := tr.RoundTrip(r)
+				if err != nil {
+					require.ErrorAs(t, err, new(*RateLimitError))
+					refused.Add(1)
+					return
+				}
+				resp.Body.Close()
+			})
+		}
+		wg.Wait()
+		assert.Equal(t, 11, api.Stats().Requests, "one request of the fan-out reached the server")
+		assert.Equal(t, 1, api.Stats().Throttled)
+		assert.EqualValues(t, 200, refused.Load())
+	})
+}
+
+func TestEndpointPausedByItsServerSurvivesIdleEviction(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMock(respondInTurn(respond(429, "Retry-After", "3600"), respond(200)))
+		tr := NewTransport(m, WithIdleTTL(time.Minute), WithRetries(0), WithMaxWait(time.Second))
+		mustGet(t, tr, mockURL)
+		time.Sleep(10 * time.Minute)
+		mustGet(t, tr, "https://other.example.com/") // runs the sweep
+		assert.Contains(t, endpointKeys(tr), "https://api.example.com", "its pause is not forgotten")
+		r, _ := http.NewRequest(http.MethodGet, mockURL, nil)
+		_, err := tr.RoundTrip(r)
+		require.ErrorAs(t, err, new(*RateLimitError), "so the next request still waits for it")
+		assert.Equal(t, 2, m.GetTotalCallCount(), "the paused endpoint sent nothing more")
+
+		time.Sleep(time.Hour) // the pause is over: now it may go
+		mustGet(t, tr, "https://third.example.com/")
+		assert.NotContains(t, endpointKeys(tr), "https://api.example.com")
+	})
+}
+
+func TestWaitBeyondTheContextDeadlineFailsAtOnceWithoutSending(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMock(respondInTurn(respond(429, "Retry-After", "30"), respond(200)))
+		tr := NewTransport(m, WithRetries(0))
+		mustGet(t, tr, mockURL) // pauses the endpoint for 30 s
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		r, _ := http.NewRequestWithContext(ctx, http.MethodGet, mockURL, nil)
+		start := time.Now()
+		_, err := tr.RoundTrip(r)
+		var rle *RateLimitError
+		require.ErrorAs(t, err, &rle)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Equal(t, "https://api.example.com", rle.Endpoint)
+		assert.Equal(t, 30*time.Second, rle.Info.RetryAfter, "the last Info the server sent")
+		assert.Zero(t, time.Since(start), "nothing slept")
+		assert.Equal(t, 1, m.GetTotalCallCount())
+		st := tr.Stats()
+		require.Len(t, st, 1)
+		assert.EqualValues(t, 1, st[0].Refused)
+	})
+}
+
+// TestCostHintsKeepATokenQuotaFromBeingOverrun sends LLM-style requests
+// whose token quota binds long before the request quota: with WithCost the
+// limiter holds each request until the quota can cover it.
+func TestCostHintsKeepATokenQuotaFromBeingOverrun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := apisim.New(apisim.Config{Style: apisim.StyleOpenAI, Limit: 1000, TokenLimit: 20000, Window: time.Minute})
+		tr := NewTransport(api.Transport(), WithRetryNonIdempotent())
+		start := time.Now()
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				for range 20 {
+					ctx := WithCost(context.Background(), 1000)
+					r, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.openai.test/v1/chat/completions", bytes.NewReader([]byte("{}")))
+					r.Header.Set(apisim.TokensHeader, "1000")
+					resp, err := tr.RoundTrip(r)
+					if assert.NoError(t, err) {
+						resp.Body.Close()
+					}
+				}
+			})
+		}
+		wg.Wait()
+		st := api.Stats()
+		assert.Equal(t, 80, st.OK)
+		assert.LessOrEqual(t, st.Throttled, 2)
+		assert.GreaterOrEqual(t, time.Since(start), 3*time.Minute, "80 000 tokens at 20 000 a minute")
+		t.Logf("%+v in %v", st, time.Since(start))
+	})
 }
