@@ -57,11 +57,11 @@ func defaults() config {
 		Style:       apisim.StyleGitHub,
 		Quota:       100,
 		Window:      5 * time.Second,
-		N:           400,
+		N:           320,
 		Concurrency: 32,
 		Safety:      0.9,
 		Latency:     20 * time.Millisecond,
-		Client:      clientPlain, // until pacer's Transport lands on main
+		Client:      clientPacer,
 	}
 }
 

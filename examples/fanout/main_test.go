@@ -26,6 +26,30 @@ func small(style apisim.Style, client string) config {
 	return cfg
 }
 
+func TestPacedFanoutSucceedsWithoutThrottlesAfterTheFirstResponse(t *testing.T) {
+	for _, style := range []apisim.Style{apisim.StyleGitHub, apisim.StyleIETF} {
+		t.Run(string(style), func(t *testing.T) {
+			t.Parallel()
+			var out bytes.Buffer
+			res, err := run(context.Background(), small(style, clientPacer), &out, false)
+			require.NoError(t, err)
+
+			assert.Equal(t, 25, res.Succeeded, "every request succeeds")
+			assert.Zero(t, res.Rejected+res.Errors)
+			assert.Zero(t, res.ThrottledAfterFirst, "server 429s after the first response")
+			assert.Equal(t, 25, res.Server.OK)
+			assert.NotEmpty(t, res.Endpoints, "the summary reports the transport's endpoints")
+			// 25 requests at 10/s with a full first window: well over a second.
+			assert.Greater(t, res.Elapsed, time.Second, "the job was paced")
+
+			s := out.String()
+			assert.Contains(t, s, "done: 25/25 requests succeeded")
+			assert.Contains(t, s, "goodput")
+			assert.Contains(t, s, "endpoint  http://127.0.0.1:")
+		})
+	}
+}
+
 func TestPlainFanoutIsHandedTheServersThrottles(t *testing.T) {
 	cfg := small(apisim.StyleGitHub, clientPlain)
 	cfg.Window = time.Hour // one window: exactly Quota requests can succeed
@@ -36,6 +60,7 @@ func TestPlainFanoutIsHandedTheServersThrottles(t *testing.T) {
 	assert.Equal(t, cfg.Quota, res.Succeeded)
 	assert.Equal(t, cfg.N-cfg.Quota, res.Rejected)
 	assert.Equal(t, cfg.N-cfg.Quota, res.Server.Throttled)
+	assert.Nil(t, res.Endpoints)
 	assert.Contains(t, out.String(), "15 429s: nothing paced the 8 workers")
 }
 
@@ -59,7 +84,6 @@ func TestParseFlags(t *testing.T) {
 		{args: []string{"-style", "retry-after", "-n", "50", "-quota", "7", "-window", "2s"}, want: func(c *config) {
 			c.Style, c.N, c.Quota, c.Window = apisim.StyleRetryAfter, 50, 7, 2*time.Second
 		}},
-		{args: []string{"-client", "pacer"}, err: "not on main yet"},
 		{args: []string{"-client", "plain", "-unseen", "0.25", "-safety", "0.5", "-algorithm", "token-bucket"}, want: func(c *config) {
 			c.Client, c.Unseen, c.Safety, c.Algorithm = clientPlain, 0.25, 0.5, apisim.TokenBucket
 		}},
@@ -113,8 +137,8 @@ func TestProgressRedrawsOneLineOnATerminal(t *testing.T) {
 	p.draw(2*time.Second, true)
 	lines := strings.Split(out.String(), "\r")
 	require.Len(t, lines, 3)
-	assert.Equal(t, "[======>                 ] 100/400  100.0 req/s  429s: 0  no limiter  1.0s\x1b[K", lines[1])
-	assert.Equal(t, "[========================] 400/400  300.0 req/s  429s: 0  no limiter  2.0s\x1b[K\n", lines[2],
+	assert.Equal(t, "[====>           ] 100/400  100.0 req/s  429s 0  no limiter  1.0s\x1b[K", lines[1])
+	assert.Equal(t, "[================] 400/400  300.0 req/s  429s 0  no limiter  2.0s\x1b[K\n", lines[2],
 		"the final draw ends the line")
 }
 

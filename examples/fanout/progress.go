@@ -80,8 +80,10 @@ func (p *progress) draw(elapsed time.Duration, final bool) {
 	}
 	// \r returns to the start of the line, \x1b[K erases what a longer
 	// previous line left behind.
-	fmt.Fprintf(p.out, "\r%s %*d/%d  %5.1f req/s  429s: %d  %s  %.1fs\x1b[K",
-		bar(s.done, p.total, 24), digits(p.total), s.done, p.total, rate, s.throttled, s.limit, elapsed.Seconds())
+	// Under 80 columns, so that the line never wraps (a wrapped line cannot
+	// be redrawn with \r).
+	fmt.Fprintf(p.out, "\r%s %*d/%d  %5.1f req/s  429s %d  %s  %.1fs\x1b[K",
+		bar(s.done, p.total, 16), digits(p.total), s.done, p.total, rate, s.throttled, s.limit, elapsed.Seconds())
 	if final {
 		fmt.Fprintln(p.out)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/internal/apisim"
 )
 
@@ -22,17 +23,22 @@ var styleNames = map[apisim.Style]string{
 	apisim.StyleBare:       "bare-429",
 }
 
+// algorithmOf is the counting algorithm the server uses: apisim's default
+// for the style unless -algorithm says otherwise.
+func algorithmOf(cfg config) apisim.Algorithm {
+	switch {
+	case cfg.Algorithm != "":
+		return cfg.Algorithm
+	case cfg.Style == apisim.StyleShopify:
+		return apisim.TokenBucket
+	}
+	return apisim.FixedWindow
+}
+
 // quotaRate is the quota in requests per second.
 func quotaRate(cfg config) float64 { return float64(cfg.Quota) / cfg.Window.Seconds() }
 
 func printIntro(out io.Writer, cfg config, addr string) {
-	algo := string(cfg.Algorithm)
-	if algo == "" {
-		algo = string(apisim.FixedWindow)
-		if cfg.Style == apisim.StyleShopify {
-			algo = string(apisim.TokenBucket)
-		}
-	}
 	via := "pacer Executor + pacer Transport (zero-config"
 	if cfg.Safety != defaults().Safety {
 		via = fmt.Sprintf("pacer Executor + pacer Transport (safety factor %g", cfg.Safety)
@@ -43,7 +49,7 @@ func printIntro(out io.Writer, cfg config, addr string) {
 	}
 	fmt.Fprintf(out, "fanout: %d requests, %d at a time, via %s\n", cfg.N, cfg.Concurrency, via)
 	fmt.Fprintf(out, "server: %s API on %s, %d requests per %v (%s) = %.1f req/s, %v per request\n",
-		styleNames[cfg.Style], addr, cfg.Quota, cfg.Window, algo, quotaRate(cfg), cfg.Latency)
+		styleNames[cfg.Style], addr, cfg.Quota, cfg.Window, algorithmOf(cfg), quotaRate(cfg), cfg.Latency)
 	if cfg.Unseen > 0 {
 		fmt.Fprintf(out, "        another client, invisible to this one, spends %.0f%% of the quota\n", 100*cfg.Unseen)
 	}
@@ -58,12 +64,12 @@ func printSummary(out io.Writer, cfg config, r result) {
 
 	switch {
 	case r.Elapsed < cfg.Window && r.Goodput() > 1:
-		// Capacity is the long-run rate; a run shorter than a window can
-		// spend the fresh quota's full start far faster.
+		// Allowed counts a window's quota as spread over the window; a run
+		// shorter than one can spend the fresh quota far faster.
 		fmt.Fprintf(out, "  goodput   %d requests in less than one %v window, which starts full\n", r.Server.OK, cfg.Window)
-	case r.Capacity > 0 && secs > 0:
-		fmt.Fprintf(out, "  goodput   %.1f req/s = %.2f × quota (%.1f req/s)\n",
-			float64(r.Server.OK)/secs, r.Goodput(), r.Capacity/secs)
+	case r.Allowed > 0 && secs > 0:
+		fmt.Fprintf(out, "  goodput   %.1f req/s = %.2f × quota (%.0f requests allowed in the run)\n",
+			float64(r.Server.OK)/secs, r.Goodput(), r.Allowed)
 	}
 
 	fmt.Fprintf(out, "  server    saw %d requests, answered %s\n", r.Server.Requests, throttleStory(cfg, r))
@@ -85,6 +91,20 @@ func printSummary(out io.Writer, cfg config, r result) {
 		fmt.Fprintf(out, "            first error: %v%s\n", r.FirstErr, kind)
 	}
 
+	for _, ep := range r.Endpoints {
+		if moved := movedTo(ep.Key, r.Endpoints); moved != "" {
+			// The server named its bucket (X-RateLimit-Resource or -Bucket):
+			// the host's limiter handed its routes over to that bucket's.
+			fmt.Fprintf(out, "  endpoint  %s: %s, then its requests moved to the server-named bucket %q\n",
+				ep.Key, plural(int(ep.Requests), "response"), moved)
+			continue
+		}
+		fmt.Fprintf(out, "  endpoint  %s: %s, %s; final limit %s, burst %d, mode %s\n",
+			ep.Key, plural(int(ep.Requests), "response"), plural(int(ep.Throttled), "429"), formatLimit(ep.Limit), ep.Burst, ep.Mode)
+	}
+	if cfg.Client == clientPlain {
+		fmt.Fprintln(out, "  (run without -client plain to see the same job through pacer)")
+	}
 }
 
 // throttleStory explains the server's 429s.
@@ -93,8 +113,10 @@ func throttleStory(cfg config, r result) string {
 	switch {
 	case cfg.Client == clientPlain:
 		return fmt.Sprintf("%s: nothing paced the %d workers", plural(n, "429"), cfg.Concurrency)
-	case n == 0:
+	case n == 0 && learned(r):
 		return "0 429s: pacer learned the limit from the first response and paced ahead of it"
+	case n == 0:
+		return "0 429s: the job never reached the limit"
 	case r.ThrottledAfterFirst == 0:
 		return fmt.Sprintf("%s, all before the first response came back; none after", plural(n, "429"))
 	}
@@ -120,4 +142,25 @@ func plural(n int, word string) string {
 	}
 	word += "s"
 	return fmt.Sprintf("%d %s", n, word)
+}
+
+// movedTo returns the bucket name of an endpoint "key#bucket" among eps, if
+// any: pacer keys a server-named bucket by the scope it was learnt in.
+func movedTo(key string, eps []pacer.EndpointStats) string {
+	for _, ep := range eps {
+		if name, ok := strings.CutPrefix(ep.Key, key+"#"); ok {
+			return name
+		}
+	}
+	return ""
+}
+
+// learned reports whether some endpoint paces by what the headers said.
+func learned(r result) bool {
+	for _, ep := range r.Endpoints {
+		if ep.Mode == "headers" {
+			return true
+		}
+	}
+	return false
 }

@@ -53,9 +53,7 @@ func (c config) validate() error {
 		return fmt.Errorf("-latency %v: must be ≥ 0", c.Latency)
 	case !(c.Unseen >= 0 && c.Unseen < 1):
 		return fmt.Errorf("-unseen %v: must be in [0, 1)", c.Unseen)
-	case c.Client == clientPacer:
-		return fmt.Errorf("-client %q: pacer's Transport is not on main yet; use -client plain", c.Client)
-	case c.Client != clientPlain:
+	case c.Client != clientPacer && c.Client != clientPlain:
 		return fmt.Errorf("-client %q: want %q or %q", c.Client, clientPacer, clientPlain)
 	}
 	return nil
@@ -74,18 +72,22 @@ type result struct {
 
 	// Server's side.
 	Server              apisim.Stats
-	ThrottledAfterFirst int     // 429s to requests the server admitted after the client had its first response
-	Capacity            float64 // requests the quota allowed during the run (the server's Capacity)
+	ThrottledAfterFirst int // 429s to requests the server admitted after the client had its first response
+	// Allowed is how many requests the quota allowed during the run: the
+	// server's Capacity (the long-run rate), plus the bucket's initial burst
+	// for a token bucket, which starts full.
+	Allowed float64
 
+	Endpoints []pacer.EndpointStats // the Transport's per-endpoint limiters at the end; nil for the plain client
 }
 
 // Goodput is the successful requests per second of the run, as a fraction of
 // the quota's rate.
 func (r result) Goodput() float64 {
-	if r.Capacity <= 0 {
+	if r.Allowed <= 0 {
 		return 0
 	}
-	return float64(r.Server.OK) / r.Capacity
+	return float64(r.Server.OK) / r.Allowed
 }
 
 // run serves the simulated API on loopback, fans cfg.N requests out to it,
@@ -120,8 +122,11 @@ func run(ctx context.Context, cfg config, out io.Writer, tty bool) (result, erro
 	defer base.CloseIdleConnections()
 	wire := &wireTap{base: base}
 	client := &http.Client{Transport: wire}
-	// pacer's Transport is not on main yet: until it lands, the demo runs the
-	// plain client only (see config.validate).
+	var tr *pacer.Transport
+	if cfg.Client == clientPacer {
+		tr = pacer.NewTransport(wire, pacer.WithSafetyFactor(cfg.Safety))
+		client.Transport = tr
+	}
 	ex := pacer.NewExecutor(client, pacer.WithMaxConcurrency(cfg.Concurrency))
 
 	reqs := make([]*http.Request, cfg.N)
@@ -133,6 +138,7 @@ func run(ctx context.Context, cfg config, out io.Writer, tty bool) (result, erro
 	}
 
 	printIntro(out, cfg, ln.Addr().String())
+	sim.Reset() // windows start with the job
 	prog := &progress{
 		out:   out,
 		tty:   tty,
@@ -141,7 +147,7 @@ func run(ctx context.Context, cfg config, out io.Writer, tty bool) (result, erro
 			// DoAll yields results in input order; the executor counts them
 			// as they finish, which is what the bar should follow.
 			es := ex.Stats()
-			return sample{done: int(es.Done + es.Failed), throttled: sim.Stats().Throttled, limit: "no limiter"}
+			return sample{done: int(es.Done + es.Failed), throttled: sim.Stats().Throttled, limit: limitOf(tr)}
 		},
 	}
 	start := time.Now()
@@ -177,12 +183,21 @@ func run(ctx context.Context, cfg config, out io.Writer, tty bool) (result, erro
 
 	res.Elapsed = end.Sub(start)
 	res.Server = sim.Stats()
-	res.Capacity = sim.Capacity(start, end)
+	res.Allowed = sim.Capacity(start, end)
+	if algorithmOf(cfg) == apisim.TokenBucket {
+		res.Allowed += float64(cfg.Quota) * (1 - cfg.Unseen)
+	}
 	if first, ok := wire.firstResponse(); ok {
 		for _, ev := range sim.Events() {
 			if ev.Status == http.StatusTooManyRequests && ev.At.After(first) {
 				res.ThrottledAfterFirst++
 			}
+		}
+	}
+	if tr != nil {
+		res.Endpoints = tr.Stats()
+		for _, ep := range res.Endpoints {
+			res.Retries += ep.Retries
 		}
 	}
 	printSummary(out, cfg, res)
@@ -223,6 +238,33 @@ func (w *wireTap) firstResponse() (time.Time, bool) {
 		return *t, true
 	}
 	return time.Time{}, false
+}
+
+// limitOf describes the pacing of the (single) endpoint for the progress line.
+func limitOf(tr *pacer.Transport) string {
+	if tr == nil {
+		return "no limiter"
+	}
+	eps := tr.Stats()
+	if len(eps) == 0 {
+		return "limit: learning"
+	}
+	// Requests may move from the host's limiter to one the server named
+	// (X-RateLimit-Resource, X-RateLimit-Bucket): show the busiest.
+	ep := eps[0]
+	for _, e := range eps[1:] {
+		if e.Requests > ep.Requests {
+			ep = e
+		}
+	}
+	return fmt.Sprintf("limit %s (%s)", formatLimit(ep.Limit), ep.Mode)
+}
+
+func formatLimit(l pacer.Limit) string {
+	if l == pacer.Inf {
+		return "none yet"
+	}
+	return fmt.Sprintf("%.1f/s", float64(l))
 }
 
 // errorsIsRateLimit reports whether err is pacer's fail-fast refusal.
