@@ -14,6 +14,9 @@ import (
 type Quota struct {
 	// Name identifies the quota: "requests", "tokens", "input-tokens",
 	// "output-tokens", an IETF policy name, or "" when the server gave none.
+	// Names are unique within one Info: a name already taken by an earlier
+	// quota gets "#2", "#3"… appended, so each quota can be followed from
+	// response to response by its name.
 	Name string
 	// Limit is the quota per window; 0 if unknown.
 	Limit float64
@@ -201,8 +204,30 @@ func parseHeaders(h http.Header, now time.Time, maxDelay time.Duration) (Info, b
 	if p.n > 0 {
 		info.Quotas = make([]Quota, p.n)
 		copy(info.Quotas, p.quotas[:p.n])
+		uniqueNames(info.Quotas)
 	}
 	return info, p.found
+}
+
+// uniqueNames appends "#2", "#3"… to a name already used by an earlier quota,
+// so that a consumer can follow each quota from response to response by name
+// (an unnamed policy beside an unnamed current quota, or a server sending both
+// the IETF and the X-RateLimit fields).
+func uniqueNames(qs []Quota) {
+	taken := func(n int, name string) bool {
+		for _, q := range qs[:n] {
+			if q.Name == name {
+				return true
+			}
+		}
+		return false
+	}
+	for i := 1; i < len(qs); i++ {
+		base := qs[i].Name
+		for k := 2; taken(i, qs[i].Name); k++ {
+			qs[i].Name = base + "#" + strconv.Itoa(k)
+		}
+	}
 }
 
 // parseRetryAfter is ParseRetryAfter with the cap maxDelay.

@@ -83,7 +83,12 @@ func checkInfo(t *testing.T, info Info, ok bool, now time.Time, maxDelay time.Du
 	if len(info.Bucket) > maxNameLen || len(info.Quotas) > maxQuotas {
 		t.Fatalf("unbounded: bucket %d bytes, %d quotas", len(info.Bucket), len(info.Quotas))
 	}
+	names := map[string]bool{}
 	for _, q := range info.Quotas {
+		if names[q.Name] {
+			t.Fatalf("quota name %q used twice in %+v", q.Name, info.Quotas)
+		}
+		names[q.Name] = true
 		for _, x := range []float64{q.Limit, q.Remaining} {
 			if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
 				t.Fatalf("non-finite or negative count in %+v", q)
@@ -95,7 +100,7 @@ func checkInfo(t *testing.T, info Info, ok bool, now time.Time, maxDelay time.Du
 		if !q.Reset.IsZero() && (q.Reset.Before(now.Add(-time.Second)) || q.Reset.After(now.Add(maxDelay))) {
 			t.Fatalf("reset %v outside [now-1s, now+%v] (now %v)", q.Reset, maxDelay, now)
 		}
-		if q.Window < 0 || q.Window > maxWindowSeconds*time.Second || len(q.Name) > maxNameLen {
+		if q.Window < 0 || q.Window > maxWindowSeconds*time.Second || len(q.Name) > maxNameLen+3*maxQuotas {
 			t.Fatalf("bad window or name in %+v", q)
 		}
 	}

@@ -96,7 +96,7 @@ func TestParseHeadersIETFOlderDrafts(t *testing.T) {
 		}, quotas(q("", 100, 50, now.Add(5*time.Second), 10*time.Second))},
 		{"draft-07 with a second policy", now, http.Header{
 			"Ratelimit": {"limit=10, remaining=5, reset=1"}, "Ratelimit-Policy": {"10;w=1, 50;w=60"},
-		}, quotas(q("", 10, 5, now.Add(time.Second), time.Second), q("", 50, 50, noReset, time.Minute))},
+		}, quotas(q("", 10, 5, now.Add(time.Second), time.Second), q("#2", 50, 50, noReset, time.Minute))},
 		{"draft-07 naming its policy", now, http.Header{
 			"Ratelimit": {"limit=100, remaining=50, reset=5"}, "Ratelimit-Policy": {`"default";q=100;w=10`},
 		}, quotas(q("default", 100, 50, now.Add(5*time.Second), 10*time.Second))},
@@ -106,13 +106,13 @@ func TestParseHeadersIETFOlderDrafts(t *testing.T) {
 		{"draft-04 separate fields with a policy", now, http.Header{
 			"Ratelimit-Limit": {"10"}, "Ratelimit-Remaining": {"5"}, "Ratelimit-Reset": {"7"},
 			"Ratelimit-Policy": {"10;w=1, 50;w=60"},
-		}, quotas(q("", 10, 5, now.Add(7*time.Second), time.Second), q("", 50, 50, noReset, time.Minute))},
+		}, quotas(q("", 10, 5, now.Add(7*time.Second), time.Second), q("#2", 50, 50, noReset, time.Minute))},
 		{"draft-00 separate fields", now, http.Header{
 			"Ratelimit-Limit": {"100"}, "Ratelimit-Remaining": {"50"}, "Ratelimit-Reset": {"50"},
 		}, quotas(q("", 100, 50, now.Add(50*time.Second), 0))},
 		{"draft-01 list limit", now, http.Header{
 			"Ratelimit-Limit": {"10, 10;w=1, 50;w=60"}, "Ratelimit-Remaining": {"9"}, "Ratelimit-Reset": {"1"},
-		}, quotas(q("", 10, 9, now.Add(time.Second), time.Second), q("", 50, 50, noReset, time.Minute))},
+		}, quotas(q("", 10, 9, now.Add(time.Second), time.Second), q("#2", 50, 50, noReset, time.Minute))},
 		{"polli-00 window parameter and HTTP-date reset", now, http.Header{
 			"Ratelimit-Limit": {"100, 100;window=10"}, "Ratelimit-Remaining": {"50"},
 			"Ratelimit-Reset": {"Mon, 21 Oct 2024 09:00:10 GMT"},

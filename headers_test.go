@@ -131,13 +131,13 @@ func TestParseHeadersXRedditWhoopLemlist(t *testing.T) {
 		{"Whoop list limit with windows", xNow, http.Header{
 			"X-Ratelimit-Limit": {"100, 100;window=60, 10000;window=86400"}, "X-Ratelimit-Remaining": {"98"},
 			"X-Ratelimit-Reset": {"45"},
-		}, quotas(q("", 100, 98, xNow.Add(45*time.Second), time.Minute), q("", 10000, 10000, noReset, 24*time.Hour))},
+		}, quotas(q("", 100, 98, xNow.Add(45*time.Second), time.Minute), q("#2", 10000, 10000, noReset, 24*time.Hour))},
 		{"Whoop list split over lines", xNow, http.Header{
 			"X-Ratelimit-Limit": {"100", "100;window=60"}, "X-Ratelimit-Remaining": {"98"},
 		}, quotas(q("", 100, 98, noReset, time.Minute))},
 		{"list limit whose first member is not a number", xNow, http.Header{
 			"X-Ratelimit-Limit": {"many, 100;window=60"}, "X-Ratelimit-Remaining": {"98"},
-		}, quotas(q("", 0, 98, noReset, 0), q("", 100, 100, noReset, time.Minute))},
+		}, quotas(q("", 0, 98, noReset, 0), q("#2", 100, 100, noReset, time.Minute))},
 		{"Lemlist JavaScript date reset", xNow, http.Header{
 			"X-Ratelimit-Limit": {"20"}, "X-Ratelimit-Remaining": {"19"},
 			"X-Ratelimit-Reset": {"Tue Jan 16 2024 17:00:00 GMT+0100 (Central European Standard Time)"},
@@ -353,10 +353,14 @@ func TestParseHeadersOrdersConventionsAndKeepsAtMost16Quotas(t *testing.T) {
 	info, ok := ParseHeaders(h, now)
 	require.True(t, ok)
 	var got []float64
+	var names []string
 	for _, q := range info.Quotas {
 		got = append(got, q.Remaining)
+		names = append(names, q.Name)
 	}
 	assert.Equal(t, []float64{1, 2, 3, 5, 4, 7, 6, 7}, got)
+	assert.Equal(t, []string{"a", "b", "", "requests", "tokens", "requests#2", "output-tokens", "#2"}, names,
+		"names are made unique in order")
 
 	h["Ratelimit-Policy"] = []string{strings.Join(policies, ", ")}
 	info, ok = ParseHeaders(h, now)
@@ -383,4 +387,14 @@ func TestParseHeadersIgnoresNilAndUnrelatedHeaders(t *testing.T) {
 		assert.False(t, ok)
 		assert.Zero(t, info)
 	}
+}
+
+func TestUniqueNamesSuffixesRepeatsInOrder(t *testing.T) {
+	qs := []Quota{{Name: "a"}, {Name: "a"}, {Name: "a#2"}, {Name: ""}, {Name: "a"}, {Name: ""}}
+	uniqueNames(qs)
+	var names []string
+	for _, q := range qs {
+		names = append(names, q.Name)
+	}
+	assert.Equal(t, []string{"a", "a#2", "a#2#2", "", "a#3", "#2"}, names)
 }
