@@ -2,7 +2,11 @@ package pacer
 
 import (
 	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -454,4 +458,59 @@ func TestReservationsKeepTheirOrderAcrossASpeedUp(t *testing.T) {
 	assert.Equal(t, 8, allowed(b, at(time.Second), 20))
 	r3 := b.ReserveNAt(at(time.Second), 1)
 	assert.Equal(t, 10*time.Millisecond, r3.DelayFrom(at(time.Second)))
+}
+
+// With the clock standing still, nothing refills: however goroutines race
+// Allow against SetLimit and SetBurst (each of which swaps the bucket's
+// state under the fast path's feet), the grants never exceed the
+// tokens the bucket held. Run with -race.
+func TestConcurrentAllowAndParameterChangesNeverGrantMoreThanTheLevel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const burst = 500
+		b := NewBucket(1000, burst)
+		var granted atomic.Int64
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				for range 2000 {
+					if b.Allow() {
+						granted.Add(1)
+					}
+					if b.AllowN(3) {
+						granted.Add(3)
+					}
+				}
+			})
+		}
+		wg.Go(func() {
+			for i := range 300 {
+				b.SetLimit(Limit(1 + i%7*100))
+				b.SetBurst(burst + i%3)
+			}
+		})
+		wg.Wait()
+		assert.LessOrEqual(t, granted.Load(), int64(burst))
+		assert.InDelta(t, burst, float64(granted.Load())+b.Tokens(), 0.01,
+			"granted + left = what the bucket held")
+	})
+}
+
+// A fast path that meets a state being replaced waits for the re-plan and
+// then uses the new state.
+func TestFastPathWaitsOutAReplan(t *testing.T) {
+	b := NewBucket(10, 1)
+	b.mu.Lock()
+	s := b.st.Load()
+	tat := s.tat.Swap(sealed)
+	done := make(chan bool)
+	go func() { done <- b.Allow() }()
+	for range 10 {
+		runtime.Gosched()
+	}
+	ns := &state{params: s.params, floor: minTime}
+	ns.tat.Store(tat)
+	b.st.Store(ns)
+	b.mu.Unlock()
+	assert.True(t, <-done)
+	assert.False(t, b.Allow(), "the one token went to that call")
 }

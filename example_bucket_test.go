@@ -51,3 +51,41 @@ func ExampleBucket_ReserveN() {
 	}
 	// Output: true 1s
 }
+
+// The *At variants take the time from the caller: the bucket's pure core,
+// for tests and simulations with their own clock.
+func ExampleBucket_AllowNAt() {
+	b := pacer.NewBucket(2, 2) // two per second, burst 2
+	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, d := range []time.Duration{0, 0, 0, 499 * time.Millisecond, 500 * time.Millisecond, time.Second} {
+		fmt.Printf("at +%v: %v\n", d, b.AllowNAt(start.Add(d), 1))
+	}
+	// Output:
+	// at +0s: true
+	// at +0s: true
+	// at +0s: false
+	// at +499ms: false
+	// at +500ms: true
+	// at +1s: true
+}
+
+// SetLimit keeps the tokens in the bucket and refills at the new rate from
+// then on; callers blocked in Wait are re-planned at once.
+func ExampleBucket_SetLimit() {
+	b := pacer.NewBucket(10, 10)
+	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	b.AllowNAt(start, 6)
+	b.SetLimitAt(start, 100)
+	fmt.Println(b.TokensAt(start), b.TokensAt(start.Add(10*time.Millisecond)))
+	// Output: 4 5
+}
+
+// PauseUntil holds the bucket, for example until a server's Retry-After
+// has passed; it is empty when the pause ends, so waiters are then paced at
+// the limit instead of firing all at once.
+func ExampleBucket_PauseUntil() {
+	b := pacer.NewBucket(10, 5)
+	b.PauseUntil(time.Now().Add(time.Minute))
+	fmt.Println(b.Allow(), b.Tokens())
+	// Output: false 0
+}

@@ -1,0 +1,137 @@
+package pacer
+
+import (
+	"time"
+)
+
+// Reservation holds tokens taken by [Bucket.ReserveN] for an event that may
+// happen after [Reservation.Delay]. Its time does not move once it is handed
+// out, even if the bucket's limit changes. Its methods are safe for concurrent
+// use.
+type Reservation struct {
+	b        *Bucket
+	ok       bool
+	canceled bool // guarded by b.mu
+	e        entry
+}
+
+// Reserve is ReserveN(1).
+func (b *Bucket) Reserve() *Reservation { return b.reserveAt(useClock, 1) }
+
+// ReserveN takes n tokens now, for an event that may happen after the
+// returned Reservation's Delay. The caller must wait that long before acting,
+// or Cancel the reservation to give the tokens back. Later reservations and
+// waiters queue behind it; Allow cannot take the tokens it set aside.
+//
+// The reservation is not OK (and took nothing) when the tokens can never be
+// had: n > burst, n < 0, or a limit of 0 with too few tokens left.
+// ReserveN(0) is OK with no delay and takes nothing.
+func (b *Bucket) ReserveN(n int) *Reservation { return b.reserveAt(useClock, n) }
+
+// ReserveNAt is ReserveN at time t, for callers with their own clock.
+func (b *Bucket) ReserveNAt(t time.Time, n int) *Reservation { return b.reserveAt(toNanos(t), n) }
+
+func (b *Bucket) reserveAt(now int64, n int) *Reservation {
+	r := &Reservation{b: b, e: entry{n: n, done: true}}
+	if n < 0 {
+		return r
+	}
+	clock := now == useClock
+	if clock {
+		now = nanotime()
+	}
+	if n == 0 {
+		r.ok, r.e.at = true, now
+		return r
+	}
+	// Fast path: the tokens are there now.
+	for {
+		s, tat := b.load()
+		pl := s.plan(tat, now, n)
+		if pl.tooBig || pl.never {
+			return r
+		}
+		if pl.at > now {
+			break
+		}
+		if pl.cost == 0 || s.tat.CompareAndSwap(tat, pl.end) {
+			r.grant(s, pl)
+			return r
+		}
+	}
+	// Slow path: the reservation waits, so it joins the queue.
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if clock {
+		now = nanotime()
+	}
+	b.popDueLocked(now)
+	for {
+		s := b.state()
+		tat := s.tat.Load()
+		pl := s.plan(tat, now, n)
+		if pl.tooBig || pl.never {
+			return r
+		}
+		if pl.cost != 0 && !s.tat.CompareAndSwap(tat, pl.end) {
+			continue
+		}
+		r.grant(s, pl)
+		if pl.at > now {
+			r.e.done = false
+			b.queue = append(b.queue, &r.e)
+		}
+		return r
+	}
+}
+
+func (r *Reservation) grant(s *state, pl plan) {
+	r.ok = true
+	r.e.st, r.e.start, r.e.end, r.e.cost, r.e.at = s, pl.start, pl.end, pl.cost, pl.at
+}
+
+// OK reports whether the reservation holds its tokens. A reservation that is
+// not OK can never be fulfilled (see [Bucket.ReserveN]) and took nothing.
+func (r *Reservation) OK() bool { return r.ok }
+
+// Delay is how long the holder must wait before acting: 0 if it may act now,
+// [InfDuration] if the reservation is not OK.
+func (r *Reservation) Delay() time.Duration { return r.DelayFrom(time.Now()) }
+
+// DelayFrom is Delay measured from t.
+func (r *Reservation) DelayFrom(t time.Time) time.Duration {
+	if !r.ok {
+		return InfDuration
+	}
+	return time.Duration(max(0, r.e.at-toNanos(t)))
+}
+
+// Cancel tells the bucket the holder will not act: its tokens are given back
+// as far as no later grant depends on them. A reservation still waiting for
+// its time leaves the queue, and the waiters behind it move up. Once its time
+// has passed, Cancel does nothing (the holder may have acted). Cancel is
+// idempotent.
+func (r *Reservation) Cancel() { r.cancelAt(useClock) }
+
+// CancelAt is Cancel at time t.
+func (r *Reservation) CancelAt(t time.Time) { r.cancelAt(toNanos(t)) }
+
+func (r *Reservation) cancelAt(now int64) {
+	if !r.ok || r.e.n == 0 {
+		return
+	}
+	b := r.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if r.canceled {
+		return
+	}
+	r.canceled = true
+	if now == useClock {
+		now = nanotime()
+	}
+	if r.e.at < now {
+		return
+	}
+	b.withdrawLocked(&r.e, now)
+}
