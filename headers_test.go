@@ -398,3 +398,26 @@ func TestUniqueNamesSuffixesRepeatsInOrder(t *testing.T) {
 	}
 	assert.Equal(t, []string{"a", "a#2", "a#2#2", "", "a#3", "#2"}, names)
 }
+
+func TestParseHeadersStaysBoundedOnHugeHeaders(t *testing.T) {
+	h := http.Header{}
+	for i := range 10_000 {
+		h["X-Junk-"+strconv.Itoa(i)] = []string{"x"}
+	}
+	policy := make([]string, 10_000)
+	for i := range policy {
+		policy[i] = `"p` + strconv.Itoa(i) + `";q=10;w=1`
+	}
+	h["Ratelimit-Policy"] = policy
+	h["Ratelimit"] = []string{strings.Repeat(`"p1";r=1, `, 100_000) + `"p1";r=1`}
+	h["X-Ratelimit-Limit"] = []string{strings.Repeat("9", 1<<20)}
+	h["X-Ratelimit-Bucket"] = []string{strings.Repeat("b", 1<<20)}
+
+	info, ok := ParseHeaders(h, ietfNow)
+	require.True(t, ok)
+	assert.Len(t, info.Quotas, maxQuotas)
+	assert.Equal(t, "p0", info.Quotas[0].Name)
+	assert.Equal(t, 10.0, info.Quotas[1].Limit)
+	assert.Equal(t, 1.0, info.Quotas[1].Remaining, "p1 matched its state")
+	assert.Empty(t, info.Bucket)
+}
