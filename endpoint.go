@@ -390,29 +390,38 @@ func (e *endpoints) len() int {
 func appendHostKey(b []byte, scheme, host string) []byte {
 	b = appendLower(b, scheme)
 	b = append(b, "://"...)
-	if p, ok := defaultPort(scheme); ok {
-		host = strings.TrimSuffix(host, p)
+	if strings.IndexByte(host, ':') >= 0 {
+		if p := defaultPort(scheme); p != "" {
+			host = strings.TrimSuffix(host, p)
+		}
 	}
 	return appendLower(b, host)
 }
 
-func defaultPort(scheme string) (string, bool) {
+func defaultPort(scheme string) string {
+	switch scheme {
+	case "https":
+		return ":443"
+	case "http":
+		return ":80"
+	}
 	switch {
 	case strings.EqualFold(scheme, "https"), strings.EqualFold(scheme, "wss"):
-		return ":443", true
+		return ":443"
 	case strings.EqualFold(scheme, "http"), strings.EqualFold(scheme, "ws"):
-		return ":80", true
+		return ":80"
 	}
-	return "", false
+	return ""
 }
 
+// appendLower appends s lower-cased (ASCII: hosts are ASCII or punycode).
 func appendLower(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
+	start := len(b)
+	b = append(b, s...)
+	for i := start; i < len(b); i++ {
+		if c := b[i]; 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
 		}
-		b = append(b, c)
 	}
 	return b
 }

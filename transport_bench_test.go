@@ -6,64 +6,131 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"testing"
+	"time"
 )
 
 // BenchmarkTransportOverhead compares a request through a pacer Transport
 // with the same request through the bare base transport, against a loopback
-// server whose limits never bind. Compare medians over -count runs:
+// server whose limits never bind:
 //
 //	go test -run '^$' -bench TransportOverhead -count 10 -benchmem
 //
-// "headers" has the server send GitHub-style rate-limit headers (a quota far
-// from exhausted), so it includes parsing them and retuning the limiter.
+// and compare medians. "plain" has the server send no rate-limit headers,
+// "headers" GitHub-style ones (a quota far from exhausted), so it includes
+// parsing them and retuning the limiter. The bare and pacer sub-benchmarks
+// give the allocations per request; "interleaved" alternates chunks of bare
+// and paced requests in one loop, so that load on the machine hits both
+// alike, and reports wall and CPU time per request and the overhead in
+// percent (see interleave). "inmem" replaces the network by a canned
+// response: its cost-ns/req is pacer's absolute cost per request.
 func BenchmarkTransportOverhead(b *testing.B) {
-	plain := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, `{"ok":true}`)
-	})
-	withHeaders := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("X-RateLimit-Limit", "1000000000")
-		h.Set("X-RateLimit-Remaining", "999999999")
-		h.Set("X-RateLimit-Reset", strconv.FormatInt(1<<40, 10))
+	plain := func(http.Header) {}
+	github := func(h http.Header) {
+		h.Set("X-RateLimit-Limit", "1000000000000")
+		h.Set("X-RateLimit-Remaining", "999999999999")
+		h.Set("X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10))
 		h.Set("X-RateLimit-Resource", "core")
-		io.WriteString(w, `{"ok":true}`)
-	})
-	for _, srv := range []struct {
-		name    string
-		handler http.Handler
-	}{{"plain", plain}, {"headers", withHeaders}} {
-		s := httptest.NewServer(srv.handler)
+	}
+	for _, hs := range []struct {
+		name string
+		set  func(http.Header)
+	}{{"plain", plain}, {"headers", github}} {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hs.set(w.Header())
+			io.WriteString(w, `{"ok":true}`)
+		}))
+		defer s.Close()
+		newBase := func() *http.Transport { return &http.Transport{MaxIdleConnsPerHost: 4} }
 		for _, mode := range []string{"bare", "pacer"} {
-			b.Run(srv.name+"/"+mode, func(b *testing.B) {
-				base := &http.Transport{MaxIdleConnsPerHost: 4}
+			b.Run(hs.name+"/"+mode, func(b *testing.B) {
+				base := newBase()
 				defer base.CloseIdleConnections()
 				var rt http.RoundTripper = base
 				if mode == "pacer" {
 					rt = NewTransport(base)
 				}
-				req, err := http.NewRequest(http.MethodGet, s.URL+"/v1/items", nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				get := func() {
-					resp, err := rt.RoundTrip(req)
-					if err != nil {
-						b.Fatal(err)
-					}
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-				}
-				get() // connect, and let pacer learn and leave slow start
-				get()
+				get := getter(b, rt, s.URL)
 				b.ReportAllocs()
-				b.ResetTimer()
 				for b.Loop() {
 					get()
 				}
 			})
 		}
-		s.Close()
+		b.Run(hs.name+"/interleaved", func(b *testing.B) {
+			bareBase, pacedBase := newBase(), newBase()
+			defer bareBase.CloseIdleConnections()
+			defer pacedBase.CloseIdleConnections()
+			interleave(b, getter(b, bareBase, s.URL), getter(b, NewTransport(pacedBase), s.URL))
+		})
+		b.Run(hs.name+"/inmem", func(b *testing.B) {
+			h := http.Header{}
+			hs.set(h)
+			canned := transportFunc(func(r *http.Request) (*http.Response, error) {
+				return &http.Response{StatusCode: 200, Header: h, Body: http.NoBody, Request: r}, nil
+			})
+			b.ReportAllocs()
+			interleave(b, getter(b, canned, "https://api.example.com"), getter(b, NewTransport(canned), "https://api.example.com"))
+		})
 	}
+}
+
+// interleave runs bare and paced requests in alternating chunks and reports
+// each one's wall and CPU time per request (CPU time of the whole process,
+// servers included, so on a loaded machine the ratio stays meaningful), and
+// pacer's cost: the difference, absolute and in percent.
+func interleave(b *testing.B, bare, paced func()) {
+	const chunk = 32
+	var wallB, wallP, cpuB, cpuP time.Duration
+	n := 0
+	for b.Loop() {
+		c0, _ := processCPU()
+		t0 := time.Now()
+		for range chunk {
+			bare()
+		}
+		c1, _ := processCPU()
+		t1 := time.Now()
+		for range chunk {
+			paced()
+		}
+		c2, _ := processCPU()
+		wallP += time.Since(t1)
+		wallB += t1.Sub(t0)
+		cpuB += c1 - c0
+		cpuP += c2 - c1
+		n += chunk
+	}
+	per := func(d time.Duration) float64 { return float64(d) / float64(n) }
+	b.ReportMetric(per(wallB), "bare-ns/req")
+	b.ReportMetric(per(wallP), "pacer-ns/req")
+	b.ReportMetric(per(wallP-wallB), "cost-ns/req")
+	b.ReportMetric((float64(wallP)/float64(wallB)-1)*100, "overhead-%")
+	if _, ok := processCPU(); ok {
+		b.ReportMetric(per(cpuB), "bare-cpu-ns/req")
+		b.ReportMetric(per(cpuP), "pacer-cpu-ns/req")
+		b.ReportMetric((float64(cpuP)/float64(cpuB)-1)*100, "cpu-overhead-%")
+	}
+}
+
+// getter returns a function sending one GET to url/v1/items through rt and
+// reading the response, after a warm-up that connects and lets pacer learn
+// and leave slow start.
+func getter(b *testing.B, rt http.RoundTripper, url string) func() {
+	req, err := http.NewRequest(http.MethodGet, url+"/v1/items", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	get := func() {
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	get()
+	get()
+	return get
 }
 
 // BenchmarkTransportKeying measures finding a request's limiter, the part of

@@ -25,6 +25,13 @@ import (
 )
 
 func main() {
+	if err := run(os.Stdout); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// run does the work and prints the summary to w; it fails if any request did.
+func run(w io.Writer) error {
 	// Per 2-second window: 120 core requests, 12 search requests.
 	api := apisim.New(apisim.Config{
 		Style:  apisim.StyleGitHub,
@@ -81,16 +88,17 @@ func main() {
 	elapsed := time.Since(start)
 
 	st := api.Stats()
-	fmt.Printf("done in %v: %d × 200 OK, %d failed; the server answered %d requests, %d of them 429\n",
+	fmt.Fprintf(w, "done in %v: %d × 200 OK, %d failed; the server answered %d requests, %d of them 429\n",
 		elapsed.Round(100*time.Millisecond), status[http.StatusOK], failed, st.Requests, st.Throttled)
-	fmt.Println("pacer's endpoints:")
+	fmt.Fprintln(w, "pacer's endpoints:")
 	for _, s := range tr.Stats() {
-		fmt.Printf("  %-40s requests=%-4d throttled=%-2d retries=%-2d limit=%s mode=%s\n",
+		fmt.Fprintf(w, "  %-40s requests=%-4d throttled=%-2d retries=%-2d limit=%s mode=%s\n",
 			s.Key, s.Requests, s.Throttled, s.Retries, rate(s.Limit), s.Mode)
 	}
 	if failed > 0 || status[http.StatusOK] != 225 {
-		os.Exit(1)
+		return fmt.Errorf("%d of 225 requests succeeded", status[http.StatusOK])
 	}
+	return nil
 }
 
 func rate(l pacer.Limit) string {

@@ -18,8 +18,10 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pacer-go/pacer"
@@ -72,18 +74,20 @@ func observe(a pacer.Attempt) {
 	latency.AddFloat(a.Endpoint, a.Latency.Seconds())
 }
 
-func main() {
-	api := apisim.New(apisim.Config{Style: apisim.StyleIETF, Limit: 40, Window: time.Second})
-	srv := httptest.NewServer(api)
-	defer srv.Close()
+// transport is the Transport whose endpoints pacer_endpoints shows.
+var transport atomic.Pointer[pacer.Transport]
 
-	tr := pacer.NewTransport(nil, pacer.WithObserver(observe))
+func init() {
 	// Gauges read from Stats when scraped. With Prometheus, a
 	// prometheus.Collector whose Collect ranges over tr.Stats() and sends
 	// MustNewConstMetric(limitDesc, prometheus.GaugeValue, float64(s.Limit), s.Key);
-	// with OpenTelemetry, an Float64ObservableGauge callback doing the same.
+	// with OpenTelemetry, a Float64ObservableGauge callback doing the same.
 	expvar.Publish("pacer_endpoints", expvar.Func(func() any {
 		out := map[string]any{}
+		tr := transport.Load()
+		if tr == nil {
+			return out
+		}
 		for _, s := range tr.Stats() {
 			out[s.Key] = map[string]any{
 				"limit_per_second": limitValue(s.Limit),
@@ -95,16 +99,34 @@ func main() {
 		}
 		return out
 	}))
+}
+
+func main() {
+	if err := run(os.Stdout); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// run sends 80 requests and prints the metrics to w.
+func run(w io.Writer) error {
+	api := apisim.New(apisim.Config{Style: apisim.StyleIETF, Limit: 40, Window: time.Second})
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+
+	tr := pacer.NewTransport(nil, pacer.WithObserver(observe))
+	transport.Store(tr)
 
 	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	defer client.CloseIdleConnections()
 	start := time.Now()
 	var wg sync.WaitGroup
+	var failed atomic.Int32
 	for range 4 {
 		wg.Go(func() {
 			for range 20 {
 				resp, err := client.Get(srv.URL + "/v1/things")
 				if err != nil {
+					failed.Add(1)
 					log.Print(err)
 					continue
 				}
@@ -115,11 +137,15 @@ func main() {
 	}
 	wg.Wait()
 
-	fmt.Printf("80 requests in %v; the server answered %d of them 429\n",
+	fmt.Fprintf(w, "80 requests in %v; the server answered %d of them 429\n",
 		time.Since(start).Round(100*time.Millisecond), api.Stats().Throttled)
 	for _, name := range []string{"pacer_attempts", "pacer_throttled", "pacer_refused", "pacer_wait_seconds", "pacer_endpoints"} {
-		fmt.Printf("%s = %s\n", name, compact(expvar.Get(name).String()))
+		fmt.Fprintf(w, "%s = %s\n", name, compact(expvar.Get(name).String()))
 	}
+	if n := failed.Load(); n > 0 {
+		return fmt.Errorf("%d of 80 requests failed", n)
+	}
+	return nil
 }
 
 // limitValue makes Inf representable in JSON.

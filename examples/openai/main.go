@@ -30,6 +30,13 @@ import (
 )
 
 func main() {
+	if err := run(os.Stdout); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// run does the work and prints the summary to w; it fails if any request did.
+func run(w io.Writer) error {
 	// Per 2-second window: 100 requests but only 12 000 tokens: the token
 	// quota binds (about 30 requests of ~400 tokens).
 	api := apisim.New(apisim.Config{
@@ -68,15 +75,16 @@ func main() {
 	elapsed := time.Since(start)
 
 	st := api.Stats()
-	fmt.Printf("done in %v: %d completions OK, %d failed, %d tokens; the server saw %d requests, %d of them 429\n",
+	fmt.Fprintf(w, "done in %v: %d completions OK, %d failed, %d tokens; the server saw %d requests, %d of them 429\n",
 		elapsed.Round(100*time.Millisecond), ok.Load(), failed.Load(), tokens.Load(), st.Requests, st.Throttled)
 	for _, s := range tr.Stats() {
-		fmt.Printf("pacer endpoint %s: requests=%d throttled=%d retries=%d mode=%s\n",
+		fmt.Fprintf(w, "pacer endpoint %s: requests=%d throttled=%d retries=%d mode=%s\n",
 			s.Key, s.Requests, s.Throttled, s.Retries, s.Mode)
 	}
 	if failed.Load() > 0 {
-		os.Exit(1)
+		return fmt.Errorf("%d of 60 completions failed", failed.Load())
 	}
+	return nil
 }
 
 // complete sends one chat completion whose prompt and answer take about
