@@ -112,15 +112,17 @@ func TestAllowEdgeCases(t *testing.T) {
 		want  []bool // successive AllowNAt(t0, n)
 		later bool   // AllowNAt(t0 + 100 years, n)
 	}{
-		// #16854, #18763: an infinite limit allows everything, whatever the burst.
+		// #16854: an infinite limit ignores the burst (WaitN too, see
+		// TestWaitFailsAtOnceForRequestsThatCanNeverBeGranted).
 		{"Inf, burst 0", Inf, 0, 1, []bool{true, true, true}, true},
 		{"Inf, huge n", Inf, 1, math.MaxInt, []bool{true, true}, true},
 		// #68541: zero limit and zero burst deny everything, forever.
 		{"limit 0, burst 0", 0, 0, 1, []bool{false}, false},
-		// #68541: zero limit with burst b allows b in total, then nothing ever.
+		// #39984, #68541: zero limit with burst b allows b in total, then
+		// nothing ever (x/time/rate once allowed every event here).
 		{"limit 0, burst 3", 0, 3, 1, []bool{true, true, true, false}, false},
 		{"limit 0, burst 3, n 2", 0, 3, 2, []bool{true, false}, false},
-		// #39984: burst 0 with a finite limit allows nothing.
+		// Burst 0 with a finite limit allows nothing.
 		{"burst 0", 10, 0, 1, []bool{false, false}, false},
 		{"n > burst", 10, 3, 4, []bool{false}, false},
 		{"huge n", 10, 3, math.MaxInt, []bool{false}, false},
@@ -280,7 +282,7 @@ func TestReserveNotOK(t *testing.T) {
 	}{
 		{"n > burst", 10, 2, 3},
 		{"negative n", 10, 2, -1},
-		{"limit 0 and too few tokens", 0, 2, 3},
+		{"limit 0 and too few tokens (#47221)", 0, 2, 3},
 		{"burst 0", 10, 0, 1},
 	}
 	for _, tt := range tests {
@@ -293,7 +295,8 @@ func TestReserveNotOK(t *testing.T) {
 			assert.Equal(t, float64(tt.burst), b.TokensAt(t0), "took nothing")
 		})
 	}
-	// Limit 0 with enough tokens: OK at once, then not OK.
+	// Limit 0 with enough tokens: OK at once, then not OK, never an
+	// unlimited series of reservations (#47221).
 	b := NewBucket(0, 2)
 	assert.True(t, b.ReserveNAt(t0, 2).OK())
 	assert.False(t, b.ReserveNAt(at(time.Hour), 1).OK())
@@ -389,7 +392,7 @@ func TestSetBurstCapsTheTokens(t *testing.T) {
 	assert.Equal(t, 3.0, b.TokensAt(t0), "a larger burst adds room, not tokens")
 	assert.Equal(t, 20.0, b.TokensAt(at(2*time.Second)))
 	b.SetBurstAt(at(2*time.Second), 0)
-	assert.False(t, b.AllowNAt(at(time.Hour), 1), "burst 0 allows nothing (#39984)")
+	assert.False(t, b.AllowNAt(at(time.Hour), 1), "burst 0 allows nothing")
 }
 
 func TestPauseUntil(t *testing.T) {
