@@ -54,7 +54,7 @@ type endpoint struct {
 	// under the table's read lock and checked under its write lock, so an
 	// endpoint with a request in progress is never evicted.
 	refs atomic.Int32
-	used atomic.Int64 // tableClock() at the last acquire or release
+	used atomic.Int64 // tableClock() at creation and at the last release
 
 	retries  atomic.Int64
 	refused  atomic.Int64
@@ -140,9 +140,11 @@ func (ep *endpoint) bind(u *urlParts, b binding) bool {
 // endpoints is a transport's table of limiters: key → endpoint, created on
 // first use, evicted when idle.
 //
-// Reads take a shared lock and do not allocate; only creating an endpoint and
-// evicting take the exclusive lock. Eviction is lazy: the first request after
-// a sweep falls due runs it, so there is no background goroutine to stop.
+// Reads take a shared lock and neither allocate nor read the clock; only
+// creating an endpoint and evicting take the exclusive lock. Eviction is
+// lazy: the first request to end after a sweep falls due runs it, and
+// creating an endpoint at the cap makes room, so there is no background
+// goroutine to stop.
 type endpoints struct {
 	newLimiter func(key string, ceiling Limit, burst int) *Adaptive
 	ttl        int64 // idle time after which an endpoint may be evicted, ns
@@ -179,10 +181,10 @@ type spec struct {
 }
 
 // acquire returns the endpoint for key, creating it on first use, and counts
-// a request in progress on it until release. key may be a byte slice view
-// (see acquireHost); it is copied only when the endpoint is created.
+// a request in progress on it until release. It does not read the clock: an
+// endpoint in use cannot be evicted, so only the time of its last release
+// matters.
 func (e *endpoints) acquire(key string, sp *spec) *endpoint {
-	now := tableClock()
 	e.mu.RLock()
 	ep := e.m[key]
 	if ep != nil {
@@ -190,10 +192,8 @@ func (e *endpoints) acquire(key string, sp *spec) *endpoint {
 	}
 	e.mu.RUnlock()
 	if ep == nil {
-		return e.create(strings.Clone(key), sp, now)
+		return e.create(strings.Clone(key), sp)
 	}
-	ep.used.Store(now)
-	e.maybeSweep(now)
 	return ep
 }
 
@@ -202,7 +202,6 @@ func (e *endpoints) acquire(key string, sp *spec) *endpoint {
 func (e *endpoints) acquireHost(u *urlParts) *endpoint {
 	var buf [96]byte
 	b := appendHostKey(buf[:0], u.scheme, u.host)
-	now := tableClock()
 	e.mu.RLock()
 	ep := e.m[string(b)] // no allocation: the compiler reuses b for the lookup
 	if ep != nil {
@@ -210,10 +209,8 @@ func (e *endpoints) acquireHost(u *urlParts) *endpoint {
 	}
 	e.mu.RUnlock()
 	if ep == nil {
-		return e.create(string(b), &spec{}, now)
+		return e.create(string(b), &spec{})
 	}
-	ep.used.Store(now)
-	e.maybeSweep(now)
 	return ep
 }
 
@@ -239,16 +236,17 @@ func (e *endpoints) peekHost(u *urlParts) *endpoint {
 	return e.m[string(b)]
 }
 
-// release ends a request that acquire counted.
+// release ends a request that acquire counted, and runs the idle sweep when
+// it is due.
 func (e *endpoints) release(ep *endpoint) {
-	ep.used.Store(tableClock())
+	now := tableClock()
+	ep.used.Store(now) // before refs drops: an evictor seeing 0 sees this too
 	ep.refs.Add(-1)
+	e.maybeSweep(now)
 }
 
-func (e *endpoints) create(key string, sp *spec, now int64) *endpoint {
-	ep := e.insert(e.newEndpoint(key, sp), now, 1)
-	e.maybeSweep(now)
-	return ep
+func (e *endpoints) create(key string, sp *spec) *endpoint {
+	return e.insert(e.newEndpoint(key, sp), tableClock(), 1)
 }
 
 // seedBucket creates the endpoint of a server-named bucket that a response

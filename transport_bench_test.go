@@ -158,3 +158,26 @@ func BenchmarkTransportKeying(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTransportKeyingParallel is the table's read path under
+// contention: every goroutine finds (and counts a request on) endpoints of a
+// few hot hosts.
+func BenchmarkTransportKeyingParallel(b *testing.B) {
+	tr := NewTransport(okTransport{})
+	var reqs []*http.Request
+	for i := range 8 {
+		r, _ := http.NewRequest(http.MethodGet, "https://h"+strconv.Itoa(i)+".example.com/x", nil)
+		reqs = append(reqs, r)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			r := reqs[i%len(reqs)]
+			i++
+			u := partsOf(r)
+			ep := tr.keyEndpoint(r, &u)
+			tr.release(ep, tr.limiterEndpoint(ep, &u))
+		}
+	})
+}
