@@ -79,11 +79,16 @@ type Adaptive struct {
 	waiting      atomic.Int64
 	checkAt      atomic.Int64 // ns since epoch when the windows must be looked at again
 	charges      atomic.Pointer[[]*quotaWindow]
+	admitted     atomic.Int64 // requests admitted, ever
+	admittedCost atomic.Int64 // their estimated token cost, milli-tokens
 	maxCost      atomic.Int64 // largest cost seen, milli-tokens
+	avgCost      atomic.Int64 // smoothed cost of requests with one, milli-tokens
 
-	gateMu   sync.Mutex
-	gateCap  int64
-	gateWake chan struct{} // closed when a slot frees or the gate opens
+	gateMu      sync.Mutex
+	gateCap     int64
+	gateWake    chan struct{} // closed when a slot frees or the gate opens
+	respWake    chan struct{} // closed at the next response, if respWaiters > 0
+	respWaiters int
 
 	mu        sync.Mutex // guards the learning state; never held across a sleep
 	windows   []*quotaWindow
@@ -110,6 +115,7 @@ func NewAdaptive(cfg AdaptiveConfig) *Adaptive {
 		tok:      NewBucket(Inf, 1),
 		gateCap:  int64(cfg.SlowStart),
 		gateWake: make(chan struct{}),
+		respWake: make(chan struct{}),
 		probe:    probe{minLimit: float64(cfg.MinLimit)},
 		mode:     ModeSlowStart,
 	}
@@ -217,75 +223,89 @@ func (a *Adaptive) Wait(ctx context.Context, cost float64) error {
 	defer a.waiting.Add(-1)
 
 	held := false // in-flight slot taken through the gate
-	if a.gated.Load() {
-		var err error
-		if held, err = a.enterGate(ctx); err != nil {
-			return err
-		}
-	}
 	release := func() {
 		if held {
+			held = false
 			a.inflight.Add(-1)
 			a.wakeGate()
 		}
 	}
-	if a.nanos(time.Now()) >= a.checkAt.Load() {
-		a.mu.Lock()
-		a.retune(time.Now())
-		a.mu.Unlock()
-	}
 	cost = a.noteCost(cost)
 	n := int(math.Ceil(cost))
 	for {
+		if !held && a.gated.Load() {
+			var err error
+			if held, err = a.enterGate(ctx); err != nil {
+				return err
+			}
+		}
+		if a.nanos(time.Now()) >= a.checkAt.Load() {
+			a.mu.Lock()
+			a.retune(time.Now())
+			a.mu.Unlock()
+		}
+		now := time.Now()
+		at := laterOf(a.req.nextAt(1), a.spentUntil(cost))
+		tokens := n > 0 && a.tokensTracked()
+		if tokens {
+			at = laterOf(at, a.tok.nextAt(n))
+		}
+		if err := a.tooLong(ctx, now, at); err != nil {
+			release()
+			return err
+		}
+		if _, err := a.req.waitN(ctx, 1, a.cfg.MaxWait); err != nil {
+			release()
+			return a.annotate(err)
+		}
+		if tokens {
+			if _, err := a.tok.waitN(ctx, n, a.cfg.MaxWait); err != nil {
+				release()
+				return a.annotate(err)
+			}
+		}
+		// The budgets are charged only now, at admission: a caller queued in
+		// the bucket must not hold quota of a window that may end first. A
+		// reset may have passed while it waited (the usual end of a pause):
+		// the windows move on first.
 		if a.nanos(time.Now()) >= a.checkAt.Load() {
 			a.mu.Lock()
 			a.retune(time.Now())
 			a.mu.Unlock()
 		}
 		charged, retryAt := a.charge(cost)
-		now := time.Now()
-		if !charged {
-			// A quota's budget is spent: hold until its window resets, then
-			// look again; the buckets, paused until then, pace the restart.
-			if err := a.tooLong(ctx, now, laterOf(retryAt, a.req.nextAt(1))); err != nil {
-				release()
-				return err
-			}
-			if err := sleepUntil(ctx, now, retryAt); err != nil {
-				release()
+		if charged {
+			break
+		}
+		// A quota's budget is spent. Hold until it can take a request (its
+		// reset, or its refill), or, when that is unknown because a request
+		// is out to learn the quota, until the next response; then start
+		// over: the buckets, paused until then, pace the restart.
+		release()
+		now = time.Now()
+		switch {
+		case retryAt.IsZero():
+			continue
+		case !retryAt.After(now):
+			if err := a.awaitChange(ctx, time.Second); err != nil {
 				return err
 			}
 			continue
 		}
-		at := a.req.nextAt(1)
-		tokens := n > 0 && a.tokensTracked()
-		if tokens {
-			at = laterOf(at, a.tok.nextAt(n))
-		}
-		if err := a.tooLong(ctx, now, at); err != nil {
-			a.refund(cost)
-			release()
+		if err := a.tooLong(ctx, now, retryAt); err != nil {
 			return err
 		}
-		if _, err := a.req.waitN(ctx, 1, a.cfg.MaxWait); err != nil {
-			a.refund(cost)
-			release()
-			return a.annotate(err)
+		if err := a.awaitChange(ctx, retryAt.Sub(now)); err != nil {
+			return err
 		}
-		if tokens {
-			if _, err := a.tok.waitN(ctx, n, a.cfg.MaxWait); err != nil {
-				a.refund(cost)
-				release()
-				return a.annotate(err)
-			}
-		}
-		break
 	}
 	if !held {
 		a.inflight.Add(1)
 	}
+	a.admitted.Add(1)
 	if cost > 0 {
 		a.inflightCost.Add(toMilli(cost))
+		a.admittedCost.Add(toMilli(cost))
 	}
 	return nil
 }
@@ -320,6 +340,26 @@ func (a *Adaptive) annotate(err error) error {
 		return a.rateLimitError(rle.RetryAt, rle.Err)
 	}
 	return err
+}
+
+// awaitChange blocks until the next response or retune that may free a
+// budget, or until d passes (so a response that never comes cannot strand
+// the caller).
+func (a *Adaptive) awaitChange(ctx context.Context, d time.Duration) error {
+	a.gateMu.Lock()
+	a.respWaiters++
+	wake := a.respWake
+	a.gateMu.Unlock()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-wake:
+		return nil
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // enterGate waits for an in-flight slot while the gate is up. held reports
@@ -357,6 +397,17 @@ func (a *Adaptive) wakeGate() {
 	a.gateMu.Unlock()
 }
 
+// wakeResponseWaiters releases the callers in awaitResponse.
+func (a *Adaptive) wakeResponseWaiters() {
+	a.gateMu.Lock()
+	if a.respWaiters > 0 {
+		a.respWaiters = 0
+		close(a.respWake)
+		a.respWake = make(chan struct{})
+	}
+	a.gateMu.Unlock()
+}
+
 // setGate raises (cap > 0) or lowers (cap 0) the in-flight cap.
 func (a *Adaptive) setGate(cap int64) {
 	a.gateMu.Lock()
@@ -390,6 +441,14 @@ func (a *Adaptive) tokensTracked() bool {
 // always hold one request, and returns cost unchanged.
 func (a *Adaptive) noteCost(cost float64) float64 {
 	m := toMilli(cost)
+	if m > 0 {
+		// A racy EWMA is fine: it only sizes what counts as "spent".
+		if avg := a.avgCost.Load(); avg == 0 {
+			a.avgCost.Store(m)
+		} else {
+			a.avgCost.Store(avg + (m-avg)/16)
+		}
+	}
 	if m > a.maxCost.Load() {
 		a.maxCost.Store(m)
 		if a.tokensTracked() {
@@ -410,30 +469,53 @@ func (a *Adaptive) charge(cost float64) (ok bool, retryAt time.Time) {
 		return true, time.Time{}
 	}
 	ws := *c
+	now := time.Now()
 	for i, w := range ws {
 		amount := a.amount(w, cost)
 		if amount == 0 {
 			continue
 		}
-		if w.budget.Add(-amount) < 0 {
+		if w.budget.Add(-amount) < w.debt(now) {
 			w.budget.Add(amount)
 			for _, u := range ws[:i] {
 				u.budget.Add(a.amount(u, cost))
 			}
 			// The window may have rolled over since the last look, refilling
 			// the budget; retune finds out and otherwise pauses until reset.
-			now := time.Now()
+			// retryAt is zero to retry at once, or now when a probe is out
+			// and only its response can tell.
+			now = time.Now()
 			a.mu.Lock()
 			a.retune(now)
-			retryAt = now
-			if w.known && w.budget.Load() < amount {
-				retryAt = w.reset
+			if w.budget.Load() < amount+w.debt(now) {
+				retryAt = now
+				if !w.probing {
+					retryAt = laterOf(now, w.wakeAt)
+				}
 			}
 			a.mu.Unlock()
 			return false, retryAt
 		}
 	}
 	return true, time.Time{}
+}
+
+// spentUntil is when the budgets could take a request of this cost: the
+// reset of a quota that is spent now, else the zero time.
+func (a *Adaptive) spentUntil(cost float64) time.Time {
+	c := a.charges.Load()
+	if c == nil {
+		return time.Time{}
+	}
+	var at time.Time
+	for _, w := range *c {
+		if amount := a.amount(w, cost); amount > 0 && w.budget.Load() < amount {
+			a.mu.Lock()
+			at = laterOf(at, w.wakeAt)
+			a.mu.Unlock()
+		}
+	}
+	return at
 }
 
 func (a *Adaptive) amount(w *quotaWindow, cost float64) int64 {
@@ -448,21 +530,5 @@ func (a *Adaptive) refund(cost float64) {
 		for _, w := range *c {
 			w.budget.Add(a.amount(w, cost))
 		}
-	}
-}
-
-// sleepUntil sleeps until t or until ctx ends.
-func sleepUntil(ctx context.Context, now, t time.Time) error {
-	d := t.Sub(now)
-	if d <= 0 {
-		return nil
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }

@@ -1,11 +1,18 @@
 package pacer
 
 import (
+	"context"
+	"log/slog"
 	"math"
+	"net/http"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/pacer-go/pacer/internal/apisim"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestNewAdaptivePanicsOnInvalidConfigNamingTheField(t *testing.T) {
@@ -32,4 +39,506 @@ func TestNewAdaptivePanicsOnInvalidConfigNamingTheField(t *testing.T) {
 			assert.PanicsWithValue(t, tc.want, func() { NewAdaptive(tc.cfg) })
 		})
 	}
+}
+
+// quota is a requests quota as parseHeaders reports it.
+func quota(limit, remaining float64, resetIn time.Duration) Info {
+	return Info{Quotas: []Quota{{Name: "requests", Limit: limit, Remaining: remaining, Reset: time.Now().Add(resetIn)}}}
+}
+
+// admit runs Wait and fails the test on an error.
+func admit(t *testing.T, a *Adaptive, cost float64) {
+	t.Helper()
+	require.NoError(t, a.Wait(context.Background(), cost))
+}
+
+// waitTook runs Wait and returns how long it blocked (virtual time).
+func waitTook(t *testing.T, a *Adaptive) time.Duration {
+	t.Helper()
+	start := time.Now()
+	admit(t, a, 0)
+	return time.Since(start)
+}
+
+func budgetOf(a *Adaptive, name string) float64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, w := range a.windows {
+		if w.name == name {
+			return w.units()
+		}
+	}
+	return math.NaN()
+}
+
+func TestAdaptiveIsUnlimitedUntilTheServerSaysOtherwise(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := NewAdaptive(AdaptiveConfig{})
+		assert.Equal(t, ModeSlowStart, a.Stats().Mode)
+		admit(t, a, 0)
+		a.Observe(http.StatusOK, Info{})
+		st := a.Stats()
+		assert.Equal(t, Inf, st.Limit)
+		assert.Equal(t, ModeProbing, st.Mode)
+		start := time.Now()
+		for range 1000 {
+			admit(t, a, 0)
+		}
+		assert.Zero(t, time.Since(start), "a server that never throttles is never slowed")
+		assert.Equal(t, 1000, a.Stats().InFlight)
+	})
+}
+
+func TestAdaptiveSpreadsTheRemainingQuotaUntilReset(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := NewAdaptive(AdaptiveConfig{SafetyFactor: 0.9})
+		admit(t, a, 0)
+		a.Observe(http.StatusOK, quota(600, 599, time.Minute))
+		st := a.Stats()
+		assert.Equal(t, ModeHeaders, st.Mode)
+		// Until a reset has been seen to refill the quota, (1 - safety) of the
+		// limit is held back: 0.9 × (599 - 60) / 60 s.
+		assert.InDelta(t, 0.9*(599-60)/60.0, float64(st.Limit), 0.01)
+		assert.GreaterOrEqual(t, st.Burst, 1)
+		assert.LessOrEqual(t, float64(st.Burst), float64(st.Limit), "burst is at most a second's worth")
+		// Successive requests are spaced at the limit, not dumped.
+		waitTook(t, a)
+		assert.InDelta(t, 1/float64(st.Limit), waitTook(t, a).Seconds(), 0.01)
+	})
+}
+
+func TestAdaptiveCountsRequestsInFlightAgainstTheRemainingQuota(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := NewAdaptive(AdaptiveConfig{SlowStart: 10})
+		for range 5 {
+			admit(t, a, 0)
+		}
+		// The first response says 100 left; the other four requests may not
+		// have been counted yet.
+		a.Observe(http.StatusOK, quota(200, 100, time.Minute))
+		assert.Equal(t, 96.0, budgetOf(a, "requests"))
+		assert.Equal(t, 4, a.Stats().InFlight)
+	})
+}
+
+func TestAdaptiveIgnoresAStaleHigherRemainingFromTheSameWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := NewAdaptive(AdaptiveConfig{SlowStart: 2})
+		admit(t, a, 0)
+		admit(t, a, 0)
+		reset := time.Now().Add(time.Minute)
+		a.Observe(http.StatusOK, Info{Quotas: []Quota{{Name: "requests", Limit: 100, Remaining: 50, Reset: reset}}})
+		limit := a.Stats().Limit
+		// An older response, overtaken by the first, arrives late.
+		a.Observe(http.StatusOK, Info{Quotas: []Quota{{Name: "requests", Limit: 100, Remaining: 80, Reset: reset}}})
+		assert.Equal(t, 49.0, budgetOf(a, "requests"))
+		assert.LessOrEqual(t, a.Stats().Limit, limit, "a stale response must not loosen the limit")
+	})
+}
+
+func TestAdaptiveBelievesALaterResetAsANewWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := NewAdaptive(AdaptiveConfig{})
+		admit(t, a, 0)
+		a.Observe(http.StatusOK, quota(100, 3, 2*time.Second))
+		admit(t, a, 0)
+		a.Observe(http.StatusOK, quota(100, 99, 62*time.Second))
+		assert.Equal(t, 99.0, budgetOf(a, "requests"))
+	})
+}
+
+func TestAdaptivePausesUntilResetWhenTheQuotaIsSpent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := NewAdaptive(AdaptiveConfig{})
+		admit(t, a, 0)
+		reset := time.Now().Add(30 * time.Second)
+		a.Observe(http.StatusTooManyRequests, Info{Quotas: []Quota{{Name: "requests", Limit: 100, Remaining: 0, Reset: reset}}})
+		st := a.Stats()
+		assert.Equal(t, int64(1), st.Throttled)
+		assert.False(t, st.PausedUntil.Before(reset), "paused until the reset")
+		assert.False(t, a.NextAllowed().Before(reset))
+		took := waitTook(t, a)
+		assert.GreaterOrEqual(t, took, 30*time.Second)
+		assert.Less(t, took, 31*time.Second, "released within a small jitter of the reset")
+	})
+}
+
+func TestAdaptiveReleasesWaitersAtAResetPacedNotAllAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := NewAdaptive(AdaptiveConfig{})
+		admit(t, a, 0)
+		a.Observe(http.StatusOK, Info{Quotas: []Quota{{Name: "default", Limit: 60, Remaining: 0,
+			Reset: time.Now().Add(10 * time.Second), Window: time.Minute}}})
+		var mu sync.Mutex
+		var at []time.Duration
+		start := time.Now()
+		var wg sync.WaitGroup
+		for i := range 5 {
+			wg.Go(func() {
+				admit(t, a, 0)
+				mu.Lock()
+				at = append(at, time.Since(start))
+				mu.Unlock()
+				a.Observe(http.StatusOK, Info{Quotas: []Quota{{Name: "default", Limit: 60, Remaining: float64(59 - i),
+					Reset: start.Add(70 * time.Second), Window: time.Minute}}})
+			})
+		}
+		wg.Wait()
+		require.Len(t, at, 5)
+		first, last := at[0], at[0]
+		for _, d := range at {
+			first, last = min(first, d), max(last, d)
+		}
+		assert.GreaterOrEqual(t, first, 10*time.Second)
+		assert.Greater(t, last-first, time.Second, "spread over seconds, not fired together")
+	})
+}
+
+func TestAdaptiveRunsAtSafetyTimesLimitPerWindowAfterARolloverWithNoResponse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := NewAdaptive(AdaptiveConfig{SafetyFactor: 0.9})
+		q := func(remaining float64, resetIn time.Duration) Info {
+			return Info{Quotas: []Quota{{Name: "default", Limit: 600, Remaining: remaining,
+				Reset: time.Now().Add(resetIn), Window: time.Minute}}}
+		}
+		admit(t, a, 0)
+		a.Observe(http.StatusOK, q(500, 10*time.Second))
+		time.Sleep(11 * time.Second)
+		// The next window's first response shows the quota refilled.
+		admit(t, a, 0)
+		a.Observe(http.StatusOK, q(599, 49*time.Second))
+		// That window ends with no response after it: the next one is assumed
+		// full, and spent at safety × limit / window, not at Inf.
+		time.Sleep(49 * time.Second)
+		assert.InEpsilon(t, 0.9*600/60, float64(a.Stats().Limit), 0.01)
+		assert.Equal(t, 600.0, budgetOf(a, "default"))
+	})
+}
+
+func TestAdaptiveHonoursRetryAfter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := NewAdaptive(AdaptiveConfig{})
+		admit(t, a, 0)
+		a.Observe(http.StatusTooManyRequests, Info{RetryAfter: 10 * time.Second})
+		assert.WithinRange(t, a.NextAllowed(), time.Now().Add(10*time.Second), time.Now().Add(12*time.Second))
+		assert.GreaterOrEqual(t, waitTook(t, a), 10*time.Second)
+	})
+}
+
+func TestAdaptiveCapsRetryAfterAtMaxDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := NewAdaptive(AdaptiveConfig{MaxDelay: time.Minute})
+		admit(t, a, 0)
+		a.Observe(http.StatusServiceUnavailable, Info{RetryAfter: 484289 * time.Hour})
+		took := waitTook(t, a)
+		assert.GreaterOrEqual(t, took, time.Minute)
+		assert.Less(t, took, 2*time.Minute)
+	})
+}
+
+func TestAdaptiveFailsFastWhenTheWaitExceedsMaxWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		info := Info{RetryAfter: 10 * time.Minute}
+		a := NewAdaptive(AdaptiveConfig{Key: "https://api.example.com", MaxWait: 30 * time.Second})
+		admit(t, a, 0)
+		a.Observe(http.StatusTooManyRequests, info)
+		start := time.Now()
+		err := a.Wait(context.Background(), 0)
+		assert.Zero(t, time.Since(start), "fails at once, no sleeping")
+		var rle *RateLimitError
+		require.ErrorAs(t, err, &rle)
+		assert.Equal(t, "https://api.example.com", rle.Endpoint)
+		assert.WithinRange(t, rle.RetryAt, start.Add(10*time.Minute), start.Add(10*time.Minute+2*time.Second))
+		assert.Equal(t, info, rle.Info)
+		assert.NoError(t, rle.Err)
+		assert.Zero(t, a.Stats().InFlight, "nothing consumed")
+	})
+}
+
+func TestAdaptiveFailsFastWhenTheWaitPassesTheDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := NewAdaptive(AdaptiveConfig{})
+		admit(t, a, 0)
+		a.Observe(http.StatusOK, quota(10, 0, time.Minute))
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		start := time.Now()
+		err := a.Wait(ctx, 0)
+		assert.Zero(t, time.Since(start))
+		var rle *RateLimitError
+		require.ErrorAs(t, err, &rle)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.False(t, rle.RetryAt.Before(start.Add(time.Minute)))
+	})
+}
+
+func TestAdaptiveWaitReturnsPromptlyOnCancelAndRefunds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := NewAdaptive(AdaptiveConfig{})
+		admit(t, a, 0)
+		a.Observe(http.StatusOK, quota(100, 50, time.Minute))
+		admit(t, a, 0) // spends the bucket's burst
+		a.Observe(http.StatusOK, quota(100, 49, time.Minute))
+		budget := budgetOf(a, "requests")
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- a.Wait(ctx, 0) }()
+		synctest.Wait()
+		assert.Equal(t, 1, a.Stats().Waiting)
+		cancel()
+		assert.ErrorIs(t, <-done, context.Canceled)
+		assert.Equal(t, budget, budgetOf(a, "requests"), "a cancelled wait charges no quota")
+		assert.Zero(t, a.Stats().InFlight)
+		assert.Zero(t, a.Stats().Waiting)
+	})
+}
+
+func TestAdaptiveSlowStartHoldsRequestsUntilTheFirstResponse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := NewAdaptive(AdaptiveConfig{SlowStart: 2})
+		admit(t, a, 0)
+		admit(t, a, 0)
+		third := make(chan error)
+		go func() { third <- a.Wait(context.Background(), 0) }()
+		synctest.Wait()
+		select {
+		case <-third:
+			t.Fatal("a third request started before any response")
+		default:
+		}
+		a.Observe(0, Info{}) // a transport error is not a response: one slot frees
+		require.NoError(t, <-third)
+		a.Observe(http.StatusOK, Info{})
+		for range 100 {
+			admit(t, a, 0)
+		}
+		assert.Equal(t, 101, a.Stats().InFlight, "after the first response slow start is over")
+	})
+}
+
+func TestAdaptiveFanOutOntoAnExhaustedQuotaCostsOne429(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := apisim.New(apisim.Config{Style: apisim.StyleGitHub, Limit: 10, Window: time.Hour, Latency: 50 * time.Millisecond})
+		rt := srv.Transport()
+		send := func(ctx context.Context) (*http.Response, error) {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/x", nil)
+			return rt.RoundTrip(req)
+		}
+		for range 10 { // someone else spent the quota
+			resp, err := send(context.Background())
+			require.NoError(t, err)
+			resp.Body.Close()
+		}
+		a := NewAdaptive(AdaptiveConfig{MaxWait: time.Minute})
+		var wg sync.WaitGroup
+		for range 1000 {
+			wg.Go(func() {
+				if a.Wait(context.Background(), 0) != nil {
+					return
+				}
+				resp, err := send(context.Background())
+				if err != nil {
+					a.Observe(0, Info{})
+					return
+				}
+				info, _ := parseHeaders(resp.Header, time.Now(), 0)
+				resp.Body.Close()
+				a.Observe(resp.StatusCode, info)
+			})
+		}
+		wg.Wait()
+		assert.Equal(t, 1, srv.Stats().Throttled)
+		assert.Equal(t, 11, srv.Stats().Requests)
+	})
+}
+
+func TestAdaptiveChargesCostOnlyToTokenQuotas(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := NewAdaptive(AdaptiveConfig{})
+		admit(t, a, 0)
+		reset := time.Now().Add(time.Minute)
+		a.Observe(http.StatusOK, Info{Quotas: []Quota{
+			{Name: "requests", Limit: 1000, Remaining: 999, Reset: reset},
+			{Name: "tokens", Limit: 100000, Remaining: 90000, Reset: reset},
+		}})
+		admit(t, a, 500)
+		assert.Equal(t, 89500.0, budgetOf(a, "tokens"))
+		assert.Equal(t, 998.0, budgetOf(a, "requests"))
+		admit(t, a, 0)
+		assert.Equal(t, 89500.0, budgetOf(a, "tokens"), "no cost, no tokens")
+		assert.Equal(t, 997.0, budgetOf(a, "requests"))
+	})
+}
+
+func TestAdaptiveHoldsACostlyRequestUntilTheTokenQuotaResets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := NewAdaptive(AdaptiveConfig{})
+		admit(t, a, 0)
+		reset := time.Now().Add(20 * time.Second)
+		a.Observe(http.StatusOK, Info{Quotas: []Quota{
+			{Name: "requests", Limit: 1000, Remaining: 999, Reset: reset},
+			{Name: "tokens", Limit: 10000, Remaining: 1500, Reset: reset},
+		}})
+		assert.Less(t, waitTook(t, a), time.Second, "requests without a cost are not held by tokens")
+		a.Observe(http.StatusOK, Info{Quotas: []Quota{
+			{Name: "requests", Limit: 1000, Remaining: 998, Reset: reset},
+			{Name: "tokens", Limit: 10000, Remaining: 1500, Reset: reset},
+		}})
+		took := func() time.Duration {
+			start := time.Now()
+			admit(t, a, 4000)
+			return time.Since(start)
+		}()
+		assert.GreaterOrEqual(t, took, 20*time.Second)
+	})
+}
+
+func TestAdaptiveNeverExceedsTheCeiling(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := NewAdaptive(AdaptiveConfig{Ceiling: 5, CeilingBurst: 1})
+		admit(t, a, 0)
+		a.Observe(http.StatusOK, quota(1e6, 1e6-1, time.Second))
+		st := a.Stats()
+		assert.Equal(t, Limit(5), st.Limit)
+		assert.Equal(t, 1, st.Burst)
+		start := time.Now()
+		for range 51 {
+			admit(t, a, 0)
+		}
+		assert.GreaterOrEqual(t, time.Since(start), 10*time.Second, "51 requests at 5/s")
+	})
+}
+
+func TestAdaptiveWithOnlyACeilingIsAStaticBucket(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := NewAdaptive(AdaptiveConfig{Ceiling: 2, CeilingBurst: 4})
+		admit(t, a, 0)
+		a.Observe(http.StatusOK, Info{})
+		st := a.Stats()
+		assert.Equal(t, ModeStatic, st.Mode)
+		assert.Equal(t, Limit(2), st.Limit)
+		assert.Equal(t, 4, st.Burst)
+	})
+}
+
+func TestAdaptiveProbingCutsTheRateOnAThrottleAndRecovers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := NewAdaptive(AdaptiveConfig{MinLimit: 0.5})
+		admit(t, a, 0)
+		a.Observe(http.StatusOK, Info{})
+		// Send at 10/s for a few seconds, then hit a bare 429.
+		for range 30 {
+			time.Sleep(100 * time.Millisecond)
+			admit(t, a, 0)
+			a.Observe(http.StatusOK, Info{})
+		}
+		admit(t, a, 0)
+		admit(t, a, 0)
+		a.Observe(http.StatusTooManyRequests, Info{})
+		st := a.Stats()
+		assert.Equal(t, ModeProbing, st.Mode)
+		assert.InDelta(t, 0.7*10, float64(st.Limit), 1, "multiplicative decrease to 0.7 × the send rate")
+		cut := st.Limit
+
+		// Throttles of requests already in flight belong to the same event.
+		a.Observe(http.StatusTooManyRequests, Info{})
+		assert.Equal(t, cut, a.Stats().Limit)
+
+		// Successes let it climb back towards the rate it was throttled at.
+		for range 100 {
+			admit(t, a, 0)
+			a.Observe(http.StatusOK, Info{})
+		}
+		assert.Greater(t, a.Stats().Limit, cut)
+	})
+}
+
+func TestAdaptiveProbingNeverGoesBelowMinLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := NewAdaptive(AdaptiveConfig{MinLimit: 2})
+		admit(t, a, 0)
+		for range 50 {
+			a.Observe(http.StatusServiceUnavailable, Info{})
+			admit(t, a, 0)
+		}
+		assert.GreaterOrEqual(t, float64(a.Stats().Limit), 2.0)
+		assert.Equal(t, int64(50), a.Stats().Throttled)
+	})
+}
+
+func TestAdaptiveLearnDoesNotTouchInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := NewAdaptive(AdaptiveConfig{SlowStart: 3})
+		admit(t, a, 0)
+		admit(t, a, 0)
+		a.Learn(http.StatusOK, quota(100, 90, time.Minute))
+		st := a.Stats()
+		assert.Equal(t, 2, st.InFlight)
+		assert.Equal(t, ModeHeaders, st.Mode, "a response ends slow start")
+		assert.Equal(t, 88.0, budgetOf(a, "requests"), "both requests in flight count")
+	})
+}
+
+// recorder is a slog.Handler that keeps records.
+type recorder struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (r *recorder) Enabled(context.Context, slog.Level) bool { return true }
+func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.records = append(r.records, rec)
+	return nil
+}
+func (r *recorder) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *recorder) WithGroup(string) slog.Handler      { return r }
+
+func (r *recorder) levels() map[slog.Level][]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[slog.Level][]string{}
+	for _, rec := range r.records {
+		out[rec.Level] = append(out[rec.Level], rec.Message)
+	}
+	return out
+}
+
+func TestAdaptiveLogsRetunesAtDebugAndThrottlesAtWarn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		a := NewAdaptive(AdaptiveConfig{Key: "api", Logger: slog.New(rec)})
+		admit(t, a, 0)
+		a.Observe(http.StatusOK, quota(100, 99, time.Minute))
+		admit(t, a, 0)
+		a.Observe(http.StatusTooManyRequests, Info{RetryAfter: time.Second})
+		levels := rec.levels()
+		assert.Contains(t, levels[slog.LevelDebug], "pacer: retuned")
+		assert.Equal(t, []string{"pacer: throttled"}, levels[slog.LevelWarn])
+	})
+}
+
+func TestAdaptiveIgnoresHostileCosts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := NewAdaptive(AdaptiveConfig{SlowStart: 4})
+		for _, cost := range []float64{math.NaN(), -5, math.Inf(1), math.Inf(-1)} {
+			admit(t, a, cost)
+		}
+		assert.Equal(t, 4, a.Stats().InFlight)
+	})
+}
+
+func TestAdaptiveStatsReportsLastInfo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := NewAdaptive(AdaptiveConfig{})
+		admit(t, a, 0)
+		info := quota(100, 42, time.Minute)
+		a.Observe(http.StatusOK, info)
+		st := a.Stats()
+		assert.Equal(t, info, st.LastInfo)
+		st.LastInfo.Quotas[0].Remaining = 7 // a copy: the caller may keep it
+		assert.Equal(t, 42.0, a.Stats().LastInfo.Quotas[0].Remaining)
+		assert.Equal(t, int64(1), st.Requests)
+	})
 }

@@ -7,24 +7,32 @@ import (
 
 // probe is the fallback for servers that say nothing about their quota and
 // only answer 429 or 503 when it is exceeded. It is CUBIC, as in the AWS SDK's
-// adaptive retry mode, with one change that matters for slow APIs.
+// adaptive retry mode (β = 0.7, C = 0.4, new rates capped at twice the
+// measured send rate, floor MinLimit), with two changes that matter for slow
+// APIs and concurrent callers.
 //
 // Before the first throttle it does not limit at all: a server that never
 // throttles is never slowed. On a throttle it remembers the rate it was sending
-// at (lastMax, the smaller of its limit and the measured send rate) and drops
+// at (lastMax: the smaller of its limit and the measured send rate) and drops
 // to β·lastMax. It then climbs back along a cubic: fast at first, flattening
-// as it nears lastMax, where the server last pushed back, then probing
-// beyond it, slowly at first. Throttles from requests already in flight when
-// it reacted belong to the same event and do not cut the rate again.
+// as it nears lastMax, where the server last pushed back, then probing beyond
+// it, slowly at first.
 //
-// AWS's cubic returns to lastMax after K = ∛(lastMax·(1-β)/C) seconds, about
-// 2 s at 10 requests/s: with one 429 per cycle that is 5% of all requests
-// throttled. Here K is also at least long enough for a cycle to hold about
-// 100 requests per 429 the last event cost, so the share of 429s stays near
-// 1% whatever the rate and the latency (a high rate × round trip means many
-// requests in flight, hence many 429s per event). The rate averages about
-// (1 - (1-β)/4) ≈ 92% of lastMax over a cycle; lastMax tracks the server's
-// capacity.
+// Change 1: one cut per event. 429s of requests sent before the last cut took
+// effect (those in flight then, or within a round trip) do not cut again; the
+// AWS SDK cuts on every throttle, so 32 concurrent callers meeting one empty
+// bucket would divide the rate by 0.7³².
+//
+// Change 2: the length of a cycle. AWS's cubic is back at lastMax after
+// K = ∛(lastMax·(1-β)/C) seconds, about 2 s at 10 requests/s: with one 429 per
+// cycle that is 5% of all requests throttled. Here K is also long enough for a
+// cycle to hold about 300 requests per 429 the last event cost (at most two
+// minutes), so the share of 429s stays well under 1% once settled, whatever
+// the rate, and whatever the latency (a high rate × round trip means many
+// requests in flight, hence many 429s per event). The first event, which
+// follows an unlimited burst and says little, keeps AWS's K. The rate averages
+// about 1 - (1-β)/4 ≈ 92% of lastMax over a cycle, and lastMax tracks the
+// server's capacity.
 type probe struct {
 	minLimit float64
 
@@ -38,6 +46,7 @@ type probe struct {
 	// passes closeAt (the requests that were in flight when it began).
 	closeAt     int64
 	eventCount  int // throttles in the current event
+	events      int // events so far
 	observed    int64
 	lastEventAt time.Time
 
@@ -52,7 +61,8 @@ const (
 	probeBeta        = 0.7
 	probeC           = 0.4
 	probeSlot        = 500 * time.Millisecond
-	probeCycleFactor = 100 // requests per throttle in one cycle
+	probeCycleFactor = 300 // requests per throttle in one cycle
+	probeMaxCycle    = 2 * time.Minute
 )
 
 // meter counts one completed request at now.
@@ -84,13 +94,26 @@ func (p *probe) sendRate(now time.Time) float64 {
 }
 
 // throttle reacts to a 429/503 observed at now, with inflight requests still
-// out. It reports whether this began a new event (and so cut the rate).
-func (p *probe) throttle(now time.Time, inflight int64) bool {
-	if p.engaged && p.observed <= p.closeAt {
-		p.eventCount++
-		return false
+// out and rtt the estimated round trip. It reports whether this began a new
+// event (and so cut the rate): not if the request may have been sent before
+// the last cut took effect, judged by count (the requests then in flight) and
+// by time (a round trip, and at least one interval at the cut rate).
+func (p *probe) throttle(now time.Time, inflight int64, rtt time.Duration) bool {
+	if p.engaged {
+		gap := max(rtt, time.Duration(float64(time.Second)/p.limit))
+		if p.observed <= p.closeAt || now.Sub(p.lastEventAt) < gap {
+			p.eventCount++
+			return false
+		}
 	}
-	prevCount := max(p.eventCount, 1)
+	// The first event follows an unlimited burst: neither it nor its 429
+	// count says anything about a probing cycle, so the climb back after it
+	// is AWS's, and the next event's cycle does not count its 429s.
+	prevCount := 0
+	if p.events > 1 {
+		prevCount = max(p.eventCount, 1)
+	}
+	p.events++
 	rate := p.sendRate(now)
 	if p.engaged && (rate == 0 || p.limit < rate) {
 		rate = p.limit
@@ -100,7 +123,10 @@ func (p *probe) throttle(now time.Time, inflight int64) bool {
 	}
 	p.engaged = true
 	p.lastMax = max(rate, p.minLimit)
-	p.k = math.Max(math.Cbrt(p.lastMax*(1-probeBeta)/probeC), probeCycleFactor*float64(prevCount)/p.lastMax)
+	p.k = math.Cbrt(p.lastMax * (1 - probeBeta) / probeC)
+	if p.events > 1 {
+		p.k = max(p.k, min(probeCycleFactor*float64(max(prevCount, 1))/p.lastMax, probeMaxCycle.Seconds()))
+	}
 	p.limit = math.Max(probeBeta*p.lastMax, p.minLimit)
 	p.since, p.lastEventAt = now, now
 	p.closeAt = p.observed + inflight

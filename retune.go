@@ -17,7 +17,6 @@ import (
 // probing fallback on 429/503 without quota headers, and ends slow start.
 // Observe never blocks on the limiter.
 func (a *Adaptive) Observe(status int, info Info) {
-	now := time.Now()
 	others := a.inflight.Add(-1)
 	if others < 0 { // an Observe without a Wait: not ours to count
 		a.inflight.Add(1)
@@ -27,12 +26,29 @@ func (a *Adaptive) Observe(status int, info Info) {
 	if c := a.inflightCost.Load(); c > 0 {
 		a.inflightCost.Add(-c / (others + 1))
 	}
+	a.learn(status, info, others)
+	// Only now, with what the response said applied, may a held caller go.
 	a.wakeGate()
+}
+
+// Learn applies what a response said, like Observe, for a request this
+// limiter did not admit (it went through another limiter that shares the
+// server's bucket): it retunes, pauses and counts a throttle, and ends slow
+// start if status ≠ 0, but does not touch the in-flight count.
+func (a *Adaptive) Learn(status int, info Info) {
+	a.learn(status, info, a.inflight.Load())
+}
+
+// learn is Observe's and Learn's common part; others is how many admitted
+// requests are still out besides the one whose response this is.
+func (a *Adaptive) learn(status int, info Info, others int64) {
 	if status == 0 {
+		a.wakeResponseWaiters()
 		return
 	}
-
+	now := time.Now()
 	a.mu.Lock()
+	defer a.wakeResponseWaiters()
 	defer a.mu.Unlock()
 	a.requests++
 	a.started.Store(true)
@@ -49,7 +65,11 @@ func (a *Adaptive) Observe(status int, info Info) {
 		if w.tokens {
 			unseen = float64(a.inflightCost.Load()) / milli
 		}
-		w.observe(q, now, unseen, horizon)
+		admitted := float64(a.admitted.Load())
+		if w.tokens {
+			admitted = float64(a.admittedCost.Load()) / milli
+		}
+		w.observe(q, now, unseen, admitted, horizon)
 		w.mentioned = true
 		if q.Remaining < 1 && !q.Reset.IsZero() {
 			exhausted = true
@@ -58,7 +78,7 @@ func (a *Adaptive) Observe(status int, info Info) {
 	// Windows that rolled over blind and this response did not describe:
 	// the server stopped speaking of them.
 	a.windows = slices.DeleteFunc(a.windows, func(w *quotaWindow) bool {
-		drop := !w.known && w.rolled && !w.mentioned
+		drop := w.probing && w.rolled && !w.mentioned
 		w.mentioned = false
 		return drop
 	})
@@ -73,8 +93,10 @@ func (a *Adaptive) Observe(status int, info Info) {
 		// Quota headers explain a throttle when a quota is spent or the server
 		// named a wait; otherwise (no headers, or a limit the headers do not
 		// show) the probing fallback cuts the rate.
-		if len(info.Quotas) == 0 || (!exhausted && info.RetryAfter == 0) {
-			a.probe.throttle(now, others)
+		if (len(info.Quotas) == 0 || (!exhausted && info.RetryAfter == 0)) && a.probe.throttle(now, others, a.rtt()) {
+			// The server's bucket is empty: empty ours too, so the next
+			// request waits one interval at the new rate, not none.
+			a.pauseLocked(now.Add(time.Nanosecond))
 		}
 		if a.cfg.Logger != nil {
 			a.cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn, "pacer: throttled",
@@ -92,7 +114,7 @@ func (a *Adaptive) window(name string) *quotaWindow {
 			return w
 		}
 	}
-	w := &quotaWindow{name: name, tokens: isTokenQuota(name), jitter: 250 * time.Millisecond}
+	w := newQuotaWindow(name, a.epoch)
 	a.windows = append(a.windows, w)
 	return w
 }
@@ -108,12 +130,16 @@ func (a *Adaptive) trackRTT(now time.Time, others int64) {
 	a.lastObs = now
 }
 
+// rtt is the estimated round trip.
+func (a *Adaptive) rtt() time.Duration {
+	return time.Duration(a.avgFlight * a.interval * float64(time.Second))
+}
+
 // horizon is how long a budget stands before a higher Remaining in the same
 // window is believed: a response can be overtaken by later ones by about a
 // round trip.
 func (a *Adaptive) horizon() time.Duration {
-	rtt := time.Duration(a.avgFlight * a.interval * float64(time.Second))
-	return min(max(2*rtt, 20*time.Millisecond), 2*time.Second)
+	return min(max(2*a.rtt(), 20*time.Millisecond), 2*time.Second)
 }
 
 func (a *Adaptive) pauseLocked(t time.Time) {
@@ -133,49 +159,54 @@ func (a *Adaptive) retune(now time.Time) {
 
 	reqRate, tokRate := math.Inf(1), math.Inf(1)
 	reqBudget, tokBudget := math.Inf(1), math.Inf(1)
-	blind := false // a window rolled over with nothing known about the next
+	blind := false // a window is being probed: one request in flight
 	next := int64(math.MaxInt64)
 	var charges []*quotaWindow
+	rolled := false
 	for _, w := range a.windows {
-		if w.known && !now.Before(w.reset) {
-			unseen := inflight
-			if w.tokens {
-				unseen = inflightCost
-			}
-			if !w.roll(now, unseen) {
-				blind = true
-			}
+		unit := 1.0 // less than a request's worth left is spent
+		unseen := inflight
+		if w.tokens {
+			unit = max(float64(a.avgCost.Load())/milli, 1)
+			unseen = inflightCost
+		}
+		w.applyDrift(now)
+		if w.known && !w.reset.IsZero() && !now.Before(w.reset) {
+			w.roll(now, unseen, unit, s)
+			rolled = true
 		}
 		if !w.known {
 			continue
 		}
 		charges = append(charges, w)
-		next = min(next, a.nanos(w.reset))
-		avail := w.spendable(w.reserve(s))
-		var rate float64
-		if (w.tokens && avail <= 0) || (!w.tokens && avail < 1) {
-			// Spent: nothing starts before the reset, and the waiters it
-			// releases are paced from an empty bucket at the steady rate.
-			rate = w.steadyRate(s)
-			if rate == 0 {
-				rate = math.Inf(1) // unknown: the window is re-learned, one request at a time
-			}
-			at := w.reset.Add(jitter(rate))
+		rate, pause := w.plan(now, s, unit)
+		if !pause.IsZero() {
+			// Spent: nothing starts before the pause ends, and the waiters
+			// it releases are paced from an empty bucket.
+			at := pause.Add(jitter(rate))
 			if w.tokens {
 				a.tok.PauseUntil(at)
 			} else {
 				a.pauseLocked(at)
 			}
-		} else {
-			rate = s * avail / max(w.reset.Sub(now).Seconds(), 1e-3)
 		}
+		blind = blind || w.probing
+		for _, t := range [...]time.Time{w.reset, w.wakeAt, w.probeAt} {
+			if !t.IsZero() {
+				next = min(next, a.nanos(t))
+			}
+		}
+		avail := max(w.units()-w.reserve(s), 0)
 		if w.tokens {
-			tokRate, tokBudget = min(tokRate, rate), min(tokBudget, max(avail, 0))
+			tokRate, tokBudget = min(tokRate, rate), min(tokBudget, avail)
 		} else {
-			reqRate, reqBudget = min(reqRate, rate), min(reqBudget, max(avail, 0))
+			reqRate, reqBudget = min(reqRate, rate), min(reqBudget, avail)
 		}
 	}
 	a.checkAt.Store(next)
+	if rolled {
+		a.wakeResponseWaiters()
+	}
 	if old := a.charges.Load(); old == nil || !slices.Equal(*old, charges) {
 		if len(charges) == 0 {
 			a.charges.Store(nil)
@@ -229,16 +260,23 @@ func (a *Adaptive) retune(now time.Time) {
 	}
 }
 
-// apply sets a bucket's limit and burst. Lower limits apply at once; higher
-// ones only when they differ by more than 1%, so a stream of responses does
-// not make the bucket re-plan its waiters for nothing.
+// minRate is the lowest rate a quota sets: a request or token every 1000 s.
+// A budget that leaves less is treated as spent, so this only keeps the
+// bucket's arithmetic clear of "never".
+const minRate = 1e-3
+
+// apply sets a bucket's limit and burst, when they changed enough to matter:
+// every change makes the bucket re-plan its waiters, and a stream of
+// responses nudges the rate by fractions of a percent. A limit 1% lower, or
+// 2% higher, applies; smaller drifts wait for the next response (the budgets,
+// not the rate, are what keep a window from being overspent).
 func (a *Adaptive) apply(b *Bucket, rate float64, burst int, what string) {
 	limit := Inf
 	if !math.IsInf(rate, 1) {
 		limit = Limit(rate)
 	}
 	old := b.Limit()
-	if limit < old || (old != Inf && float64(limit) > float64(old)*1.01) || (old != Inf) != (limit != Inf) {
+	if (old != Inf) != (limit != Inf) || float64(limit) < float64(old)*0.99 || float64(limit) > float64(old)*1.02 {
 		b.SetLimit(limit)
 		if a.cfg.Logger != nil && significant(old, limit) {
 			a.cfg.Logger.LogAttrs(context.Background(), slog.LevelDebug, "pacer: retuned",
@@ -289,7 +327,7 @@ func (a *Adaptive) NextAllowed() time.Time {
 	at = laterOf(at, a.paused)
 	for _, w := range a.windows {
 		if w.known && !w.tokens && w.budget.Load() < milli {
-			at = laterOf(at, w.reset)
+			at = laterOf(at, w.wakeAt)
 		}
 	}
 	a.mu.Unlock()

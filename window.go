@@ -8,25 +8,40 @@ import (
 )
 
 // quotaWindow follows one server quota (a Quota name) across responses: what
-// is left of it for new requests in the current window, when that window
-// ends, and how long windows are.
+// is left of it for new requests, how that changes by itself over time, when
+// the current window ends, and how long windows are.
 //
 // The budget is the heart of the zero-429 promise. It is a lower bound on what
-// new requests may still spend before the window resets: the remaining figure
-// of a response minus everything admitted but not yet observed (which that
-// response may not have counted), then decremented by Wait for every request
-// it admits. A response lowers it at once; one that would raise it within the
-// same window is believed only once the budget has stood for a while, because
-// concurrent requests return out of order and a stale response reports a
-// Remaining that later requests have already spent.
+// new requests may still spend: the Remaining of a response minus everything
+// admitted but not yet observed (which that response may not have counted),
+// then charged by Wait for every request it admits, and moved by the drift.
+// A response lowers it at once; one that would raise it is believed only once
+// the budget has stood for a while, because concurrent requests return out of
+// order and a stale response reports a Remaining that later requests have
+// already spent.
+//
+// The drift is what changes the quota besides this client: negative when
+// someone else spends from it (another process with the same key), positive
+// when it refills within a window (sliding windows, token buckets, leaky
+// buckets). It is measured as the gap between what a response says and what
+// the budget predicted from the window's first response and the admissions
+// since, over the time between them. It also absorbs a systematic error in
+// the cost estimates of a token quota.
 type quotaWindow struct {
 	name   string
 	tokens bool // token-denominated: charged a request's cost, not 1
 
 	// budget is in milli-units; Wait charges it with atomic adds, so the
-	// happy path takes no lock. Meaningful only while the quota is in the
-	// Adaptive's charge list.
+	// happy path takes no lock. Meaningful while known.
 	budget atomic.Int64
+	// drain is what others take from the quota, milli-units per second
+	// (the negative part of the drift), and drainFrom when (ns since epoch)
+	// the budget last had it deducted: Wait deducts what accrued since, so
+	// the budget gate does not lag behind others' spending between responses.
+	drain     atomic.Int64
+	drainFrom atomic.Int64
+	epoch     time.Time
+
 	// most is the largest single charge the quota can ever take (its limit,
 	// milli-units): a cost above it is charged as this much, or it would wait
 	// for a window that never comes.
@@ -43,9 +58,33 @@ type quotaWindow struct {
 	setAt  time.Time     // when a response last set the budget
 	known  bool          // budget describes the current window
 	rolled bool          // reset passed with no response from the new window yet
+	kind   windowKind
+	carry  float64 // budget when the last reset passed, to see whether the quota jumped
+
+	drift    float64   // units per second, see above
+	driftAt  time.Time // drift applied to the budget up to here
+	anchorAt time.Time // first response of the window: the drift's baseline
+	anchorB  float64   // budget then
+	anchorA  float64   // admissions counter then
+
+	// probing lets one request through to learn a window the budget cannot
+	// speak for (after a reset, or a pause, with nothing left).
+	probing bool
+	probeAt time.Time // when a quota with no reset may probe again
+	wakeAt  time.Time // when a spent budget can next take a request
+
 	// mentioned marks the windows the response being observed described.
 	mentioned bool
 }
+
+// windowKind is what happens to a quota when its reset passes.
+type windowKind uint8
+
+const (
+	kindUnknown windowKind = iota // not seen yet: carry the budget, learn from the next response
+	kindRefill                    // jumps back to the limit (fixed window)
+	kindSmooth                    // does not jump; refills by drift (sliding window, token bucket)
+)
 
 // milli is the fixed-point scale of budgets and in-flight costs.
 const milli = 1000
@@ -61,6 +100,33 @@ func toMilli(v float64) int64 {
 }
 
 func isTokenQuota(name string) bool { return strings.Contains(strings.ToLower(name), "token") }
+
+func newQuotaWindow(name string, epoch time.Time) *quotaWindow {
+	return &quotaWindow{name: name, tokens: isTokenQuota(name), jitter: 250 * time.Millisecond, epoch: epoch}
+}
+
+// debt is what others have taken, by the drift, since the budget was last
+// brought up to date: milli-units a charge at now must leave in the budget.
+func (w *quotaWindow) debt(now time.Time) int64 {
+	rate := w.drain.Load()
+	if rate == 0 {
+		return 0
+	}
+	elapsed := int64(now.Sub(w.epoch)) - w.drainFrom.Load()
+	if elapsed <= 0 {
+		return 0
+	}
+	return int64(float64(rate) * float64(elapsed) / float64(time.Second))
+}
+
+func (w *quotaWindow) units() float64 { return float64(w.budget.Load()) / milli }
+
+func (w *quotaWindow) limitOrPeak() float64 {
+	if w.limit > 0 {
+		return w.limit
+	}
+	return w.peak
+}
 
 // tolerance is how far apart two stated resets may be and still name the
 // same window. Servers round resets (to whole seconds, often) and relative
@@ -78,52 +144,122 @@ func (w *quotaWindow) tolerance() time.Duration {
 // observe folds one response's view of the quota into the window. unseen is
 // what was admitted and not yet observed besides this response's own request
 // (requests, or estimated tokens for a token quota): the server may not have
-// counted it. horizon is how old the budget must be before a higher
-// Remaining in the same window is believed.
-func (w *quotaWindow) observe(q Quota, now time.Time, unseen float64, horizon time.Duration) {
+// counted it. admitted is the running total of admissions (same unit).
+// horizon is how old the budget must be before a higher Remaining is believed.
+func (w *quotaWindow) observe(q Quota, now time.Time, unseen, admitted float64, horizon time.Duration) {
 	if q.Limit > 0 {
 		w.limit = q.Limit
 	}
 	w.peak = max(w.peak, q.Remaining)
-	w.most.Store(max(toMilli(max(w.limit, w.peak)), milli))
+	w.most.Store(max(toMilli(w.limitOrPeak()), milli))
 	if q.Window > 0 {
 		w.window, w.stated = q.Window, true
 	}
-	if q.Reset.IsZero() {
-		// A policy without state (Remaining == Limit, no reset) or a level with
-		// no time attached (Shopify): nothing says when the quota comes back,
-		// so it cannot be spread or gated; the probing fallback covers it.
+	timed := !q.Reset.IsZero()
+	switch {
+	case !timed && q.Limit > 0 && q.Remaining >= q.Limit:
+		// A policy (Limit per Window), not the state of a window.
 		return
-	}
-	if !q.Reset.After(now) {
+	case timed && !q.Reset.After(now):
 		// The window it describes is over (parsers map past resets to now).
 		return
 	}
+	w.applyDrift(now)
 	eff := max(q.Remaining-unseen, 0)
 	tol := w.tolerance()
-	if w.known && !w.rolled {
+	if timed && w.known && !w.rolled {
 		if d := q.Reset.Sub(w.stamp).Abs(); d <= tol {
 			w.jitter = max(d, w.jitter*7/8)
 		}
 	}
 	switch {
-	case !w.known || w.rolled || q.Reset.Sub(w.stamp) >= tol:
-		// A new window. Consecutive windows' resets teach the window length
-		// when no policy states it.
-		if d := q.Reset.Sub(w.stamp); !w.stated && !w.stamp.IsZero() && d > 2*w.jitter && (w.window == 0 || d < w.window) {
-			w.window = d
+	case !w.known || w.rolled || (timed && q.Reset.Sub(w.stamp) >= tol):
+		// A new window.
+		if w.known && w.kind == kindUnknown {
+			// The first reset seen pass: did the quota jump back up?
+			before := w.units()
+			if w.rolled {
+				before = w.carry
+			}
+			if eff-before > 0.5*(w.limitOrPeak()-before) {
+				w.kind = kindRefill
+			} else {
+				w.kind = kindSmooth
+			}
 		}
-		w.reset, w.stamp = q.Reset, q.Reset
-	case float64(w.budget.Load())/milli <= eff && now.Sub(w.setAt) < horizon:
-		// Same window, higher Remaining than the budget: stale until proven
+		if timed {
+			// Consecutive windows' resets teach the window length when no
+			// policy states it.
+			if d := q.Reset.Sub(w.stamp); !w.stated && !w.stamp.IsZero() && d > 2*w.jitter && (w.window == 0 || d < w.window) {
+				w.window = d
+			}
+			w.reset, w.stamp = q.Reset, q.Reset
+		}
+		if w.kind != kindSmooth {
+			// Others' spending carries over; a refill is measured afresh.
+			w.drift = min(w.drift, 0)
+		}
+		w.anchorAt, w.anchorB, w.anchorA = now, eff, admitted
+	case eff > w.units() && now.Sub(w.setAt) < horizon:
+		// Higher than the budget, soon after it was set: stale until proven
 		// otherwise. Keep the later reset, which is the conservative one.
-		w.reset, w.stamp = laterOf(w.reset, q.Reset), laterOf(w.stamp, q.Reset)
+		if timed {
+			w.reset, w.stamp = laterOf(w.reset, q.Reset), laterOf(w.stamp, q.Reset)
+		}
 		return
 	default:
-		w.reset, w.stamp = laterOf(w.reset, q.Reset), laterOf(w.stamp, q.Reset)
+		if timed {
+			w.reset, w.stamp = laterOf(w.reset, q.Reset), laterOf(w.stamp, q.Reset)
+		}
+		w.measureDrift(now, eff, admitted, horizon)
 	}
-	w.known, w.rolled, w.setAt = true, false, now
+	w.known, w.rolled, w.setAt, w.probing = true, false, now, false
 	w.budget.Store(toMilli(eff))
+}
+
+// measureDrift compares what a response says with the window's baseline:
+// eff = anchorB - (admitted since) + drift × elapsed.
+func (w *quotaWindow) measureDrift(now time.Time, eff, admitted float64, horizon time.Duration) {
+	span := now.Sub(w.anchorAt)
+	minSpan := max(2*horizon, 250*time.Millisecond)
+	if w.window > 0 {
+		minSpan = max(minSpan, w.window/10)
+	}
+	if w.anchorAt.IsZero() || span < minSpan {
+		return
+	}
+	w.drift = (eff - (w.anchorB - (admitted - w.anchorA))) / span.Seconds()
+}
+
+// applyDrift moves the budget by the drift since it was last applied. A
+// refill never takes it above the limit.
+func (w *quotaWindow) applyDrift(now time.Time) {
+	defer func() {
+		w.drain.Store(toMilli(-w.drift))
+		w.drainFrom.Store(int64(w.driftAt.Sub(w.epoch)))
+	}()
+	if w.driftAt.IsZero() || !now.After(w.driftAt) {
+		w.driftAt = laterOf(w.driftAt, now)
+		return
+	}
+	d := w.drift * now.Sub(w.driftAt).Seconds()
+	w.driftAt = now
+	if d == 0 || !w.known {
+		return
+	}
+	if d > 0 {
+		room := toMilli(w.limitOrPeak()) - w.budget.Load()
+		w.budget.Add(min(toMilli(d), max(room, 0)))
+		return
+	}
+	w.budget.Add(-toMilli(-d))
+}
+
+func earlierOf(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 func laterOf(a, b time.Time) time.Time {
@@ -133,57 +269,121 @@ func laterOf(a, b time.Time) time.Time {
 	return a
 }
 
-// roll moves a window whose reset has passed on to the next one. With a
-// known limit and window the next window is assumed to hold the full limit,
-// minus what is in flight (it may land there). Without them nothing is known
-// about the new window: the budget is dropped and ok is false, and the caller
-// lets a single request through to learn it.
-func (w *quotaWindow) roll(now time.Time, inflight float64) (ok bool) {
+// roll moves a window whose reset has passed on to the next one. A quota
+// known to refill at its reset starts the next window with its full limit,
+// minus what is in flight (it may land there). One known to refill smoothly
+// keeps its budget, and so does one not seen pass a reset yet, which learns
+// from the next response which it is. When the budget then cannot take a
+// request, or the next window's size is unknown, one request is let through
+// to learn it (probing).
+func (w *quotaWindow) roll(now time.Time, inflight, unit, safety float64) {
+	w.applyDrift(now)
+	defer func() {
+	}()
 	w.rolled = true
-	limit := w.limit
-	if limit == 0 {
-		limit = w.peak
-	}
-	if w.window <= 0 || limit <= 0 {
-		w.known = false
+	w.carry = w.units()
+	if w.window > 0 {
+		if n := now.Sub(w.reset)/w.window + 1; n > 0 {
+			w.reset = w.reset.Add(n * w.window)
+		}
+	} else {
 		w.reset = time.Time{}
-		return false
 	}
-	if n := now.Sub(w.reset)/w.window + 1; n > 0 {
-		w.reset = w.reset.Add(n * w.window)
+	limit := w.limitOrPeak()
+	if w.kind == kindRefill && !w.reset.IsZero() && limit > 0 {
+		w.setAt = now
+		w.budget.Store(toMilli(limit - inflight))
+		w.anchorAt, w.anchorB = time.Time{}, 0
+		return
 	}
-	w.setAt = now
-	w.budget.Store(toMilli(limit - inflight))
-	return true
+	if w.kind == kindRefill || w.units()-w.reserve(safety) < unit {
+		w.startProbe(unit)
+	}
 }
 
-// spendable is the budget left above the reserve, in units.
-func (w *quotaWindow) spendable(reserve float64) float64 {
-	return float64(w.budget.Load())/milli - reserve
-}
-
-// reserve is what a token quota keeps back: a request's cost is an estimate,
-// so (1-safety) of the quota absorbs estimates that fall short until the
-// server's next figure corrects them. Request quotas count exactly.
+// reserve is what the rate keeps back. For a token quota, a request's cost
+// is an estimate: (1-safety) of the quota absorbs estimates that fall short
+// until the server's next figure corrects them. A quota not yet seen pass a
+// reset keeps the same back, so that something is left to carry over a reset
+// that turns out not to refill. Request quotas otherwise count exactly.
 func (w *quotaWindow) reserve(safety float64) float64 {
-	if !w.tokens {
+	if !w.tokens && w.kind != kindUnknown {
 		return 0
 	}
-	limit := w.limit
-	if limit == 0 {
-		limit = w.peak
-	}
-	return (1 - safety) * limit
+	return (1 - safety) * w.limitOrPeak()
 }
 
 // steadyRate is the rate that spends safety × limit per window; 0 unknown.
 func (w *quotaWindow) steadyRate(safety float64) float64 {
-	limit := w.limit
-	if limit == 0 {
-		limit = w.peak
-	}
+	limit := w.limitOrPeak()
 	if w.window <= 0 || limit <= 0 {
 		return 0
 	}
 	return safety * limit / w.window.Seconds()
+}
+
+// noResetSpan stands in for the time to reset of a quota whose server gives
+// none (Shopify's call limit): its budget is spread over this long, on top of
+// what the drift refills.
+const noResetSpan = time.Second
+
+// plan derives the quota's rate at now: safety × (budget above the reserve,
+// plus what the drift adds before the reset) spread over the time to reset.
+// unit is what one request takes. When less than a unit is left it returns
+// pause, the time before which nothing may start (zero if the drift refills
+// the budget by itself), and sets wakeAt; rate is then the rate to run at
+// once the pause ends.
+func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64, pause time.Time) {
+	if !w.probeAt.IsZero() && !now.Before(w.probeAt) {
+		w.probeAt = time.Time{}
+		w.startProbe(unit)
+	}
+	span := noResetSpan.Seconds()
+	switch {
+	case !w.reset.IsZero():
+		span = max(w.reset.Sub(now).Seconds(), 1e-3)
+	case w.window > 0:
+		span = w.window.Seconds()
+	}
+	avail := w.units() - w.reserve(safety)
+	w.wakeAt = time.Time{}
+	if w.probing {
+		// One request is out (the gate holds the rest) to learn the quota;
+		// those already past the gate keep a steady pace if one is known.
+		if rate = w.steadyRate(safety); rate == 0 {
+			rate = math.Inf(1)
+		}
+		return rate, time.Time{}
+	}
+	if avail >= unit {
+		// Others' spending (negative drift) may claim the whole budget
+		// before the reset, by the model; but the model can be wrong, and
+		// only a response corrects it: at least one request per span.
+		return max(safety*(avail+w.drift*span)/span, safety*unit/span), time.Time{}
+	}
+	switch {
+	case w.drift > 0 && (w.kind == kindSmooth || w.reset.IsZero()):
+		// Refilling by itself: run at the refill rate.
+		w.wakeAt = now.Add(time.Duration((unit - avail) / w.drift * float64(time.Second)))
+		if !w.reset.IsZero() {
+			w.wakeAt = earlierOf(w.wakeAt, w.reset)
+		}
+		return max(safety*w.drift, minRate), time.Time{}
+	case !w.reset.IsZero():
+		pause = w.reset
+	default:
+		pause = now.Add(noResetSpan)
+		w.probeAt = pause
+	}
+	w.wakeAt = pause
+	if rate = w.steadyRate(safety); rate == 0 {
+		rate = math.Inf(1) // unknown: re-learned one request at a time
+	}
+	return rate, pause
+}
+
+// startProbe lets one request through to learn the quota's state.
+func (w *quotaWindow) startProbe(unit float64) {
+	w.probing = true
+	w.budget.Store(toMilli(unit))
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package pacer
+
+const raceEnabled = false

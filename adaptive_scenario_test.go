@@ -1,0 +1,195 @@
+package pacer
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pacer-go/pacer/internal/apisim"
+	"github.com/stretchr/testify/assert"
+)
+
+// scenario is one simulated API and workload: callers goroutines loop
+// Wait → request → Observe against an in-memory apisim server for run.
+type scenario struct {
+	name    string
+	server  apisim.Config
+	run     time.Duration
+	callers int
+	// cost, when set, returns a request's estimated token cost (passed to
+	// Wait) and its actual usage (sent to the server).
+	cost func(r *rand.Rand) (estimate float64, actual int)
+	// at, when set, runs once half-way through the run (a quota change).
+	at func(s *apisim.Server)
+	// probing marks servers without quota headers: judged by the fallback's
+	// targets (≤ 2% 429s, ≥ 80% of capacity) instead of zero 429s.
+	probing bool
+}
+
+// outcome is what a scenario measured.
+type outcome struct {
+	requests, ok, throttled int
+	lateThrottled           int     // 429s for requests sent after the first response arrived
+	capacity                float64 // requests the server could have admitted
+	goodput                 float64 // ok / capacity (or tokens used / token capacity, if higher)
+	tokGoodput              float64
+	mode                    string
+}
+
+func (o outcome) String() string {
+	return fmt.Sprintf("requests=%d ok=%d 429=%d (after first response %d, %.2f%%) capacity=%.0f goodput=%.3f tokens=%.3f mode=%s",
+		o.requests, o.ok, o.throttled, o.lateThrottled, 100*float64(o.throttled)/max(1, float64(o.requests)),
+		o.capacity, o.goodput, o.tokGoodput, o.mode)
+}
+
+// drive runs sc in a synctest bubble (virtual time) and returns what the
+// server saw. The small driver stands in for the Transport: Wait, send,
+// parseHeaders, Observe.
+func drive(t *testing.T, sc scenario, acfg AdaptiveConfig) outcome {
+	t.Helper()
+	var out outcome
+	synctest.Test(t, func(t *testing.T) {
+		srv := apisim.New(sc.server)
+		rt := srv.Transport()
+		a := NewAdaptive(acfg)
+		ctx, cancel := context.WithCancel(context.Background())
+		start := time.Now()
+		end := start.Add(sc.run)
+		var wg sync.WaitGroup
+		for i := range sc.callers {
+			rng := rand.New(rand.NewPCG(uint64(i), 42))
+			wg.Go(func() {
+				for time.Now().Before(end) {
+					estimate, actual := 0.0, 0
+					if sc.cost != nil {
+						estimate, actual = sc.cost(rng)
+					}
+					if err := a.Wait(ctx, estimate); err != nil {
+						if ctx.Err() == nil {
+							t.Errorf("Wait: %v", err)
+						}
+						return
+					}
+					req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/v1/thing", nil)
+					if actual > 0 {
+						req.Header.Set(apisim.TokensHeader, strconv.Itoa(actual))
+					}
+					resp, err := rt.RoundTrip(req)
+					if err != nil {
+						a.Observe(0, Info{})
+						continue
+					}
+					info, _ := parseHeaders(resp.Header, time.Now(), 0)
+					resp.Body.Close()
+					a.Observe(resp.StatusCode, info)
+				}
+			})
+		}
+		if sc.at != nil {
+			time.Sleep(sc.run / 2)
+			sc.at(srv)
+			time.Sleep(sc.run - sc.run/2)
+		} else {
+			time.Sleep(sc.run)
+		}
+		cancel()
+		wg.Wait()
+
+		events := srv.Events()
+		stats := srv.Stats()
+		out.requests, out.ok, out.throttled = stats.Requests, stats.OK, stats.Throttled
+		if len(events) > 0 {
+			firstResponse := events[0].At.Add(sc.server.Latency)
+			for _, e := range events {
+				if e.Status == http.StatusTooManyRequests && !e.At.Before(firstResponse) {
+					out.lateThrottled++
+				}
+			}
+		}
+		out.capacity = srv.Capacity(start, end)
+		out.goodput = float64(stats.OK) / out.capacity
+		if sc.server.TokenLimit > 0 {
+			out.tokGoodput = float64(stats.TokensUsed) / srv.TokenCapacity(start, end)
+		}
+		out.mode = a.Stats().Mode
+	})
+	return out
+}
+
+// tokenCost estimates a request at 500 to 1500 tokens; the server is charged
+// the actual usage, 70% to 130% of the estimate.
+func tokenCost(r *rand.Rand) (float64, int) {
+	estimate := 500 + r.Float64()*1000
+	return estimate, int(estimate * (0.7 + 0.6*r.Float64()))
+}
+
+// scenarios are the six (a–f) plus the other header styles and
+// counting algorithms, for a quota of limit requests per window (and 700
+// tokens per request of token quota).
+func scenarios(window time.Duration, limit int) []scenario {
+	type sv = apisim.Config
+	list := []scenario{
+		{name: "a/github-fixed-window", server: sv{Style: apisim.StyleGitHub}},
+		{name: "b/ietf", server: sv{Style: apisim.StyleIETF}},
+		{name: "c/openai-requests+tokens", server: sv{Style: apisim.StyleOpenAI, TokenLimit: 700 * limit}, cost: tokenCost},
+		{name: "d/retry-after-token-bucket", server: sv{Style: apisim.StyleRetryAfter, Algorithm: apisim.TokenBucket}, probing: true},
+		{name: "e/quota-halves", server: sv{Style: apisim.StyleGitHub}, at: func(s *apisim.Server) { s.SetLimit(limit / 2) }},
+		{name: "f/unseen-client-30%", server: sv{Style: apisim.StyleGitHub, UnseenShare: 0.3}},
+		{name: "anthropic-tokens", server: sv{Style: apisim.StyleAnthropic, TokenLimit: 700 * limit}, cost: tokenCost},
+		{name: "ietf07", server: sv{Style: apisim.StyleIETF07}},
+		{name: "discord", server: sv{Style: apisim.StyleDiscord}},
+		{name: "sliding-window-github", server: sv{Style: apisim.StyleGitHub, Algorithm: apisim.SlidingWindow}},
+		{name: "sliding-window-ietf", server: sv{Style: apisim.StyleIETF, Algorithm: apisim.SlidingWindow}},
+		{name: "token-bucket-openai", server: sv{Style: apisim.StyleOpenAI, Algorithm: apisim.TokenBucket}},
+		{name: "shopify-leaky-bucket", server: sv{Style: apisim.StyleShopify}},
+		{name: "bare-429-token-bucket", server: sv{Style: apisim.StyleBare, Algorithm: apisim.TokenBucket}, probing: true},
+	}
+	for i := range list {
+		list[i].server.Window, list[i].server.Limit = window, limit
+		list[i].run, list[i].callers = 10*time.Minute, 32
+	}
+	return list
+}
+
+// TestAdaptiveScenarios runs 32 callers for 10 simulated minutes against each
+// simulated API, at several server latencies and window sizes. With quota
+// headers: no 429 once the first response is in, and goodput of at least
+// 0.9 × safety × the server's capacity for this client. Without (probing):
+// at most 2% of requests throttled, goodput at least 80% of capacity.
+func TestAdaptiveScenarios(t *testing.T) {
+	const safety = 0.9
+	for _, w := range []struct {
+		window time.Duration
+		limit  int
+	}{{time.Minute, 600}, {10 * time.Second, 50}} {
+		for i, base := range scenarios(w.window, w.limit) {
+			for j, latency := range []time.Duration{0, 20 * time.Millisecond, 200 * time.Millisecond} {
+				if raceEnabled && j != i%3 {
+					continue // the race detector is ~6× slower: one latency per scenario
+				}
+				sc := base
+				sc.server.Latency = latency
+				name := fmt.Sprintf("%s/window=%v/latency=%v", sc.name, w.window, latency)
+				t.Run(name, func(t *testing.T) {
+					t.Parallel()
+					o := drive(t, sc, AdaptiveConfig{Key: "sim", SafetyFactor: safety})
+					t.Logf("%v", o)
+					goodput := max(o.goodput, o.tokGoodput) // the binding quota is the one to fill
+					if sc.probing {
+						assert.LessOrEqual(t, float64(o.throttled), 0.02*float64(o.requests), "share of 429s")
+						assert.GreaterOrEqual(t, goodput, 0.8, "goodput / capacity")
+						return
+					}
+					assert.Zero(t, o.lateThrottled, "429s after the first response")
+					assert.GreaterOrEqual(t, goodput, 0.9*safety, "goodput / capacity")
+				})
+			}
+		}
+	}
+}
