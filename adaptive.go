@@ -239,27 +239,33 @@ func (a *Adaptive) Wait(ctx context.Context, cost float64) error {
 				return err
 			}
 		}
-		if a.nanos(time.Now()) >= a.checkAt.Load() {
+		now := time.Now()
+		if a.nanos(now) >= a.checkAt.Load() {
 			a.mu.Lock()
-			a.retune(time.Now())
+			a.retune(now)
 			a.mu.Unlock()
 		}
-		now := time.Now()
-		at := laterOf(a.req.nextAt(1), a.spentUntil(cost))
+		// The request bucket's waitN enforces MaxWait and the deadline by
+		// itself, taking nothing when it fails. A spent budget, or a second
+		// bucket for tokens, needs the whole wait known up front.
 		tokens := n > 0 && a.tokensTracked()
-		if tokens {
-			at = laterOf(at, a.tok.nextAt(n))
+		if spent := a.spentUntil(cost); tokens || !spent.IsZero() {
+			at := laterOf(a.req.nextAt(1), spent)
+			if tokens {
+				at = laterOf(at, a.tok.nextAt(n))
+			}
+			if err := a.tooLong(ctx, now, at); err != nil {
+				release()
+				return err
+			}
 		}
-		if err := a.tooLong(ctx, now, at); err != nil {
-			release()
-			return err
-		}
-		if _, err := a.req.waitN(ctx, 1, a.cfg.MaxWait); err != nil {
+		granted, err := a.req.waitN(ctx, 1, a.cfg.MaxWait)
+		if err != nil {
 			release()
 			return a.annotate(err)
 		}
 		if tokens {
-			if _, err := a.tok.waitN(ctx, n, a.cfg.MaxWait); err != nil {
+			if granted, err = a.tok.waitN(ctx, n, a.cfg.MaxWait); err != nil {
 				release()
 				return a.annotate(err)
 			}
@@ -268,12 +274,14 @@ func (a *Adaptive) Wait(ctx context.Context, cost float64) error {
 		// the bucket must not hold quota of a window that may end first. A
 		// reset may have passed while it waited (the usual end of a pause):
 		// the windows move on first.
-		if a.nanos(time.Now()) >= a.checkAt.Load() {
-			a.mu.Lock()
-			a.retune(time.Now())
-			a.mu.Unlock()
+		if granted.After(now) {
+			if now = time.Now(); a.nanos(now) >= a.checkAt.Load() {
+				a.mu.Lock()
+				a.retune(now)
+				a.mu.Unlock()
+			}
 		}
-		charged, retryAt := a.charge(cost)
+		charged, retryAt := a.charge(cost, now)
 		if charged {
 			break
 		}
@@ -463,13 +471,12 @@ func (a *Adaptive) noteCost(cost float64) float64 {
 // charge takes one request (and cost tokens) from every budgeted quota. On
 // failure nothing stays charged and retryAt is when the exhausted quota's
 // window resets.
-func (a *Adaptive) charge(cost float64) (ok bool, retryAt time.Time) {
+func (a *Adaptive) charge(cost float64, now time.Time) (ok bool, retryAt time.Time) {
 	c := a.charges.Load()
 	if c == nil {
 		return true, time.Time{}
 	}
 	ws := *c
-	now := time.Now()
 	for i, w := range ws {
 		amount := a.amount(w, cost)
 		if amount == 0 {

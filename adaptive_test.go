@@ -529,6 +529,39 @@ func TestAdaptiveIgnoresHostileCosts(t *testing.T) {
 	})
 }
 
+func TestAdaptiveIgnoresHostileInfo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := NewAdaptive(AdaptiveConfig{SlowStart: 10})
+		for range 6 {
+			admit(t, a, 0)
+		}
+		now := time.Now()
+		for _, q := range []Quota{
+			{Name: "nan", Limit: 10, Remaining: math.NaN(), Reset: now.Add(time.Minute)},
+			{Name: "neg", Limit: 10, Remaining: -5, Reset: now.Add(time.Minute)},
+			{Name: "inf", Limit: math.Inf(1), Remaining: 5, Reset: now.Add(time.Minute)},
+			{Name: "window", Limit: 10, Remaining: 50, Reset: now.Add(time.Minute), Window: -time.Second},
+		} {
+			assert.NotPanics(t, func() { a.Observe(http.StatusOK, Info{Quotas: []Quota{q}}) })
+		}
+		assert.NotPanics(t, func() { a.Observe(http.StatusTooManyRequests, Info{RetryAfter: -time.Hour}) })
+		assert.True(t, math.IsNaN(budgetOf(a, "nan")), "not tracked")
+		assert.True(t, math.IsNaN(budgetOf(a, "neg")), "not tracked")
+		assert.True(t, math.IsNaN(budgetOf(a, "inf")), "not tracked")
+		assert.LessOrEqual(t, budgetOf(a, "window"), 10.0, "remaining clamped to the limit")
+	})
+}
+
+func TestAdaptiveClampsAResetBeyondMaxDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := NewAdaptive(AdaptiveConfig{MaxDelay: time.Hour})
+		admit(t, a, 0)
+		now := time.Now()
+		a.Observe(http.StatusOK, Info{Quotas: []Quota{{Name: "far", Limit: 10, Remaining: 0, Reset: now.Add(1000 * time.Hour)}}})
+		assert.WithinRange(t, a.NextAllowed(), now.Add(time.Hour), now.Add(time.Hour+time.Second))
+	})
+}
+
 func TestAdaptiveStatsReportsLastInfo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{})
@@ -541,4 +574,52 @@ func TestAdaptiveStatsReportsLastInfo(t *testing.T) {
 		assert.Equal(t, 42.0, a.Stats().LastInfo.Quotas[0].Remaining)
 		assert.Equal(t, int64(1), st.Requests)
 	})
+}
+
+// BenchmarkAdaptiveWaitObserve measures the limiter's cost per request when it
+// is not binding: Wait then Observe, serially and from parallel goroutines.
+func BenchmarkAdaptiveWaitObserve(b *testing.B) {
+	ctx := context.Background()
+	for _, bc := range []struct {
+		name string
+		info func() Info
+	}{
+		{"no-headers", func() Info { return Info{} }},
+		{"headers", func() Info {
+			return Info{Quotas: []Quota{{Name: "requests", Limit: 1e12, Remaining: 1e12, Reset: time.Now().Add(time.Hour)}}}
+		}},
+	} {
+		info := bc.info()
+		start := func(b *testing.B) *Adaptive {
+			a := NewAdaptive(AdaptiveConfig{})
+			if err := a.Wait(ctx, 0); err != nil {
+				b.Fatal(err)
+			}
+			a.Observe(http.StatusOK, info)
+			return a
+		}
+		b.Run(bc.name, func(b *testing.B) {
+			a := start(b)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := a.Wait(ctx, 0); err != nil {
+					b.Fatal(err)
+				}
+				a.Observe(http.StatusOK, info)
+			}
+		})
+		b.Run(bc.name+"/parallel", func(b *testing.B) {
+			a := start(b)
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := a.Wait(ctx, 0); err != nil {
+						b.Error(err)
+						return
+					}
+					a.Observe(http.StatusOK, info)
+				}
+			})
+		})
+	}
 }

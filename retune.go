@@ -60,6 +60,10 @@ func (a *Adaptive) learn(status int, info Info, others int64) {
 	exhausted := false
 	horizon := a.horizon()
 	for _, q := range info.Quotas {
+		q, ok := a.sane(q, now)
+		if !ok {
+			continue
+		}
 		w := a.window(q.Name)
 		unseen := float64(others)
 		if w.tokens {
@@ -83,7 +87,7 @@ func (a *Adaptive) learn(status int, info Info, others int64) {
 		return drop
 	})
 
-	if info.RetryAfter > 0 && status >= 400 {
+	if info.RetryAfter > 0 && status >= 400 { // negative: ignored
 		a.pauseLocked(now.Add(min(info.RetryAfter, a.cfg.MaxDelay)))
 	}
 	a.probe.meter(now)
@@ -107,12 +111,43 @@ func (a *Adaptive) learn(status int, info Info, others int64) {
 	a.retune(now)
 }
 
-// window returns the tracker of the named quota, creating it.
-func (a *Adaptive) window(name string) *quotaWindow {
+// sane clamps what a caller (not necessarily parseHeaders) says about a
+// quota: counts must be finite and not negative, the reset within MaxDelay,
+// the window positive. A quota it cannot use is dropped.
+func (a *Adaptive) sane(q Quota, now time.Time) (Quota, bool) {
+	finite := func(v float64) bool { return v >= 0 && !math.IsInf(v, 1) } // false for NaN
+	if !finite(q.Remaining) || !finite(q.Limit) || len(a.windows) >= maxWindows && a.find(q.Name) == nil {
+		return q, false
+	}
+	if q.Limit > 0 {
+		q.Remaining = min(q.Remaining, q.Limit)
+	}
+	if q.Window < 0 {
+		q.Window = 0
+	}
+	if !q.Reset.IsZero() && q.Reset.Sub(now) > a.cfg.MaxDelay {
+		q.Reset = now.Add(a.cfg.MaxDelay)
+	}
+	return q, true
+}
+
+// maxWindows caps the quotas tracked per endpoint (parseHeaders keeps 16).
+const maxWindows = 16
+
+// find returns the tracker of the named quota, or nil.
+func (a *Adaptive) find(name string) *quotaWindow {
 	for _, w := range a.windows {
 		if w.name == name {
 			return w
 		}
+	}
+	return nil
+}
+
+// window returns the tracker of the named quota, creating it.
+func (a *Adaptive) window(name string) *quotaWindow {
+	if w := a.find(name); w != nil {
+		return w
 	}
 	w := newQuotaWindow(name, a.epoch)
 	a.windows = append(a.windows, w)
@@ -161,7 +196,7 @@ func (a *Adaptive) retune(now time.Time) {
 	reqBudget, tokBudget := math.Inf(1), math.Inf(1)
 	blind := false // a window is being probed: one request in flight
 	next := int64(math.MaxInt64)
-	var charges []*quotaWindow
+	known := 0
 	rolled := false
 	for _, w := range a.windows {
 		unit := 1.0 // less than a request's worth left is spent
@@ -178,7 +213,7 @@ func (a *Adaptive) retune(now time.Time) {
 		if !w.known {
 			continue
 		}
-		charges = append(charges, w)
+		known++
 		rate, pause := w.plan(now, s, unit)
 		if !pause.IsZero() {
 			// Spent: nothing starts before the pause ends, and the waiters
@@ -207,13 +242,7 @@ func (a *Adaptive) retune(now time.Time) {
 	if rolled {
 		a.wakeResponseWaiters()
 	}
-	if old := a.charges.Load(); old == nil || !slices.Equal(*old, charges) {
-		if len(charges) == 0 {
-			a.charges.Store(nil)
-		} else {
-			a.charges.Store(&charges)
-		}
-	}
+	a.updateCharges(known)
 
 	// Requests: the tightest of quotas, probe and ceiling.
 	limit, burst := reqRate, 1.0
@@ -232,19 +261,19 @@ func (a *Adaptive) retune(now time.Time) {
 			burst = math.Min(burst, float64(a.cfg.CeilingBurst))
 		}
 	}
-	a.apply(a.req, limit, int(burst), "requests")
+	a.apply(a.req, limit, int(burst), 1, "requests")
 
 	// Tokens: the burst must hold the largest request seen.
 	tburst := math.Ceil(float64(a.maxCost.Load()) / milli)
 	if !math.IsInf(tokRate, 1) {
 		tburst = max(tburst, math.Min(math.Floor(tokRate), math.Floor((1-s)*tokBudget)))
 	}
-	a.apply(a.tok, tokRate, int(max(tburst, 1)), "tokens")
+	a.apply(a.tok, tokRate, int(max(tburst, 1)), int(math.Ceil(float64(a.maxCost.Load())/milli)), "tokens")
 
 	switch {
 	case !a.started.Load():
 		a.mode = ModeSlowStart
-	case len(charges) > 0 || blind:
+	case known > 0 || blind:
 		a.mode = ModeHeaders
 	case a.probe.engaged || a.cfg.Ceiling == 0:
 		a.mode = ModeProbing
@@ -260,6 +289,39 @@ func (a *Adaptive) retune(now time.Time) {
 	}
 }
 
+// updateCharges publishes the known windows for Wait to charge, allocating
+// only when the set changed.
+func (a *Adaptive) updateCharges(known int) {
+	old := a.charges.Load()
+	if old == nil && known == 0 {
+		return
+	}
+	if old != nil && len(*old) == known {
+		same := true
+		i := 0
+		for _, w := range a.windows {
+			if w.known {
+				same = same && (*old)[i] == w
+				i++
+			}
+		}
+		if same {
+			return
+		}
+	}
+	if known == 0 {
+		a.charges.Store(nil)
+		return
+	}
+	charges := make([]*quotaWindow, 0, known)
+	for _, w := range a.windows {
+		if w.known {
+			charges = append(charges, w)
+		}
+	}
+	a.charges.Store(&charges)
+}
+
 // minRate is the lowest rate a quota sets: a request or token every 1000 s.
 // A budget that leaves less is treated as spent, so this only keeps the
 // bucket's arithmetic clear of "never".
@@ -270,7 +332,7 @@ const minRate = 1e-3
 // responses nudges the rate by fractions of a percent. A limit 1% lower, or
 // 2% higher, applies; smaller drifts wait for the next response (the budgets,
 // not the rate, are what keep a window from being overspent).
-func (a *Adaptive) apply(b *Bucket, rate float64, burst int, what string) {
+func (a *Adaptive) apply(b *Bucket, rate float64, burst, need int, what string) {
 	limit := Inf
 	if !math.IsInf(rate, 1) {
 		limit = Limit(rate)
@@ -285,7 +347,8 @@ func (a *Adaptive) apply(b *Bucket, rate float64, burst int, what string) {
 				slog.String("mode", a.mode))
 		}
 	}
-	if b.Burst() != burst {
+	// A burst below need (the largest cost seen) would refuse a request.
+	if old := b.Burst(); old != burst && (old < need || old < 10 || burst < old*9/10 || burst > old*11/10) {
 		b.SetBurst(burst)
 	}
 }
