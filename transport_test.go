@@ -425,3 +425,23 @@ func TestCostHintsKeepATokenQuotaFromBeingOverrun(t *testing.T) {
 		t.Logf("%+v in %v", st, time.Since(start))
 	})
 }
+
+// TestClientTimeoutIsADeadlineTheLimiterRespects: http.Client.Timeout puts a
+// deadline on the request's context, so a paused endpoint fails at once
+// through the client too, as a *RateLimitError inside the *url.Error.
+func TestClientTimeoutIsADeadlineTheLimiterRespects(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMock(respondInTurn(respond(429, "Retry-After", "60"), respond(200)))
+		client := &http.Client{Transport: NewTransport(m, WithRetries(0)), Timeout: 5 * time.Second}
+		resp, err := client.Get(mockURL)
+		require.NoError(t, err)
+		resp.Body.Close()
+		start := time.Now()
+		_, err = client.Get(mockURL)
+		var rle *RateLimitError
+		require.ErrorAs(t, err, &rle)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Zero(t, time.Since(start))
+		assert.Equal(t, 1, m.GetTotalCallCount())
+	})
+}
