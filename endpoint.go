@@ -249,19 +249,22 @@ func (e *endpoints) create(key string, sp *spec) *endpoint {
 	return e.insert(e.newEndpoint(key, sp), tableClock(), 1)
 }
 
-// seedBucket creates the endpoint of a server-named bucket that a response
-// has just revealed, unless it exists, and teaches its limiter what that
-// response said. The limiter did not admit the request, but nobody else can
-// hold it yet, so this first Observe has no in-flight request to disturb;
-// without it, the bucket would start in slow start, blind to a pause or an
-// exhausted quota the response announced, and let a request into a 429.
-func (e *endpoints) seedBucket(key, bucket string, status int, info Info) {
-	if e.peek(key) != nil {
-		return
+// teachBucket gives the limiter of a server-named bucket what a response
+// said that came through another limiter (a route's first response, or one
+// the server moved): Adaptive.Learn applies it without touching the in-flight
+// count. A bucket seen for the first time is created here, knowing from the
+// start any pause or exhausted quota the response announced; without that it
+// would start in slow start, blind, and let a request into a 429.
+func (e *endpoints) teachBucket(key, bucket string, status int, info Info) {
+	ep := e.peek(key)
+	if ep == nil {
+		fresh := e.newEndpoint(key, &spec{bucket: bucket})
+		fresh.lim.Learn(status, info) // before anyone else can see it
+		if ep = e.insert(fresh, tableClock(), 0); ep == fresh {
+			return
+		}
 	}
-	fresh := e.newEndpoint(key, &spec{bucket: bucket})
-	fresh.lim.Observe(status, info)
-	e.insert(fresh, tableClock(), 0)
+	ep.lim.Learn(status, info)
 }
 
 func (e *endpoints) newEndpoint(key string, sp *spec) *endpoint {

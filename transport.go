@@ -479,7 +479,7 @@ func (t *Transport) match(r *http.Request) *rule {
 func (t *Transport) learn(ep, lim *endpoint, u *urlParts, status int, info Info) {
 	if lim.bucket != "" && info.Bucket != "" && info.Bucket != lim.bucket {
 		// The server moved this route to another bucket: what the response
-		// says belongs to that bucket, not to lim's.
+		// says belongs to that bucket (taught below), not to lim's.
 		lim.lim.Observe(0, Info{})
 	} else {
 		lim.lim.Observe(status, info)
@@ -487,18 +487,23 @@ func (t *Transport) learn(ep, lim *endpoint, u *urlParts, status int, info Info)
 	if info.Bucket == "" || ep.pinned || len(info.Bucket) > maxBucketName {
 		return
 	}
-	if b := ep.boundBucket(u); b.name == info.Bucket {
-		return
+	b := ep.boundBucket(u)
+	rebind := b.name != info.Bucket
+	if rebind {
+		scope := ep.key
+		if ep.hostScoped {
+			scope = hostKey(u)
+		}
+		b = binding{key: scope + "#" + info.Bucket, name: info.Bucket}
 	}
-	scope := ep.key
-	if ep.hostScoped {
-		scope = hostKey(u)
-	}
-	b := binding{key: scope + "#" + info.Bucket, name: info.Bucket}
 	if lim.bucket != info.Bucket {
-		t.eps.seedBucket(b.key, b.name, status, info)
+		// Teach first: requests the binding sends to the bucket's limiter
+		// must find it knowing what this response said.
+		t.eps.teachBucket(b.key, b.name, status, info)
 	}
-	ep.bind(u, b)
+	if rebind {
+		ep.bind(u, b)
+	}
 }
 
 func (t *Transport) release(ep, lim *endpoint) {

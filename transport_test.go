@@ -232,9 +232,10 @@ func TestRoutesTheServerPutsInOneBucketShareOneLimiter(t *testing.T) {
 		require.Contains(t, st, "https://api.github.test#search")
 		// The first request of each route goes through the host's own
 		// limiter and reveals the route's bucket, whose limiter learns from
-		// that response; later requests wait on the bucket's limiter.
+		// that response too; later requests wait on the bucket's limiter.
+		// (Requests counts the responses a limiter learnt from.)
 		assert.EqualValues(t, 3, st["https://api.github.test"].Requests)
-		assert.EqualValues(t, 1+2, st["https://api.github.test#core"].Requests, "/repos and /users share core")
+		assert.EqualValues(t, 2+2, st["https://api.github.test#core"].Requests, "/repos and /users share core")
 		assert.EqualValues(t, 1+1, st["https://api.github.test#search"].Requests)
 	})
 }
@@ -262,7 +263,7 @@ func TestPatternsTheServerPutsInOneBucketShareOneLimiter(t *testing.T) {
 			}
 		}
 		require.NotNil(t, bucket, "a bucket endpoint, keyed by host and the server's bucket id: %v", endpointKeys(tr))
-		assert.EqualValues(t, 1+4, bucket.Requests, "both patterns' later requests share the server's bucket")
+		assert.EqualValues(t, 2+4, bucket.Requests, "both patterns' later requests share the server's bucket, which learnt from their first ones too")
 	})
 }
 
@@ -443,5 +444,36 @@ func TestClientTimeoutIsADeadlineTheLimiterRespects(t *testing.T) {
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.Zero(t, time.Since(start))
 		assert.Equal(t, 1, m.GetTotalCallCount())
+	})
+}
+
+func TestRouteTheServerMovesToAnotherBucketFollowsIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMock(respondInTurn(
+			respond(200, "X-RateLimit-Bucket", "x"),
+			respond(200, "X-RateLimit-Bucket", "x"),
+			respond(429, "X-RateLimit-Bucket", "y", "Retry-After", "30"),
+			respond(200, "X-RateLimit-Bucket", "y"),
+		))
+		tr := NewTransport(m, WithRetries(0), WithMaxWait(time.Second))
+		mustGet(t, tr, mockURL) // through the host's limiter: reveals x
+		mustGet(t, tr, mockURL) // through x's
+		resp := mustGet(t, tr, mockURL)
+		require.Equal(t, 429, resp.StatusCode, "through x's limiter, but the server says y")
+
+		r, _ := http.NewRequest(http.MethodGet, mockURL, nil)
+		_, err := tr.RoundTrip(r)
+		var rle *RateLimitError
+		require.ErrorAs(t, err, &rle, "the route now waits on y, which learnt the pause")
+		assert.Equal(t, "https://api.example.com#y", rle.Endpoint)
+		assert.Equal(t, 3, m.GetTotalCallCount())
+
+		st := map[string]EndpointStats{}
+		for _, s := range tr.Stats() {
+			st[s.Key] = s
+		}
+		assert.Zero(t, st["https://api.example.com#x"].Throttled, "y's 429 is not held against x")
+		assert.True(t, st["https://api.example.com#x"].PausedUntil.IsZero())
+		assert.EqualValues(t, 1, st["https://api.example.com#y"].Throttled)
 	})
 }
