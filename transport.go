@@ -24,10 +24,16 @@ const DefaultRetries = 3
 // matches, else the [WithKeyFunc] result, else its scheme://host. Each key
 // gets an [Adaptive] limiter on first use, which learns the server's quota
 // from response headers and spends it evenly (scaled by the safety factor),
-// honours Retry-After, and probes with AIMD when the server only answers 429.
+// honours Retry-After, and probes (CUBIC) when the server only answers 429.
+//
 // When responses name a server-side bucket (X-RateLimit-Bucket,
 // X-RateLimit-Resource), the routes the server puts in one bucket share one
-// limiter.
+// limiter, keyed "scope#bucket" (scope: the key, or scheme://host for a
+// pattern). A route is an endpoint key plus the request path's first segment,
+// which is where GitHub splits its resources (/search, /graphql, the rest
+// "core"); its first request waits on the key's own limiter and reveals the
+// bucket, later ones wait on the bucket's. For finer splits give the routes
+// their own keys with [WithEndpoint] patterns.
 //
 // A request waits for its limiter before it is sent, fails at once with a
 // [*RateLimitError] when that wait would pass its context's deadline or the
