@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"time"
 )
@@ -57,8 +58,16 @@ func (a *Adaptive) learn(status int, info Info, others int64) {
 		a.lastInfo = info
 	}
 
+	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+		// The server did not count this request: neither do the drifts'
+		// baselines (it would read as a refill otherwise).
+		a.admitted.Add(-1)
+		if c := a.avgCost.Load(); c > 0 && a.admittedCost.Load() >= c {
+			a.admittedCost.Add(-c)
+		}
+	}
 	exhausted := false
-	horizon := a.horizon()
+	horizon, rtt := a.horizon(), a.rtt()
 	for _, q := range info.Quotas {
 		q, ok := a.sane(q, now)
 		if !ok {
@@ -73,7 +82,7 @@ func (a *Adaptive) learn(status int, info Info, others int64) {
 		if w.tokens {
 			admitted = float64(a.admittedCost.Load()) / milli
 		}
-		w.observe(q, now, unseen, admitted, horizon)
+		w.observe(q, now, unseen, admitted, horizon, rtt)
 		w.mentioned = true
 		if q.Remaining < 1 && !q.Reset.IsZero() {
 			exhausted = true

@@ -146,7 +146,11 @@ func (w *quotaWindow) tolerance() time.Duration {
 // (requests, or estimated tokens for a token quota): the server may not have
 // counted it. admitted is the running total of admissions (same unit).
 // horizon is how old the budget must be before a higher Remaining is believed.
-func (w *quotaWindow) observe(q Quota, now time.Time, unseen, admitted float64, horizon time.Duration) {
+//
+// age is how old the response's figures may be (the round trip: a server
+// counts a request when it arrives and answers later); what others spend
+// meanwhile, by the drift, is deducted too.
+func (w *quotaWindow) observe(q Quota, now time.Time, unseen, admitted float64, horizon, age time.Duration) {
 	if q.Limit > 0 {
 		w.limit = q.Limit
 	}
@@ -165,7 +169,7 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, admitted float64, 
 		return
 	}
 	w.applyDrift(now)
-	eff := max(q.Remaining-unseen, 0)
+	eff := max(q.Remaining-unseen-max(-w.drift, 0)*age.Seconds(), 0)
 	tol := w.tolerance()
 	if timed && w.known && !w.rolled {
 		if d := q.Reset.Sub(w.stamp).Abs(); d <= tol {
@@ -175,7 +179,10 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, admitted float64, 
 	switch {
 	case !w.known || w.rolled || (timed && q.Reset.Sub(w.stamp) >= tol):
 		// A new window.
-		if w.known && w.kind == kindUnknown {
+		// A real window boundary, not resets wandering: the old reset has
+		// passed, or the new one is half a window later.
+		boundary := w.rolled || !now.Before(w.stamp) || (w.window > 0 && timed && q.Reset.Sub(w.stamp) > w.window/2)
+		if w.known && w.kind == kindUnknown && boundary {
 			// The first reset seen pass: did the quota jump back up?
 			before := w.units()
 			if w.rolled {
@@ -198,8 +205,12 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, admitted float64, 
 		if w.kind != kindSmooth {
 			// Others' spending carries over; a refill is measured afresh.
 			w.drift = min(w.drift, 0)
+			w.anchorAt, w.anchorB, w.anchorA = now, eff, admitted
+		} else {
+			// A smooth quota (a token bucket's reset moves with every
+			// response) is measured against a rolling baseline.
+			w.measureDrift(now, eff, admitted, horizon)
 		}
-		w.anchorAt, w.anchorB, w.anchorA = now, eff, admitted
 	case eff > w.units() && now.Sub(w.setAt) < horizon:
 		// Higher than the budget, soon after it was set: stale until proven
 		// otherwise. Keep the later reset, which is the conservative one.
@@ -219,26 +230,38 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, admitted float64, 
 
 // measureDrift compares what a response says with the window's baseline:
 // eff = anchorB - (admitted since) + drift × elapsed.
+// A smooth quota's baseline moves on once it is four minimal spans old.
 func (w *quotaWindow) measureDrift(now time.Time, eff, admitted float64, horizon time.Duration) {
 	span := now.Sub(w.anchorAt)
 	minSpan := max(2*horizon, 250*time.Millisecond)
 	if w.window > 0 {
 		minSpan = max(minSpan, w.window/10)
 	}
-	if w.anchorAt.IsZero() || span < minSpan {
+	if w.anchorAt.IsZero() {
+		w.anchorAt, w.anchorB, w.anchorA = now, eff, admitted
+		return
+	}
+	if span < minSpan {
 		return
 	}
 	w.drift = (eff - (w.anchorB - (admitted - w.anchorA))) / span.Seconds()
+	if w.kind == kindSmooth && span >= 4*minSpan {
+		w.anchorAt, w.anchorB, w.anchorA = now, eff, admitted
+	}
 }
 
 // applyDrift moves the budget by the drift since it was last applied. A
 // refill never takes it above the limit.
 func (w *quotaWindow) applyDrift(now time.Time) {
 	defer func() {
-		w.drain.Store(toMilli(-w.drift))
+		if w.probing {
+			w.drain.Store(0) // the probe must go, whatever others spend
+		} else {
+			w.drain.Store(toMilli(-w.drift))
+		}
 		w.drainFrom.Store(int64(w.driftAt.Sub(w.epoch)))
 	}()
-	if w.driftAt.IsZero() || !now.After(w.driftAt) {
+	if w.driftAt.IsZero() || !now.After(w.driftAt) || w.probing {
 		w.driftAt = laterOf(w.driftAt, now)
 		return
 	}
@@ -252,7 +275,9 @@ func (w *quotaWindow) applyDrift(now time.Time) {
 		w.budget.Add(min(toMilli(d), max(room, 0)))
 		return
 	}
-	w.budget.Add(-toMilli(-d))
+	if v := w.budget.Add(-toMilli(-d)); v < 0 {
+		w.budget.CompareAndSwap(v, 0) // a server's remaining stops at zero
+	}
 }
 
 func earlierOf(a, b time.Time) time.Time {
@@ -359,7 +384,12 @@ func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64, p
 		// Others' spending (negative drift) may claim the whole budget
 		// before the reset, by the model; but the model can be wrong, and
 		// only a response corrects it: at least one request per span.
-		return max(safety*(avail+w.drift*span)/span, safety*unit/span), time.Time{}
+		floor := safety * unit / span
+		if w.kind == kindSmooth {
+			// Its refill is only seen through responses: keep sampling.
+			floor = max(floor, unit/w.reprobe().Seconds())
+		}
+		return max(safety*(avail+w.drift*span)/span, floor), time.Time{}
 	}
 	switch {
 	case w.drift > 0 && (w.kind == kindSmooth || w.reset.IsZero()):
@@ -369,8 +399,16 @@ func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64, p
 			w.wakeAt = earlierOf(w.wakeAt, w.reset)
 		}
 		return max(safety*w.drift, minRate), time.Time{}
-	case !w.reset.IsZero():
+	case !w.reset.IsZero() && w.kind != kindSmooth:
 		pause = w.reset
+	case !w.reset.IsZero():
+		// A quota that does not refill at its reset comes back by and by,
+		// as others' and earlier spending ages out: look again with one
+		// request a little later, not only at the reset.
+		pause = earlierOf(w.reset, now.Add(w.reprobe()))
+		if pause.Before(w.reset) {
+			w.probeAt = pause
+		}
 	default:
 		pause = now.Add(noResetSpan)
 		w.probeAt = pause
@@ -382,8 +420,15 @@ func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64, p
 	return rate, pause
 }
 
+// reprobe is how long a spent quota that refills smoothly waits before one
+// request looks again: a twentieth of its window, at least a second.
+func (w *quotaWindow) reprobe() time.Duration {
+	return max(time.Second, w.window/20)
+}
+
 // startProbe lets one request through to learn the quota's state.
 func (w *quotaWindow) startProbe(unit float64) {
 	w.probing = true
+	w.drain.Store(0)
 	w.budget.Store(toMilli(unit))
 }
