@@ -45,8 +45,10 @@ type Store interface {
 	// the store: a learned limit (when s.Limit > 0, replacing older ones) and a
 	// pause (when s.Pause > 0: no tokens of key are handed out until s.Pause
 	// from now, extending but never shortening a pause in force). Age is
-	// ignored. Implementations may apply the update asynchronously; it is
-	// visible to the publishing process at once.
+	// ignored. Limiters call it on the request path, with their own lock
+	// held: it must not wait for a server. Implementations backed by one send
+	// the update in the background, and make it visible to the publishing
+	// process at once.
 	Publish(ctx context.Context, key string, s SharedState) error
 }
 
@@ -296,11 +298,13 @@ func (r gcraResult) delay(n, interval float64) float64 {
 }
 
 func (g *gcraState) reserve(now float64, a gcraArgs) gcraResult {
-	if a.interval > 0 && g.interval > 0 && a.interval != g.interval && g.tat > now {
-		// Keep the debt in tokens: a slower limit makes it last longer.
-		g.tat = now + (g.tat-now)*a.interval/g.interval
-	}
 	start := max(now, g.pausedUntil)
+	if a.interval > 0 && g.interval > 0 && a.interval != g.interval && g.tat > start {
+		// Keep the debt in tokens: a slower limit makes it last longer. A
+		// pause is time, not tokens: only what is booked beyond it scales.
+		g.tat = start + (g.tat-start)*a.interval/g.interval
+		g.interval = a.interval
+	}
 	res := gcraResult{ok: true, pause: start - now}
 	if a.interval <= 0 || a.tokens <= 0 {
 		res.ok = a.maxWait < 0 || res.pause <= a.maxWait

@@ -53,13 +53,14 @@ if tat and oldT and refund > 0 then
 	dirty = true
 end
 if tat == nil then tat = now end
-if T > 0 and oldT and T ~= oldT and tat > now then
-	tat = now + (tat - now) * T / oldT
+local start = math.max(now, pu)
+local pause = start - now
+if T > 0 and oldT and T ~= oldT and tat > start then
+	tat = start + (tat - start) * T / oldT
+	oldT = T
 	dirty = true
 end
 
-local start = math.max(now, pu)
-local pause = start - now
 local ok = 1
 local base = 0
 if T > 0 and n > 0 then

@@ -55,6 +55,7 @@ func Run(t *testing.T, newPeers func(t *testing.T) Peers) {
 		{"InfiniteLimitBooksNothing", testInfiniteLimit},
 		{"FractionalTokensAreBooked", testFractionalTokens},
 		{"DebtIsKeptInTokensWhenTheLimitChanges", testLimitChange},
+		{"RefusalsDoNotCompoundDebt", testRefusalsDoNotCompoundDebt},
 		{"PauseDelaysEveryReservation", testPause},
 		{"PauseIsExtendedButNeverShortened", testPauseExtends},
 		{"PauseBeyondMaxWaitRefuses", testPauseMaxWait},
@@ -190,6 +191,21 @@ func testLimitChange(t *testing.T, peers Peers) {
 	assertDelay(t, 2*time.Second, reserve(t, s, "k", req(1, 0.5, 1)))
 	// Two tokens of debt at 4 per second take half a second to repay.
 	assertDelay(t, 500*time.Millisecond, reserve(t, s, "k", req(1, 4, 1)))
+}
+
+func testRefusalsDoNotCompoundDebt(t *testing.T, peers Peers) {
+	s := peers()
+	require.Zero(t, reserve(t, s, "k", req(1, 1, 1)).Delay)
+	// Refused reservations at a slower limit re-time the debt once, not once
+	// per refusal.
+	for range 5 {
+		r := req(1, 0.5, 1)
+		r.MaxWait = time.Millisecond
+		g := reserve(t, s, "k", r)
+		require.False(t, g.OK)
+		assertDelay(t, 2*time.Second, g)
+	}
+	assertDelay(t, time.Second, reserve(t, s, "k", req(1, 1, 1)))
 }
 
 func testPause(t *testing.T, peers Peers) {
