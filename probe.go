@@ -55,6 +55,13 @@ type probe struct {
 	slot      time.Time
 	slotCount float64
 	measured  float64
+	// Long-run goodput: successes per second, smoothed over about a minute.
+	// A server with a fixed window lets a burst through at each window
+	// start, so the send rate when it throttles says little; what it
+	// admits over several windows is its capacity.
+	slotOK       float64
+	goodput      float64
+	firstEventAt time.Time
 }
 
 const (
@@ -63,24 +70,30 @@ const (
 	probeSlot        = 500 * time.Millisecond
 	probeCycleFactor = 300 // requests per throttle in one cycle
 	probeMaxCycle    = 2 * time.Minute
+	probeGoodputSpan = time.Minute
 )
 
 // meter counts one completed request at now.
-func (p *probe) meter(now time.Time) {
+func (p *probe) meter(now time.Time, ok bool) {
 	p.observed++
 	switch {
 	case p.slot.IsZero():
 		p.slot = now
 	case now.Sub(p.slot) >= probeSlot:
-		rate := p.slotCount / now.Sub(p.slot).Seconds()
+		dt := now.Sub(p.slot).Seconds()
+		rate := p.slotCount / dt
 		if p.measured == 0 {
-			p.measured = rate
+			p.measured, p.goodput = rate, p.slotOK/dt
 		} else {
 			p.measured = 0.8*rate + 0.2*p.measured
+			p.goodput += (1 - math.Exp(-dt/probeGoodputSpan.Seconds())) * (p.slotOK/dt - p.goodput)
 		}
-		p.slot, p.slotCount = now, 0
+		p.slot, p.slotCount, p.slotOK = now, 0, 0
 	}
 	p.slotCount++
+	if ok {
+		p.slotOK++
+	}
 }
 
 // sendRate is the measured send rate, counting the slot in progress so that
@@ -117,6 +130,14 @@ func (p *probe) throttle(now time.Time, inflight int64, rtt time.Duration) bool 
 	rate := p.sendRate(now)
 	if p.engaged && (rate == 0 || p.limit < rate) {
 		rate = p.limit
+	}
+	if p.engaged && p.goodput > 0 && now.Sub(p.firstEventAt) >= probeGoodputSpan {
+		// Never remember much more than the server admitted over the last
+		// minute (once there is a minute of it): see goodput.
+		rate = min(rate, max(p.goodput*1.5, p.minLimit))
+	}
+	if !p.engaged {
+		p.firstEventAt = now
 	}
 	if rate <= 0 || math.IsInf(rate, 0) {
 		rate = p.minLimit

@@ -99,7 +99,7 @@ func (a *Adaptive) learn(status int, info Info, others int64) {
 	if info.RetryAfter > 0 && status >= 400 { // negative: ignored
 		a.pauseLocked(now.Add(min(info.RetryAfter, a.cfg.MaxDelay)))
 	}
-	a.probe.meter(now)
+	a.probe.meter(now, status < 400)
 	throttled := status == 429 || status == 503 || (status == 403 && exhausted)
 	if throttled {
 		a.throttled++
@@ -158,7 +158,7 @@ func (a *Adaptive) window(name string) *quotaWindow {
 	if w := a.find(name); w != nil {
 		return w
 	}
-	w := newQuotaWindow(name, a.epoch)
+	w := newQuotaWindow(name, a.epoch, a.safety)
 	a.windows = append(a.windows, w)
 	return w
 }

@@ -40,7 +40,12 @@ type quotaWindow struct {
 	// the budget gate does not lag behind others' spending between responses.
 	drain     atomic.Int64
 	drainFrom atomic.Int64
-	epoch     time.Time
+	// keep is what a charge must leave in the budget besides the debt: a
+	// smooth quota's last unit, which another client may be taking while
+	// our request travels (its refill hides that client from the drift).
+	keep   atomic.Int64
+	epoch  time.Time
+	safety float64 // a refill, being an estimate, is only believed this much
 
 	// most is the largest single charge the quota can ever take (its limit,
 	// milli-units): a cost above it is charged as this much, or it would wait
@@ -101,8 +106,8 @@ func toMilli(v float64) int64 {
 
 func isTokenQuota(name string) bool { return strings.Contains(strings.ToLower(name), "token") }
 
-func newQuotaWindow(name string, epoch time.Time) *quotaWindow {
-	return &quotaWindow{name: name, tokens: isTokenQuota(name), jitter: 250 * time.Millisecond, epoch: epoch}
+func newQuotaWindow(name string, epoch time.Time, safety float64) *quotaWindow {
+	return &quotaWindow{name: name, tokens: isTokenQuota(name), jitter: 250 * time.Millisecond, epoch: epoch, safety: safety}
 }
 
 // debt is what others have taken, by the drift, since the budget was last
@@ -110,13 +115,13 @@ func newQuotaWindow(name string, epoch time.Time) *quotaWindow {
 func (w *quotaWindow) debt(now time.Time) int64 {
 	rate := w.drain.Load()
 	if rate == 0 {
-		return 0
+		return w.keep.Load()
 	}
 	elapsed := int64(now.Sub(w.epoch)) - w.drainFrom.Load()
 	if elapsed <= 0 {
-		return 0
+		return w.keep.Load()
 	}
-	return int64(float64(rate) * float64(elapsed) / float64(time.Second))
+	return w.keep.Load() + int64(float64(rate)*float64(elapsed)/float64(time.Second))
 }
 
 func (w *quotaWindow) units() float64 { return float64(w.budget.Load()) / milli }
@@ -182,13 +187,15 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, admitted float64, 
 		// A real window boundary, not resets wandering: the old reset has
 		// passed, or the new one is half a window later.
 		boundary := w.rolled || !now.Before(w.stamp) || (w.window > 0 && timed && q.Reset.Sub(w.stamp) > w.window/2)
-		if w.known && w.kind == kindUnknown && boundary {
-			// The first reset seen pass: did the quota jump back up?
-			before := w.units()
-			if w.rolled {
-				before = w.carry
-			}
-			if eff-before > 0.5*(w.limitOrPeak()-before) {
+		before := w.units()
+		if w.rolled {
+			before = w.carry
+		}
+		if limit := w.limitOrPeak(); w.known && boundary && (w.kind == kindUnknown || limit-before >= 0.1*limit) {
+			// A reset passed: did the quota jump back up? Asked again at
+			// every reset that leaves room to tell (a tenth of the limit
+			// spent), so one misreading does not stick.
+			if eff-before > 0.5*(limit-before) {
 				w.kind = kindRefill
 			} else {
 				w.kind = kindSmooth
@@ -197,7 +204,9 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, admitted float64, 
 		if timed {
 			// Consecutive windows' resets teach the window length when no
 			// policy states it.
-			if d := q.Reset.Sub(w.stamp); !w.stated && !w.stamp.IsZero() && d > 2*w.jitter && (w.window == 0 || d < w.window) {
+			// (Not a smooth quota's: a token bucket's reset moves with every
+			// response and has no cadence.)
+			if d := q.Reset.Sub(w.stamp); !w.stated && w.kind != kindSmooth && !w.stamp.IsZero() && d > 2*w.jitter && (w.window == 0 || d < w.window) {
 				w.window = d
 			}
 			w.reset, w.stamp = q.Reset, q.Reset
@@ -272,7 +281,7 @@ func (w *quotaWindow) applyDrift(now time.Time) {
 	}
 	if d > 0 {
 		room := toMilli(w.limitOrPeak()) - w.budget.Load()
-		w.budget.Add(min(toMilli(d), max(room, 0)))
+		w.budget.Add(min(toMilli(d*w.safety), max(room, 0)))
 		return
 	}
 	if v := w.budget.Add(-toMilli(-d)); v < 0 {
@@ -370,7 +379,12 @@ func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64, p
 	case w.window > 0:
 		span = w.window.Seconds()
 	}
-	avail := w.units() - w.reserve(safety)
+	if w.kind == kindSmooth && !w.probing {
+		w.keep.Store(toMilli(unit))
+	} else {
+		w.keep.Store(0)
+	}
+	avail := w.units() - w.reserve(safety) - float64(w.keep.Load())/milli
 	w.wakeAt = time.Time{}
 	if w.probing {
 		// One request is out (the gate holds the rest) to learn the quota;
@@ -385,8 +399,9 @@ func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64, p
 		// before the reset, by the model; but the model can be wrong, and
 		// only a response corrects it: at least one request per span.
 		floor := safety * unit / span
-		if w.kind == kindSmooth {
-			// Its refill is only seen through responses: keep sampling.
+		if w.kind == kindSmooth && avail >= 2*unit {
+			// Its refill is only seen through responses: keep sampling
+			// (not on its last unit, which others may be taking too).
 			floor = max(floor, unit/w.reprobe().Seconds())
 		}
 		return max(safety*(avail+w.drift*span)/span, floor), time.Time{}
@@ -394,7 +409,7 @@ func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64, p
 	switch {
 	case w.drift > 0 && (w.kind == kindSmooth || w.reset.IsZero()):
 		// Refilling by itself: run at the refill rate.
-		w.wakeAt = now.Add(time.Duration((unit - avail) / w.drift * float64(time.Second)))
+		w.wakeAt = now.Add(time.Duration((unit - avail) / (safety * w.drift) * float64(time.Second)))
 		if !w.reset.IsZero() {
 			w.wakeAt = earlierOf(w.wakeAt, w.reset)
 		}
