@@ -37,8 +37,10 @@ type Store interface {
 	Reserve(ctx context.Context, key string, r StoreRequest) (StoreGrant, error)
 
 	// Cancel returns the tokens of a granted reservation that will not be
-	// used, so others may use them. It must not block: implementations backed
-	// by a server return the tokens in the background.
+	// used, so others may use them; r must be the request that was granted
+	// (its limit says how much time the tokens stand for). It must not
+	// block: implementations backed by a server return the tokens in the
+	// background.
 	Cancel(key string, r StoreRequest)
 
 	// Publish shares what a limiter learned about key with every limiter using
@@ -58,9 +60,11 @@ type StoreRequest struct {
 	// zero or less books nothing. It may exceed Burst: the booking then ends
 	// further in the future.
 	Tokens float64
-	// Limit is the refill rate in tokens per second; Inf books nothing. When
-	// limiters sharing a key pass different limits, the bucket's debt is kept
-	// in tokens and re-timed at the newest limit.
+	// Limit is the refill rate in tokens per second; Inf books nothing.
+	// Limiters sharing a key may pass different limits: bookings already
+	// made keep their times, and each new one is spaced at its own limit
+	// after them. (Re-timing the whole debt at each caller's limit would let
+	// one limiter's passing misjudgement stall or flood all the others.)
 	Limit Limit
 	// Burst is the bucket's capacity in tokens; values below 1 count as 1.
 	Burst int
@@ -216,7 +220,7 @@ func (s *MemoryStore) Cancel(key string, r StoreRequest) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if k := s.keys[key]; k != nil {
-		k.gcra.refund(r.Tokens)
+		k.gcra.refund(r.Tokens * limitInterval(r.Limit))
 	}
 }
 
@@ -267,12 +271,11 @@ func (s *MemoryStore) sweep(now float64) {
 }
 
 // gcraState is a GCRA bucket: tat is the theoretical arrival time of the next
-// token, in seconds on some clock. The bucket holds
-// burst - max(0, tat-now)/interval tokens: it is full once tat is not after
-// now. redisstore's Lua script implements the same arithmetic.
+// token, in seconds on some clock. At a limit of one token per interval the
+// bucket holds burst - max(0, tat-now)/interval tokens: it is full once tat
+// is not after now. redisstore's Lua script implements the same arithmetic.
 type gcraState struct {
 	tat         float64
-	interval    float64 // seconds per token the debt tat-now was timed at; 0 before the first booking
 	pausedUntil float64
 }
 
@@ -299,12 +302,6 @@ func (r gcraResult) delay(n, interval float64) float64 {
 
 func (g *gcraState) reserve(now float64, a gcraArgs) gcraResult {
 	start := max(now, g.pausedUntil)
-	if a.interval > 0 && g.interval > 0 && a.interval != g.interval && g.tat > start {
-		// Keep the debt in tokens: a slower limit makes it last longer. A
-		// pause is time, not tokens: only what is booked beyond it scales.
-		g.tat = start + (g.tat-start)*a.interval/g.interval
-		g.interval = a.interval
-	}
 	res := gcraResult{ok: true, pause: start - now}
 	if a.interval <= 0 || a.tokens <= 0 {
 		res.ok = a.maxWait < 0 || res.pause <= a.maxWait
@@ -317,14 +314,12 @@ func (g *gcraState) reserve(now float64, a gcraArgs) gcraResult {
 		return res
 	}
 	g.tat = from + a.tokens*a.interval
-	g.interval = a.interval
 	return res
 }
 
-func (g *gcraState) refund(tokens float64) {
-	if g.interval > 0 {
-		g.tat -= tokens * g.interval
-	}
+// refund gives back the time of unused tokens, in seconds.
+func (g *gcraState) refund(secs float64) {
+	g.tat -= secs
 }
 
 func (g *gcraState) pause(until float64) {

@@ -66,9 +66,7 @@ func (s *Store) maintain() time.Time {
 		refund, deadline, forget := ks.expire(now, keyIdle)
 		earliest(deadline)
 		s.mu.Lock()
-		if refund > 0 {
-			s.refunds[key] += refund
-		}
+		s.giveBackLocked(key, refund)
 		if forget && s.keys[key] == ks {
 			delete(s.keys, key)
 		}
@@ -97,7 +95,7 @@ func (s *Store) drain(ctx context.Context) error {
 		return nil
 	}
 	refunds, updates := s.refunds, s.updates
-	s.refunds = make(map[string]float64)
+	s.refunds = make(map[string]giveBack)
 	s.updates = make(map[string]pacer.SharedState)
 	s.mu.Unlock()
 
@@ -115,11 +113,11 @@ func (s *Store) drain(ctx context.Context) error {
 			ks.sent()
 		}
 	}
-	for key, n := range refunds {
+	for key, g := range refunds {
 		if failed != nil {
 			break
 		}
-		if _, err := s.runReserve(ctx, key, booking{refund: n, maxWait: -1}); err != nil {
+		if _, err := s.runReserve(ctx, key, booking{refund: g, maxWait: -1}); err != nil {
 			failed = err
 		}
 	}
@@ -130,12 +128,12 @@ func (s *Store) drain(ctx context.Context) error {
 }
 
 // takeRefund removes the pending refund of key, for a call that carries it.
-func (s *Store) takeRefund(key string) float64 {
+func (s *Store) takeRefund(key string) giveBack {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := s.refunds[key]
+	g := s.refunds[key]
 	delete(s.refunds, key)
-	return n
+	return g
 }
 
 // failed records a failed Redis call: the first failure of an outage marks
@@ -174,7 +172,7 @@ func (s *Store) probe() bool {
 	}
 	if s.down {
 		s.down = false
-		s.refunds = make(map[string]float64) // bookings made before the outage may be gone
+		s.refunds = make(map[string]giveBack) // bookings made before the outage may be gone
 		s.logger.Info("redisstore: Redis reachable again, sharing quotas")
 	}
 	return true

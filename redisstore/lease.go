@@ -142,7 +142,7 @@ func (s *Store) reserve(ctx context.Context, key string, r pacer.StoreRequest, m
 			b.tokens = ks.leaseSize(now, r, s.leaseWindow, s.maxLease)
 		}
 	}
-	b.refund += s.takeRefund(key)
+	b.refund.merge(s.takeRefund(key))
 
 	if !leasing {
 		ks.mu.Unlock()
@@ -308,7 +308,7 @@ func (ks *keyState) read(origin time.Time, r reply) {
 
 // learn applies a local publish at once and returns the lease tokens to give
 // back because a pause makes them unusable.
-func (ks *keyState) learn(now time.Time, st pacer.SharedState) float64 {
+func (ks *keyState) learn(now time.Time, st pacer.SharedState) giveBack {
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
 	ks.lastUse = now // keeps the local pause from being forgotten as idle
@@ -319,7 +319,7 @@ func (ks *keyState) learn(now time.Time, st pacer.SharedState) float64 {
 		ks.pauseUntil = maxTime(ks.pauseUntil, now.Add(st.Pause))
 		return ks.dropLeaseLocked()
 	}
-	return 0
+	return giveBack{}
 }
 
 // sent marks local publishes as delivered (or given up on), so that what
@@ -338,22 +338,23 @@ func (ks *keyState) shared(now time.Time) pacer.SharedState {
 	return st
 }
 
-func (ks *keyState) dropLease() float64 {
+func (ks *keyState) dropLease() giveBack {
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
 	return ks.dropLeaseLocked()
 }
 
-func (ks *keyState) dropLeaseLocked() float64 {
-	n := max(ks.lease.left(), 0)
+func (ks *keyState) dropLeaseLocked() giveBack {
+	var g giveBack
+	g.add(max(ks.lease.left(), 0), ks.lease.interval)
 	ks.lease = lease{}
-	return n
+	return g
 }
 
 // expire returns the tokens of a lease past its deadline, and reports when
 // the current lease ends (zero if none) and whether the key is idle enough
 // to forget.
-func (ks *keyState) expire(now time.Time, idle time.Duration) (refund float64, deadline time.Time, forget bool) {
+func (ks *keyState) expire(now time.Time, idle time.Duration) (refund giveBack, deadline time.Time, forget bool) {
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
 	if ks.lease.total > 0 && !now.Before(ks.lease.deadline) {

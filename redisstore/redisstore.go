@@ -177,7 +177,7 @@ type Store struct {
 
 	mu       sync.Mutex
 	keys     map[string]*keyState
-	refunds  map[string]float64           // tokens to return, per key
+	refunds  map[string]giveBack          // tokens to return, per key
 	updates  map[string]pacer.SharedState // publishes not yet sent, per key
 	down     bool
 	probeAt  time.Time
@@ -211,7 +211,7 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 		probeInterval: DefaultProbeInterval,
 		logger:        slog.Default(),
 		keys:          make(map[string]*keyState),
-		refunds:       make(map[string]float64),
+		refunds:       make(map[string]giveBack),
 		updates:       make(map[string]pacer.SharedState),
 		fallback:      pacer.NewMemoryStore(),
 		wake:          make(chan struct{}, 1),
@@ -305,8 +305,26 @@ func (s *Store) Cancel(key string, r pacer.StoreRequest) {
 		s.fallback.Cancel(key, s.scaled(r))
 		return
 	}
-	s.refunds[key] += r.Tokens
+	s.giveBackLocked(key, giveBack{tokens: r.Tokens, secs: r.Tokens * intervalOf(r.Limit)})
+}
+
+// giveBackLocked queues tokens to return to key's bucket; s.mu is held.
+func (s *Store) giveBackLocked(key string, g giveBack) {
+	if g.tokens <= 0 {
+		return
+	}
+	r := s.refunds[key]
+	r.merge(g)
+	s.refunds[key] = r
 	s.signal()
+}
+
+// intervalOf is seconds per token at limit; 0 for Inf.
+func intervalOf(limit pacer.Limit) float64 {
+	if limit == pacer.Inf || !(limit > 0) {
+		return 0
+	}
+	return 1 / float64(limit)
 }
 
 // Publish implements [pacer.Store]. The update applies to this process at
@@ -337,9 +355,7 @@ func (s *Store) Publish(ctx context.Context, key string, st pacer.SharedState) e
 		ks.sent()
 		return nil
 	}
-	if remnant > 0 {
-		s.refunds[key] += remnant
-	}
+	s.giveBackLocked(key, remnant)
 	u := s.updates[key]
 	if st.Limit > 0 {
 		u.Limit, u.Burst = st.Limit, st.Burst
@@ -376,11 +392,10 @@ func (s *Store) Close() error {
 	s.wg.Wait()
 
 	for key, ks := range keys {
-		if n := ks.dropLease(); n > 0 {
-			s.mu.Lock()
-			s.refunds[key] += n
-			s.mu.Unlock()
-		}
+		g := ks.dropLease()
+		s.mu.Lock()
+		s.giveBackLocked(key, g)
+		s.mu.Unlock()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout*4)
 	defer cancel()
@@ -409,7 +424,7 @@ func (s *Store) reserveRedis(ctx context.Context, key string, b booking) (reply,
 		if err != nil {
 			s.failed(err)
 		} else if left.Load() && r.ok && b.tokens > 0 && b.interval > 0 {
-			s.Cancel(key, pacer.StoreRequest{Tokens: b.tokens, Limit: 1})
+			s.undo(key, b)
 		}
 		done <- result{r, time.Now(), err}
 	}) {
@@ -424,11 +439,20 @@ func (s *Store) reserveRedis(ctx context.Context, key string, b booking) (reply,
 		select {
 		case res := <-done:
 			if res.err == nil && res.r.ok && b.tokens > 0 && b.interval > 0 {
-				s.Cancel(key, pacer.StoreRequest{Tokens: b.tokens, Limit: 1})
+				s.undo(key, b)
 			}
 		default:
 		}
 		return reply{}, time.Time{}, ctx.Err()
+	}
+}
+
+// undo returns the tokens of a booking nobody will use.
+func (s *Store) undo(key string, b booking) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed && !s.down {
+		s.giveBackLocked(key, giveBack{tokens: b.tokens, secs: b.tokens * b.interval})
 	}
 }
 

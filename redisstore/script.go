@@ -19,14 +19,13 @@ import (
 // conformance suite checks both against; times are microseconds.
 //
 // The bucket is a hash: tat is the theoretical arrival time of the next token,
-// T the microseconds per token the debt tat-now was timed at, pu the end of a
-// pause; lim, bur and la hold the learned limit, its burst and when it was
+// pu the end of a pause; lim, bur and la hold the learned limit, its burst and when it was
 // learned. Floats are written with %.17g so nothing is lost in the round trip
 // through strings.
 //
-// It also returns tokens (a refund, applied first; n = 0 books nothing), so a
-// process hands back the rest of an old lease in the same round trip that
-// takes a new one.
+// It also takes tokens back (a refund of ARGV[6] tokens standing for ARGV[8]
+// microseconds, applied first; n = 0 books nothing), so a process hands back
+// the rest of an old lease in the same round trip that takes a new one.
 const reserveSource = `
 local key = KEYS[1]
 local n = tonumber(ARGV[1])
@@ -36,31 +35,26 @@ local maxwait = tonumber(ARGV[4])
 local first = tonumber(ARGV[5])
 local refund = tonumber(ARGV[6])
 local ttl = tonumber(ARGV[7])
+local refundT = tonumber(ARGV[8])
 -- Replies and PEXPIRE take integers: keep hostile magnitudes representable.
 local function clamp(x) return math.max(-1e15, math.min(1e15, x)) end
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local h = redis.call('HMGET', key, 'tat', 'T', 'pu', 'lim', 'bur', 'la')
-local exists = h[1] or h[3] or h[4]
+local h = redis.call('HMGET', key, 'tat', 'pu', 'lim', 'bur', 'la')
+local exists = h[1] or h[2] or h[3]
 local tat = tonumber(h[1])
-local oldT = tonumber(h[2])
-local pu = tonumber(h[3]) or 0
+local pu = tonumber(h[2]) or 0
 local dirty = false
 
-if tat and oldT and refund > 0 then
-	tat = tat - refund * oldT
+if tat and refund > 0 then
+	tat = tat - refundT
 	dirty = true
 end
 if tat == nil then tat = now end
+
 local start = math.max(now, pu)
 local pause = start - now
-if T > 0 and oldT and T ~= oldT and tat > start then
-	tat = start + (tat - start) * T / oldT
-	oldT = T
-	dirty = true
-end
-
 local ok = 1
 local base = 0
 if T > 0 and n > 0 then
@@ -70,7 +64,6 @@ if T > 0 and n > 0 then
 		ok = 0
 	else
 		tat = from + n * T
-		oldT = T
 		dirty = true
 	end
 elseif maxwait >= 0 and pause > maxwait then
@@ -78,15 +71,15 @@ elseif maxwait >= 0 and pause > maxwait then
 end
 
 if dirty then
-	redis.call('HSET', key, 'tat', string.format('%.17g', tat), 'T', string.format('%.17g', oldT))
+	redis.call('HSET', key, 'tat', string.format('%.17g', tat))
 end
 if dirty or exists then
 	local keep = math.max(tat - now, pu - now, 0) / 1000 + ttl
 	redis.call('PEXPIRE', key, math.ceil(clamp(keep)))
 end
 local age = -1
-if h[6] then age = now - tonumber(h[6]) end
-return {ok, math.floor(clamp(base)), math.floor(clamp(pause)), h[4], tonumber(h[5]) or 0, math.floor(clamp(age))}
+if h[5] then age = now - tonumber(h[5]) end
+return {ok, math.floor(clamp(base)), math.floor(clamp(pause)), h[3], tonumber(h[4]) or 0, math.floor(clamp(age))}
 `
 
 // publishSource records a learned limit (ARGV[1] = "" for none, ARGV[2] its
@@ -126,7 +119,24 @@ type booking struct {
 	burst    int           // bucket capacity
 	maxWait  time.Duration // < 0: unbounded
 	first    float64       // tokens the caller needs now; maxWait applies to them
-	refund   float64       // tokens returned before booking
+	refund   giveBack      // returned before booking
+}
+
+// giveBack is booked tokens going back to a bucket: how many, and how much
+// of its schedule they stood for (each was booked at its own limit).
+type giveBack struct {
+	tokens float64
+	secs   float64
+}
+
+func (g *giveBack) add(tokens, interval float64) {
+	g.tokens += tokens
+	g.secs += tokens * interval
+}
+
+func (g *giveBack) merge(o giveBack) {
+	g.tokens += o.tokens
+	g.secs += o.secs
 }
 
 // reply is the script's answer: the j-th booked token (1-based) may be used
@@ -152,7 +162,8 @@ func (s *Store) runReserve(ctx context.Context, key string, b booking) (reply, e
 	}
 	res, err := reserveScript.Run(ctx, s.client, []string{s.prefix + key},
 		formatFloat(b.tokens), formatFloat(b.interval*1e6), b.burst, maxWait,
-		formatFloat(b.first), formatFloat(b.refund), s.idleTTL.Milliseconds(),
+		formatFloat(b.first), formatFloat(b.refund.tokens), s.idleTTL.Milliseconds(),
+		formatFloat(b.refund.secs*1e6),
 	).Slice()
 	if err != nil {
 		return reply{}, callError(ctx, err)

@@ -54,7 +54,7 @@ func Run(t *testing.T, newPeers func(t *testing.T) Peers) {
 		{"CancelReturnsTokensToTheBucket", testCancel},
 		{"InfiniteLimitBooksNothing", testInfiniteLimit},
 		{"FractionalTokensAreBooked", testFractionalTokens},
-		{"DebtIsKeptInTokensWhenTheLimitChanges", testLimitChange},
+		{"EachBookingIsSpacedAtItsOwnLimit", testLimitChange},
 		{"RefusalsDoNotCompoundDebt", testRefusalsDoNotCompoundDebt},
 		{"PauseDelaysEveryReservation", testPause},
 		{"PauseIsExtendedButNeverShortened", testPauseExtends},
@@ -186,24 +186,29 @@ func testFractionalTokens(t *testing.T, peers Peers) {
 func testLimitChange(t *testing.T, peers Peers) {
 	s := peers()
 	require.Zero(t, reserve(t, s, "k", req(1, 1, 1)).Delay)
-	// One token of debt at half the rate takes two seconds to repay, and the
-	// next token two more.
-	assertDelay(t, 2*time.Second, reserve(t, s, "k", req(1, 0.5, 1)))
-	// Two tokens of debt at 4 per second take half a second to repay.
-	assertDelay(t, 500*time.Millisecond, reserve(t, s, "k", req(1, 4, 1)))
+	// The booked token keeps its time (the bucket is full again in 1 s); the
+	// next, at half the rate, comes 2 s after it was full.
+	assertDelay(t, time.Second, reserve(t, s, "k", req(1, 0.5, 1)))
+	// At 4 per second (a burst of 1) the next comes once those are spent,
+	// 3 s in, and the one after a quarter second later.
+	assertDelay(t, 3*time.Second, reserve(t, s, "k", req(1, 4, 1)))
+	// A very slow limit, refused, changes nothing for the faster one.
+	r := req(1, 0.01, 1)
+	r.MaxWait = time.Millisecond
+	require.False(t, reserve(t, s, "k", r).OK)
+	assertDelay(t, 3250*time.Millisecond, reserve(t, s, "k", req(1, 4, 1)))
 }
 
 func testRefusalsDoNotCompoundDebt(t *testing.T, peers Peers) {
 	s := peers()
 	require.Zero(t, reserve(t, s, "k", req(1, 1, 1)).Delay)
-	// Refused reservations at a slower limit re-time the debt once, not once
-	// per refusal.
+	// Refused reservations at another limit change nothing.
 	for range 5 {
 		r := req(1, 0.5, 1)
 		r.MaxWait = time.Millisecond
 		g := reserve(t, s, "k", r)
 		require.False(t, g.OK)
-		assertDelay(t, 2*time.Second, g)
+		assertDelay(t, time.Second, g)
 	}
 	assertDelay(t, time.Second, reserve(t, s, "k", req(1, 1, 1)))
 }
