@@ -42,6 +42,12 @@ type AdaptiveConfig struct {
 	// Logger receives a debug record when the limit is retuned and a warning
 	// for each throttled response; nil means no logging.
 	Logger *slog.Logger
+	// Store, when set, holds the request and token buckets of Key, shared
+	// with every limiter that uses the same Store and Key (several
+	// Transports in one process with a MemoryStore, or many processes with
+	// redisstore). The limiter publishes the limits it learns and its pauses
+	// there and adopts the ones others publish. nil: local buckets only.
+	Store Store
 }
 
 // Adaptive is a rate limiter for one endpoint whose rate follows what the
@@ -71,6 +77,8 @@ type Adaptive struct {
 
 	req *Bucket // requests
 	tok *Bucket // tokens of token-denominated quotas; used once one is known
+
+	share *storeShare // nil without a Store
 
 	started      atomic.Bool  // a response arrived: slow start is over
 	gated        atomic.Bool  // in-flight cap active (slow start, or probing a new window)
@@ -118,6 +126,7 @@ func NewAdaptive(cfg AdaptiveConfig) *Adaptive {
 		respWake: make(chan struct{}),
 		probe:    probe{minLimit: float64(cfg.MinLimit)},
 		mode:     ModeSlowStart,
+		share:    newStoreShare(cfg),
 	}
 	if cfg.Ceiling > 0 {
 		a.req.SetLimit(cfg.Ceiling)
@@ -259,13 +268,13 @@ func (a *Adaptive) Wait(ctx context.Context, cost float64) error {
 				return err
 			}
 		}
-		granted, err := a.req.waitN(ctx, 1, a.cfg.MaxWait)
+		granted, err := a.waitBucket(ctx, a.req, 1)
 		if err != nil {
 			release()
 			return a.annotate(err)
 		}
 		if tokens {
-			if granted, err = a.tok.waitN(ctx, n, a.cfg.MaxWait); err != nil {
+			if granted, err = a.waitBucket(ctx, a.tok, n); err != nil {
 				release()
 				return a.annotate(err)
 			}

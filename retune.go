@@ -83,6 +83,7 @@ func (a *Adaptive) learn(status int, info Info, others int64) {
 			admitted = float64(a.admittedCost.Load()) / milli
 		}
 		w.observe(q, now, unseen, admitted, horizon, rtt)
+		a.share.observed(w)
 		w.mentioned = true
 		if q.Remaining < 1 && !q.Reset.IsZero() {
 			exhausted = true
@@ -190,6 +191,7 @@ func (a *Adaptive) pauseLocked(t time.Time) {
 	if t.After(a.paused) {
 		a.paused = t
 		a.req.PauseUntil(t)
+		a.share.paused(t)
 	}
 }
 
@@ -359,6 +361,9 @@ func (a *Adaptive) apply(b *Bucket, rate float64, burst, need int, what string) 
 	// A burst below need (the largest cost seen) would refuse a request.
 	if old := b.Burst(); old != burst && (old < need || old < 10 || burst < old*9/10 || burst > old*11/10) {
 		b.SetBurst(burst)
+	}
+	if b == a.req {
+		a.share.learned(b.Limit(), b.Burst())
 	}
 }
 

@@ -1,0 +1,231 @@
+package pacer
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// storeShare is an Adaptive's link to a [Store] (AdaptiveConfig.Store): its
+// request and token buckets live in the store, shared with every limiter of
+// the same key, and it publishes what it learns (its request limit, its
+// pauses) and adopts what the others published.
+//
+// The local buckets keep deriving limit and burst from this limiter's own
+// responses and still carry its pauses; they hand out no tokens. A limiter
+// without a Store has no storeShare and pays nothing for this.
+type storeShare struct {
+	store Store
+	key   string // request bucket; key+tokensKeySuffix is the token bucket
+
+	mu       sync.Mutex
+	ownAt    time.Time // when this limiter last published its own limit
+	own      Limit     // and what it published
+	ownBurst int
+	shared   Limit // newest limit another limiter published; 0 none
+	burst    int
+	sharedAt time.Time // when it was learned, on the local clock
+}
+
+// tokensKeySuffix names a key's token bucket in the store. The NUL keeps it
+// apart from every endpoint key (patterns, hosts, "scope#bucket").
+const tokensKeySuffix = "\x00tokens"
+
+func newStoreShare(cfg AdaptiveConfig) *storeShare {
+	if cfg.Store == nil {
+		return nil
+	}
+	return &storeShare{store: cfg.Store, key: cfg.Key}
+}
+
+// waitBucket waits for n tokens of b: from b itself without a store, else
+// from the store's bucket of the same key. It returns when they were due.
+func (a *Adaptive) waitBucket(ctx context.Context, b *Bucket, n int) (time.Time, error) {
+	if a.share == nil {
+		return b.waitN(ctx, n, a.cfg.MaxWait)
+	}
+	return a.share.wait(ctx, a, b, n, b == a.tok)
+}
+
+// wait books n tokens in the store at b's limit and burst (or at the newest
+// shared limit, for requests), sleeps until they are due and returns; it
+// refunds them if ctx ends first. Local pauses, which b carries, are waited
+// out first, and again if one began while sleeping.
+//
+// A request books only once its token is at most bookingHorizon away: until
+// then it waits unbooked. A booking cannot move when the limit does, so a
+// long queue of them would keep the pace of a limit the server has since
+// revised: booking late keeps that lag short.
+func (s *storeShare) wait(ctx context.Context, a *Adaptive, b *Bucket, n int, tokens bool) (time.Time, error) {
+	key := s.key
+	if tokens {
+		key += tokensKeySuffix
+	}
+	for {
+		now := time.Now()
+		if at := b.nextAt(n); at.After(now) { // a local pause
+			if err := a.tooLong(ctx, now, at); err != nil {
+				return time.Time{}, err
+			}
+			if err := storeSleep(ctx, at); err != nil {
+				return time.Time{}, err
+			}
+		}
+		limit, burst := b.Limit(), b.Burst()
+		if tokens {
+			if limit == Inf {
+				return time.Now(), nil // no token quota known: nothing to book or share
+			}
+		} else {
+			limit, burst = s.effective(limit, burst, a.cfg)
+		}
+		horizon := bookingHorizon(limit, n)
+		r := StoreRequest{Tokens: float64(n), Limit: limit, Burst: burst, MaxWait: horizon}
+		if a.cfg.MaxWait > 0 && a.cfg.MaxWait < horizon {
+			r.MaxWait = a.cfg.MaxWait
+		}
+		g, err := s.store.Reserve(ctx, key, r)
+		if err != nil {
+			return time.Time{}, err
+		}
+		now = time.Now()
+		if !tokens {
+			s.adopt(a, now, g.Shared)
+			if limit == Inf && g.OK {
+				if l, _ := s.effective(b.Limit(), b.Burst(), a.cfg); l != Inf {
+					continue // booked nothing, but others know a limit now: book at it
+				}
+			}
+		}
+		at := now.Add(g.Delay)
+		if !g.OK {
+			if err := a.tooLong(ctx, now, at); err != nil {
+				return time.Time{}, err
+			}
+			// Within bounds but beyond the horizon: come back shortly before.
+			if err := storeSleep(ctx, at.Add(-horizon/2)); err != nil {
+				return time.Time{}, err
+			}
+			continue
+		}
+		if err := storeSleep(ctx, at); err != nil {
+			s.store.Cancel(key, r)
+			return time.Time{}, err
+		}
+		if b.nextAt(n).After(time.Now()) {
+			// Paused while asleep (this process saw a 429): the token would
+			// be spent inside the pause. Give it back and wait the pause out.
+			s.store.Cancel(key, r)
+			continue
+		}
+		return at, nil
+	}
+}
+
+// storeSleep sleeps until t or until ctx ends.
+func storeSleep(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		return nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// bookingHorizon is how far ahead a request books its token: 100 ms, or
+// the time a few tokens take at slow limits.
+func bookingHorizon(limit Limit, n int) time.Duration {
+	h := 100 * time.Millisecond
+	if limit != Inf && limit > 0 {
+		h = max(h, time.Duration(float64(3*max(n, 1))/float64(limit)*float64(time.Second)))
+	}
+	return h
+}
+
+// effective is the request limit and burst to book at: the newest of this
+// limiter's own and the shared one, within the configured ceiling.
+func (s *storeShare) effective(limit Limit, burst int, cfg AdaptiveConfig) (Limit, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shared == 0 || !s.sharedAt.After(s.ownAt) {
+		return limit, burst
+	}
+	limit, burst = s.shared, s.burst
+	if cfg.Ceiling > 0 && limit > cfg.Ceiling {
+		limit, burst = cfg.Ceiling, cfg.CeilingBurst
+	}
+	return limit, burst
+}
+
+// adopt takes in the shared state a reservation returned: a newer learned
+// limit, and a pause (applied to the local request bucket so that Stats,
+// NextAllowed and later waits see it).
+func (s *storeShare) adopt(a *Adaptive, now time.Time, st SharedState) {
+	s.mu.Lock()
+	if st.Limit > 0 && st.Limit != Inf {
+		if at := now.Add(-st.Age); at.After(s.sharedAt) {
+			s.shared, s.burst, s.sharedAt = st.Limit, max(st.Burst, 1), at
+		}
+	}
+	s.mu.Unlock()
+	if st.Pause > 0 {
+		until := now.Add(st.Pause)
+		a.mu.Lock()
+		if until.After(a.paused) {
+			a.paused = until // not pauseLocked: it is already shared
+			a.req.PauseUntil(until)
+		}
+		a.mu.Unlock()
+	}
+}
+
+// observed is called after a response updated w. With a store, the other
+// limiters of the key are clients this one does not see, and the drift
+// model would deduct their spending from its plan although the shared bucket
+// already holds them to the same rate: each would plan for a share of what
+// the bucket allows, the bucket would run at the lowest of those shares, and
+// the fleet would stall. The drift is kept at zero instead; clients outside
+// the fleet are then caught, as without the model, by the budgets (which
+// follow every response's Remaining) and by 429s.
+func (s *storeShare) observed(w *quotaWindow) {
+	if s == nil {
+		return
+	}
+	w.drift = 0
+	w.drain.Store(0)
+}
+
+// learned publishes the request limit and burst this limiter derived from
+// its own responses, when they changed. Unknown (Inf) limits are not
+// published: they would erase what others know. Called with a.mu held after
+// every retune; Store.Publish does not wait for I/O.
+func (s *storeShare) learned(limit Limit, burst int) {
+	if s == nil || limit == Inf || !(limit > 0) {
+		return
+	}
+	now := time.Now()
+	s.mu.Lock()
+	if limit == s.own && burst == s.ownBurst {
+		s.mu.Unlock()
+		return
+	}
+	s.ownAt, s.own, s.ownBurst = now, limit, burst
+	s.mu.Unlock()
+	_ = s.store.Publish(context.Background(), s.key, SharedState{Limit: limit, Burst: burst})
+}
+
+// paused publishes a pause until t (Retry-After, or a spent quota).
+func (s *storeShare) paused(t time.Time) {
+	if s == nil {
+		return
+	}
+	if d := time.Until(t); d > 0 {
+		_ = s.store.Publish(context.Background(), s.key, SharedState{Pause: d})
+	}
+}
