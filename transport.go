@@ -77,6 +77,7 @@ type config struct {
 	maxEndpoints int
 	logger       *slog.Logger
 	observer     func(Attempt)
+	store        Store
 }
 
 // NewTransport returns a Transport that sends requests through base once
@@ -130,6 +131,7 @@ func NewTransport(base http.RoundTripper, opts ...Option) *Transport {
 			MaxDelay:     c.maxDelay,
 			SlowStart:    c.slowStart,
 			Logger:       c.logger,
+			Store:        c.store,
 		})
 	})
 	return t
@@ -302,6 +304,19 @@ func WithMaxEndpoints(n int) Option {
 // server answers 429. nil (the default) disables logging.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger = l }
+}
+
+// WithStore keeps every endpoint's buckets in s, shared with all limiters
+// that use s: other Transports in this process with one [MemoryStore], or
+// Transports in many processes with redisstore. Endpoints with the same key
+// then pace against one quota, and a limit or Retry-After one of them learns
+// applies to all. Without it (the default) buckets are local and cost no
+// store round trips.
+func WithStore(s Store) Option {
+	if s == nil {
+		panic("pacer: WithStore(nil)")
+	}
+	return func(c *config) { c.store = s }
 }
 
 // WithObserver calls fn after every attempt of every request, including
