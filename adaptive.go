@@ -59,8 +59,11 @@ type AdaptiveConfig struct {
 // are admitted but not yet observed count against every figure the server
 // reports, and a budget per quota, charged as requests are admitted, holds
 // every request once the quota is spent, until its reset. After a reset with
-// no newer response it runs at safety × limit / window. Retry-After pauses
-// the endpoint. Servers that send no headers and only answer 429 or 503 are
+// no newer response it runs at safety × limit / window. What changes a quota
+// besides this client (another process spending from it, or a sliding window
+// or token bucket refilling it) is measured as a drift and allowed for; a
+// quota seen not to refill at its reset is re-checked with single requests.
+// Retry-After pauses the endpoint. Servers that send no headers and only answer 429 or 503 are
 // probed with a CUBIC fallback (see Mode "probing"); until the first throttle
 // such a server is not limited at all.
 //
