@@ -42,9 +42,9 @@ const (
 
 // childResult is what a child process reports on stdout.
 type childResult struct {
-	OK             int    `json:"ok"`
-	Throttled      int    `json:"throttled"`       // 429s after the process's first response
-	FirstThrottled bool   `json:"first_throttled"` // the first response was a 429
+	OK             int  `json:"ok"`
+	Throttled      int  `json:"throttled"`       // 429s after the process's first response
+	FirstThrottled bool `json:"first_throttled"` // the first response was a 429
 	Errors         []string
 	Store          redisstore.Stats
 }
