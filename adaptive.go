@@ -46,7 +46,10 @@ type AdaptiveConfig struct {
 	// with every limiter that uses the same Store and Key (several
 	// Transports in one process with a MemoryStore, or many processes with
 	// redisstore). The limiter publishes the limits it learns and its pauses
-	// there and adopts the ones others publish. nil: local buckets only.
+	// there and adopts the ones others publish. Spending by clients outside
+	// the store's fleet is then not estimated from the figures (the fleet's
+	// own would be counted twice); budgets and 429s still catch it. nil:
+	// local buckets only.
 	Store Store
 }
 

@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -11,20 +12,33 @@ import (
 	"github.com/pacer-go/pacer/redisstore"
 )
 
-// Every process that uses the same Redis (and prefix) books from the same
-// buckets. Here one process books from a bucket of 2 requests per second; a
-// second process doing the same would see its first token 500 ms later.
+// Every process whose Transport uses the same Redis (and prefix) paces each
+// endpoint against one shared quota: run this in every replica.
 func ExampleNew() {
 	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
 	defer rdb.Close()
 	store := redisstore.New(rdb, redisstore.WithPrefix("myapp:pacer:"))
 	defer store.Close() // returns leased tokens nobody used
 
+	client := &http.Client{Transport: pacer.NewTransport(nil, pacer.WithStore(store))}
+	resp, err := client.Get("https://api.example.com/v1/items")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+}
+
+// A Store can also be used directly: Reserve books tokens in a shared bucket
+// and says when they may be used.
+func ExampleStore_Reserve() {
+	store := redisstore.New(redis.NewClient(&redis.Options{Addr: "localhost:6379"}))
+	defer store.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	g, err := store.Reserve(ctx, "https://api.example.com", pacer.StoreRequest{Tokens: 1, Limit: 2, Burst: 1})
-	if err != nil {
-		fmt.Println("no reservation:", err)
+	if err != nil || !g.OK {
+		fmt.Println("not now:", err)
 		return
 	}
 	time.Sleep(g.Delay) // then send the request
