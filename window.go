@@ -176,6 +176,11 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, admitted float64, 
 	w.applyDrift(now)
 	eff := max(q.Remaining-unseen-max(-w.drift, 0)*age.Seconds(), 0)
 	tol := w.tolerance()
+	if timed && w.rolled && w.kind == kindRefill && !q.Reset.After(w.stamp.Add(tol)) {
+		// A response from the window that just ended, overtaken by the
+		// roll (its reset, rounded up, can be later than the one we rolled at).
+		return
+	}
 	if timed && w.known && !w.rolled {
 		if d := q.Reset.Sub(w.stamp).Abs(); d <= tol {
 			w.jitter = max(d, w.jitter*7/8)
@@ -222,19 +227,34 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, admitted float64, 
 		}
 	case eff > w.units() && now.Sub(w.setAt) < horizon:
 		// Higher than the budget, soon after it was set: stale until proven
-		// otherwise. Keep the later reset, which is the conservative one.
-		if timed {
-			w.reset, w.stamp = laterOf(w.reset, q.Reset), laterOf(w.stamp, q.Reset)
-		}
+		// otherwise.
+		w.sameWindowReset(q, timed)
 		return
 	default:
-		if timed {
-			w.reset, w.stamp = laterOf(w.reset, q.Reset), laterOf(w.stamp, q.Reset)
-		}
+		w.sameWindowReset(q, timed)
 		w.measureDrift(now, eff, admitted, horizon)
 	}
 	w.known, w.rolled, w.setAt, w.probing = true, false, now, false
 	w.budget.Store(toMilli(eff))
+}
+
+// sameWindowReset folds the reset of a response from the current window in.
+// The stamp keeps the latest (it tells the next window apart). The reset a
+// fixed window rolls at is the earliest stated: servers round the time to
+// reset up (to whole seconds, or state epoch seconds), and latency only adds
+// to it, so every stated reset is an upper bound of the true one and the
+// smallest is the tightest, still never early. Other quotas keep the latest,
+// the conservative choice while what the reset means is unknown.
+func (w *quotaWindow) sameWindowReset(q Quota, timed bool) {
+	if !timed {
+		return
+	}
+	w.stamp = laterOf(w.stamp, q.Reset)
+	if w.kind == kindRefill && !w.reset.IsZero() {
+		w.reset = earlierOf(w.reset, q.Reset)
+	} else {
+		w.reset = laterOf(w.reset, q.Reset)
+	}
 }
 
 // measureDrift compares what a response says with the window's baseline:
