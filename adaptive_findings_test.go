@@ -28,6 +28,8 @@ func TestAdaptiveAtTheAdaptationBenchmarksSettings(t *testing.T) {
 	}{
 		{apisim.StyleIETF, false},
 		{apisim.StyleIETF07, false},
+		{apisim.StyleBare, true},
+		{apisim.StyleRetryAfter, true},
 	} {
 		for _, window := range []time.Duration{5 * time.Second, 10 * time.Second} {
 			sc := scenario{
@@ -50,5 +52,25 @@ func TestAdaptiveAtTheAdaptationBenchmarksSettings(t *testing.T) {
 				assert.GreaterOrEqual(t, o.goodput, 0.9*safety, "goodput / capacity")
 			})
 		}
+	}
+}
+
+// TestAdaptiveRollsAOneSecondWindowOnlyWhenSureOfItsEnd: with whole-second
+// resets a 1 s window's stated resets wander by as much as the window itself,
+// so responses of consecutive windows look alike. A response whose remaining
+// went back up is of a new window: its reset must not be folded into the old
+// one's (rolling there would refill a budget the server has half spent).
+func TestAdaptiveRollsAOneSecondWindowOnlyWhenSureOfItsEnd(t *testing.T) {
+	for run := range 10 { // the restarts' jitter differs from run to run
+		t.Run(fmt.Sprintf("run=%d", run), func(t *testing.T) {
+			t.Parallel()
+			sc := scenario{
+				server:  apisim.Config{Style: apisim.StyleIETF, Limit: 10, Window: time.Second},
+				run:     30 * time.Second,
+				callers: 4,
+			}
+			o := drive(t, sc, AdaptiveConfig{Key: "sim"})
+			assert.Zero(t, o.lateThrottled, "429s after the first response: %v", o)
+		})
 	}
 }

@@ -21,7 +21,13 @@ import (
 // Change 1: one cut per event. 429s of requests sent before the last cut took
 // effect (those in flight then, or within a round trip) do not cut again; the
 // AWS SDK cuts on every throttle, so 32 concurrent callers meeting one empty
-// bucket would divide the rate by 0.7³².
+// bucket would divide the rate by 0.7³². Nor do throttles while the server
+// is closed (it has accepted nothing sent since the event began: a fixed
+// window spent until its end): the rate was not the reason, the window was.
+// While closed, one request at a time looks whether the server accepts
+// again, at a backoff growing from a round trip (100 ms at least) to 1 s (or a quarter of the
+// time closed), so a closed spell costs a few 429s, not one per caller per
+// round trip, and the climb starts when the server reopens.
 //
 // Change 2: the length of a cycle. AWS's cubic is back at lastMax after
 // K = ∛(lastMax·(1-β)/C) seconds, about 2 s at 10 requests/s: with one 429 per
@@ -29,8 +35,11 @@ import (
 // cycle to hold about 300 requests per 429 the last event cost (at most two
 // minutes), so the share of 429s stays well under 1% once settled, whatever
 // the rate, and whatever the latency (a high rate × round trip means many
-// requests in flight, hence many 429s per event). The first event, which
-// follows an unlimited burst and says little, keeps AWS's K. The rate averages
+// requests in flight, hence many 429s per event). The first event
+// follows an unlimited burst, whose send rate says nothing: its lastMax is
+// what the server admitted per second from the first response until it
+// accepted again (a fixed window's quota over its window), and its cycle is
+// that of an event that cost one 429. The rate averages
 // about 1 - (1-β)/4 ≈ 92% of lastMax over a cycle, and lastMax tracks the
 // server's capacity.
 type probe struct {
@@ -62,6 +71,23 @@ type probe struct {
 	slotOK       float64
 	goodput      float64
 	firstEventAt time.Time
+
+	// Closed: the server has throttled every request sent since the event
+	// began (a fixed window spent until its end, a token bucket empty until
+	// its next refill). More throttles then say nothing about the rate, so
+	// they do not cut it again; one request at a time looks whether the
+	// server accepts again, after a backoff that grows with the time closed.
+	closed   bool
+	closedAt time.Time
+	backoff  time.Duration
+	// The cycle since the server last accepted again after being closed (or
+	// since the first response): its successes per second are what the
+	// server admitted, the capacity measured directly. The first event
+	// follows an unlimited burst, whose send rate says nothing: lastMax is
+	// taken from the first cycle instead (fromBurst).
+	cycleFrom time.Time
+	cycleOK   float64
+	fromBurst bool
 }
 
 const (
@@ -71,11 +97,23 @@ const (
 	probeCycleFactor = 300 // requests per throttle in one cycle
 	probeMaxCycle    = 2 * time.Minute
 	probeGoodputSpan = time.Minute
+	probeMinBackoff  = 100 * time.Millisecond
+	probeMaxBackoff  = time.Second // or a quarter of the time closed, if longer
 )
 
 // meter counts one completed request at now.
 func (p *probe) meter(now time.Time, ok bool) {
 	p.observed++
+	if p.cycleFrom.IsZero() {
+		p.cycleFrom = now
+	}
+	if ok {
+		p.cycleOK++
+		// Requests in flight when the event began do not reopen it.
+		if p.closed && p.observed > p.closeAt {
+			p.reopen(now)
+		}
+	}
 	switch {
 	case p.slot.IsZero():
 		p.slot = now
@@ -96,6 +134,38 @@ func (p *probe) meter(now time.Time, ok bool) {
 	}
 }
 
+// reopen ends a closed spell: the server accepted a request sent during it.
+// The climb starts here (the time closed was no time at the new rate), and
+// a lastMax taken from the first, unlimited burst is replaced by what the
+// server admitted over the cycle.
+func (p *probe) reopen(now time.Time) {
+	p.closed = false
+	if p.fromBurst {
+		p.fromBurst = false
+		if span := now.Sub(p.cycleFrom).Seconds(); span > 0 {
+			if g := p.cycleOK / span; g < p.lastMax {
+				p.setMax(g)
+			}
+		}
+		// Measured, not guessed: climb back as slowly as after an event
+		// that cost one 429.
+		p.k = max(p.k, min(probeCycleFactor/p.lastMax, probeMaxCycle.Seconds()))
+	}
+	p.since = now
+	p.limit = math.Max(probeBeta*p.lastMax, p.minLimit)
+	// The send rate while closed was one request at a time: it must not
+	// hold the climb back (new rates are capped at twice the send rate).
+	p.measured = max(p.measured, p.limit)
+	p.cycleFrom, p.cycleOK = now, 1
+}
+
+// setMax sets lastMax and the cycle length that goes with it (AWS's K).
+func (p *probe) setMax(rate float64) {
+	p.lastMax = max(rate, p.minLimit)
+	p.k = math.Cbrt(p.lastMax * (1 - probeBeta) / probeC)
+	p.limit = math.Max(probeBeta*p.lastMax, p.minLimit)
+}
+
 // sendRate is the measured send rate, counting the slot in progress so that
 // a burst before the first full slot is not read as zero.
 func (p *probe) sendRate(now time.Time) float64 {
@@ -107,16 +177,24 @@ func (p *probe) sendRate(now time.Time) float64 {
 }
 
 // throttle reacts to a 429/503 observed at now, with inflight requests still
-// out and rtt the estimated round trip. It reports whether this began a new
-// event (and so cut the rate): not if the request may have been sent before
-// the last cut took effect, judged by count (the requests then in flight) and
-// by time (a round trip, and at least one interval at the cut rate).
-func (p *probe) throttle(now time.Time, inflight int64, rtt time.Duration) bool {
+// out and rtt the estimated round trip. It returns the time before which no
+// new request should start (zero: no change). A throttle begins a new event,
+// and cuts the rate, unless the request may have been sent before the last
+// cut took effect, judged by count (the requests then in flight) and by time
+// (a round trip, and at least one interval at the cut rate), or the server
+// has not accepted anything since (closed): then it is one more throttle of
+// the same event, and if it answered a request sent while closed, the next
+// one waits longer.
+func (p *probe) throttle(now time.Time, inflight int64, rtt time.Duration) time.Time {
 	if p.engaged {
 		gap := max(rtt, time.Duration(float64(time.Second)/p.limit))
-		if p.observed <= p.closeAt || now.Sub(p.lastEventAt) < gap {
+		if p.closed || p.observed <= p.closeAt || now.Sub(p.lastEventAt) < gap {
 			p.eventCount++
-			return false
+			if p.closed && p.observed > p.closeAt {
+				p.backoff = min(2*p.backoff, max(probeMaxBackoff, now.Sub(p.closedAt)/4))
+				return now.Add(p.backoff)
+			}
+			return time.Time{}
 		}
 	}
 	// The first event follows an unlimited burst: neither it nor its 429
@@ -138,21 +216,22 @@ func (p *probe) throttle(now time.Time, inflight int64, rtt time.Duration) bool 
 	}
 	if !p.engaged {
 		p.firstEventAt = now
+		p.fromBurst = true
 	}
 	if rate <= 0 || math.IsInf(rate, 0) {
 		rate = p.minLimit
 	}
 	p.engaged = true
-	p.lastMax = max(rate, p.minLimit)
-	p.k = math.Cbrt(p.lastMax * (1 - probeBeta) / probeC)
+	p.setMax(rate)
 	if p.events > 1 {
 		p.k = max(p.k, min(probeCycleFactor*float64(max(prevCount, 1))/p.lastMax, probeMaxCycle.Seconds()))
 	}
-	p.limit = math.Max(probeBeta*p.lastMax, p.minLimit)
 	p.since, p.lastEventAt = now, now
 	p.closeAt = p.observed + inflight
 	p.eventCount = 1
-	return true
+	p.closed, p.closedAt = true, now
+	p.backoff = max(rtt, probeMinBackoff)
+	return now.Add(p.backoff)
 }
 
 // grow advances the cubic to now and returns the limit (Inf until engaged).

@@ -107,10 +107,13 @@ func (a *Adaptive) learn(status int, info Info, others int64) {
 		// Quota headers explain a throttle when a quota is spent or the server
 		// named a wait; otherwise (no headers, or a limit the headers do not
 		// show) the probing fallback cuts the rate.
-		if (len(info.Quotas) == 0 || (!exhausted && info.RetryAfter == 0)) && a.probe.throttle(now, others, a.rtt()) {
-			// The server's bucket is empty: empty ours too, so the next
-			// request waits one interval at the new rate, not none.
-			a.pauseLocked(now.Add(time.Nanosecond))
+		if len(info.Quotas) == 0 || (!exhausted && info.RetryAfter == 0) {
+			// The server's bucket is empty: empty ours too, and hold new
+			// requests until the probe's next look (one at a time, see
+			// the gate below, until the server accepts again).
+			if hold := a.probe.throttle(now, others, a.rtt()); !hold.IsZero() {
+				a.pauseLocked(hold)
+			}
 		}
 		if a.cfg.Logger != nil {
 			a.cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn, "pacer: throttled",
@@ -293,7 +296,7 @@ func (a *Adaptive) retune(now time.Time) {
 	}
 	switch {
 	case !a.started.Load():
-	case blind:
+	case blind || a.probe.closed:
 		a.setGate(1)
 	default:
 		a.setGate(0)

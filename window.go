@@ -227,30 +227,40 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, admitted float64, 
 		}
 	case eff > w.units() && now.Sub(w.setAt) < horizon:
 		// Higher than the budget, soon after it was set: stale until proven
-		// otherwise.
-		w.sameWindowReset(q, timed)
+		// otherwise. Keep the later reset, which is the conservative one.
+		if timed {
+			w.reset, w.stamp = laterOf(w.reset, q.Reset), laterOf(w.stamp, q.Reset)
+		}
 		return
 	default:
-		w.sameWindowReset(q, timed)
+		w.sameWindowReset(q, timed, eff)
 		w.measureDrift(now, eff, admitted, horizon)
 	}
 	w.known, w.rolled, w.setAt, w.probing = true, false, now, false
 	w.budget.Store(toMilli(eff))
 }
 
-// sameWindowReset folds the reset of a response from the current window in.
-// The stamp keeps the latest (it tells the next window apart). The reset a
-// fixed window rolls at is the earliest stated: servers round the time to
-// reset up (to whole seconds, or state epoch seconds), and latency only adds
-// to it, so every stated reset is an upper bound of the true one and the
-// smallest is the tightest, still never early. Other quotas keep the latest,
-// the conservative choice while what the reset means is unknown.
-func (w *quotaWindow) sameWindowReset(q Quota, timed bool) {
+// sameWindowReset folds in the reset of a response taken to be from the
+// current window, whose effective remaining is eff. The stamp keeps the
+// latest (it tells the next window apart). The reset a fixed window rolls at
+// is the earliest stated: servers round the time to reset up (to whole
+// seconds, or state epoch seconds), and latency only adds to it, so every
+// stated reset of one window is an upper bound of its true end and the
+// smallest is the tightest, still never early. That holds only if the
+// response is surely of the same window: its remaining did not go up (a
+// fixed window that did has rolled over, unnoticed because resets of
+// consecutive windows can lie closer together than the rounding), its reset
+// is less than half a window later, and the rounding (the jitter) is small
+// against the window. Otherwise, and for other quotas, the later reset is
+// kept: the conservative choice.
+func (w *quotaWindow) sameWindowReset(q Quota, timed bool, eff float64) {
 	if !timed {
 		return
 	}
 	w.stamp = laterOf(w.stamp, q.Reset)
-	if w.kind == kindRefill && !w.reset.IsZero() {
+	same := w.kind == kindRefill && !w.reset.IsZero() && eff <= w.units() &&
+		w.window > 0 && q.Reset.Sub(w.reset) < w.window/2 && 2*w.jitter < w.window
+	if same {
 		w.reset = earlierOf(w.reset, q.Reset)
 	} else {
 		w.reset = laterOf(w.reset, q.Reset)
