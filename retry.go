@@ -28,7 +28,10 @@ const (
 
 var _ http.RoundTripper = (*Transport)(nil)
 
-var errNilURL = errors.New("pacer: nil Request.URL")
+var (
+	errNilURL      = errors.New("pacer: nil Request.URL")
+	errNilResponse = errors.New("pacer: base RoundTripper returned a nil *Response with a nil error")
+)
 
 // RoundTrip sends req once its endpoint's limiter admits it, and retries it
 // when it is throttled and can be retried (see [WithRetries]). It implements
@@ -84,12 +87,20 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			sent = time.Now()
 		}
 		resp, err := t.base.RoundTrip(r)
+		if err == nil && resp == nil {
+			err = errNilResponse
+		}
 		if err != nil {
 			lim.lim.Observe(0, Info{})
 			lim.failures.Add(1)
 			t.release(ep, lim)
 			t.report(Attempt{Endpoint: lim.key, Method: req.Method, Retry: n, Wait: sent.Sub(waitFrom), Latency: elapsedSince(sent), Err: err})
 			return nil, err
+		}
+		if resp.Body == nil {
+			// As http.Client does: many RoundTrippers (mostly in tests) mean
+			// an empty body by a nil one.
+			resp.Body = http.NoBody
 		}
 		info, _ := parseHeaders(resp.Header, time.Now(), t.maxDelay)
 		t.learn(ep, lim, &u, resp.StatusCode, info)

@@ -413,3 +413,36 @@ func TestRequestWithoutURLIsAnErrorNotAPanic(t *testing.T) {
 	assert.ErrorContains(t, err, "nil Request.URL")
 	bs.allClosed(t)
 }
+
+// Many RoundTrippers (mostly test doubles) answer with a nil Body to mean an
+// empty one, and http.Client accepts that: so does the Transport, also when
+// it must drain a throttled response before retrying.
+func TestNilResponseBodyFromTheBaseCountsAsEmpty(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var n atomic.Int32
+		tr := NewTransport(transportFunc(func(r *http.Request) (*http.Response, error) {
+			if n.Add(1) == 1 {
+				return &http.Response{StatusCode: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"1"}}, Request: r}, nil
+			}
+			return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Request: r}, nil
+		}))
+		req, err := http.NewRequest(http.MethodGet, mockURL, nil)
+		require.NoError(t, err)
+		resp, err := tr.RoundTrip(req)
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		require.NotNil(t, resp.Body)
+		require.NoError(t, resp.Body.Close())
+	})
+}
+
+func TestNilResponseWithoutErrorFromTheBaseIsAnError(t *testing.T) {
+	tr := NewTransport(transportFunc(func(*http.Request) (*http.Response, error) { return nil, nil }))
+	for range 2 { // the first failure must leave the endpoint usable
+		req, err := http.NewRequest(http.MethodGet, mockURL, nil)
+		require.NoError(t, err)
+		resp, err := tr.RoundTrip(req)
+		require.ErrorContains(t, err, "nil *Response")
+		assert.Nil(t, resp)
+	}
+}
