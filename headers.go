@@ -337,7 +337,8 @@ func (p *headerParser) shopify(v string) {
 	q := quotaState{}
 	u, okU := parseCount(used)
 	q.limit, q.hasLimit = parseCount(limit)
-	if okU && q.hasLimit {
+	// A bucket of size 0 is broken, not a quota that forbids every request.
+	if okU && q.hasLimit && q.limit > 0 {
 		q.remaining, q.hasRemaining = max(q.limit-u, 0), true
 		p.emit(q)
 	}

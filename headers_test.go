@@ -302,6 +302,7 @@ func TestParseHeadersShopify(t *testing.T) {
 		{"missing size", now, http.Header{"X-Shopify-Shop-Api-Call-Limit": {"32/"}}, Info{}},
 		{"missing used", now, http.Header{"X-Shopify-Shop-Api-Call-Limit": {"/40"}}, Info{}},
 		{"no slash", now, http.Header{"X-Shopify-Shop-Api-Call-Limit": {"32-40"}}, Info{}},
+		{"bucket of size 0", now, http.Header{"X-Shopify-Shop-Api-Call-Limit": {"40/0"}}, Info{}},
 	})
 }
 
