@@ -106,6 +106,23 @@ func TestPatternsMatchTheURLHostNotAVirtualHostHeader(t *testing.T) {
 	assert.Empty(t, req.Method)
 }
 
+func TestPatternHostsMatchIgnoringPortCaseAndIPv6Brackets(t *testing.T) {
+	for _, tc := range []struct{ pattern, url string }{
+		{"api.example.com/", "http://api.example.com:8080/x"},
+		{"api.example.com/", "https://API.Example.COM/x"},
+		{"API.example.com/", "https://api.example.com/x"},
+		{"[::1]/", "http://[::1]:8080/x"},
+		{"[::1]/", "http://[::1]/x"},
+		{"GET ::1/x", "http://[::1]:8080/x"},
+	} {
+		t.Run(tc.pattern+" "+tc.url, func(t *testing.T) {
+			tr := NewTransport(okTransport{}, WithEndpoint(tc.pattern, 10, 1))
+			mustGet(t, tr, tc.url)
+			assert.Equal(t, []string{tc.pattern}, endpointKeys(tr))
+		})
+	}
+}
+
 func TestKeyFuncKeysRequestsThatMatchNoPattern(t *testing.T) {
 	tr := NewTransport(okTransport{},
 		WithEndpoint("api.example.com/search/", Inf, 0),

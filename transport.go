@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -144,12 +146,55 @@ type routeMarker struct{ rule *rule }
 func (*routeMarker) ServeHTTP(http.ResponseWriter, *http.Request) {}
 
 func register(mux *http.ServeMux, r *rule) {
+	pattern := muxPattern(r.pattern)
 	defer func() {
 		if p := recover(); p != nil {
 			panic(fmt.Sprintf("pacer: WithEndpoint(%q): %v", r.pattern, p))
 		}
 	}()
-	mux.Handle(r.pattern, &routeMarker{rule: r})
+	mux.Handle(pattern, &routeMarker{rule: r})
+}
+
+// muxPattern returns pattern as the mux must see it to match what
+// [Transport.match] shows it: the host lower-cased and an IPv6 literal
+// unbracketed. A host with a port panics: ServeMux ignores the request's
+// port, so the pattern would never match.
+func muxPattern(pattern string) string {
+	method, rest := "", pattern
+	if i := strings.IndexAny(pattern, " \t"); i >= 0 {
+		method, rest = pattern[:i+1], strings.TrimLeft(pattern[i:], " \t")
+	}
+	i := strings.IndexByte(rest, '/')
+	if i <= 0 {
+		return pattern // no host; ServeMux judges the rest
+	}
+	host := rest[:i]
+	if strings.ContainsAny(host, " \t") || strings.Contains(rest, "://") {
+		panic(fmt.Sprintf("pacer: WithEndpoint(%q): %q is not a host", pattern, host))
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		panic(fmt.Sprintf("pacer: WithEndpoint(%q): host %q has a port, which is never matched: use %q (WithKeyFunc can tell ports apart)", pattern, host, h))
+	}
+	host = strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+	return method + host + rest[i:]
+}
+
+// matchHost returns the host of a request URL as muxPattern writes pattern
+// hosts: without port or IPv6 brackets, lower-cased. It allocates only for a
+// host with upper-case letters.
+func matchHost(h string) string {
+	if strings.IndexByte(h, ':') >= 0 {
+		if hh, _, err := net.SplitHostPort(h); err == nil {
+			h = hh
+		}
+	}
+	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	for i := 0; i < len(h); i++ {
+		if 'A' <= h[i] && h[i] <= 'Z' {
+			return strings.ToLower(h)
+		}
+	}
+	return h
 }
 
 // WithSafetyFactor sets the fraction of a server's advertised quota the
@@ -172,7 +217,10 @@ func WithSafetyFactor(f float64) Option {
 // wildcards ("GET api.example.com/repos/{owner}/{repo}/issues") and a
 // trailing slash matching a subtree ("api.example.com/search/"). It is matched
 // against the request URL's host and path; a pattern without a host matches
-// every host, and all of them then share the one endpoint. The most specific
+// every host, and all of them then share the one endpoint. Hosts match
+// whatever their case and port (a pattern with a port panics: tell ports
+// apart with [WithKeyFunc]); an IPv6 host may be written with or without
+// brackets. The most specific
 // pattern wins, as in ServeMux; requests matching none use the key function
 // or the host.
 //
@@ -473,9 +521,11 @@ func (t *Transport) match(r *http.Request) *rule {
 	view := r
 	// ServeMux matches on Request.Host; a client request's Host may be empty
 	// or a virtual host, and its endpoint is where it is sent: URL.Host.
-	if r.Host != r.URL.Host || r.Method == "" {
+	// Its port is not matched (ServeMux ignores it) and its case does not
+	// matter.
+	if host := matchHost(r.URL.Host); r.Host != host || r.Method == "" {
 		v := t.views.Get().(*http.Request)
-		v.Method, v.Host, v.URL = r.Method, r.URL.Host, r.URL
+		v.Method, v.Host, v.URL = r.Method, host, r.URL
 		if v.Method == "" {
 			v.Method = http.MethodGet
 		}

@@ -55,6 +55,24 @@ func TestInvalidOrConflictingPatternsPanicAtConstruction(t *testing.T) {
 	assert.Contains(t, msg, `pacer: WithEndpoint("GET /a/")`)
 }
 
+// ServeMux never matches a request's port, so a pattern naming one would
+// silently never apply: it is refused, as are hosts that cannot be hosts.
+func TestPatternsThatCouldNeverMatchPanicAtConstruction(t *testing.T) {
+	for pattern, want := range map[string]string{
+		"api.example.com:8080/":  `host "api.example.com:8080" has a port`,
+		"GET [::1]:8080/x":       `host "[::1]:8080" has a port`,
+		"https://api.example/x":  `"https:" is not a host`,
+		"GET api example.com /x": `"api example.com " is not a host`,
+	} {
+		msg := panicMessage(func() { NewTransport(nil, WithEndpoint(pattern, 5, 1)) })
+		assert.Contains(t, msg, fmt.Sprintf("pacer: WithEndpoint(%q): %s", pattern, want))
+	}
+	msg := panicMessage(func() {
+		NewTransport(nil, WithEndpoint("API.example.com/", 5, 1), WithEndpoint("api.example.com/", 5, 1))
+	})
+	assert.Contains(t, msg, "conflicts", "hosts differing only in case are one host")
+}
+
 func panicMessage(f func()) (msg string) {
 	defer func() { msg = fmt.Sprint(recover()) }()
 	f()
