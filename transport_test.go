@@ -38,6 +38,8 @@ func TestInvalidOptionsPanicNamingTheOption(t *testing.T) {
 		{"WithIdleTTL(0s)", func() Option { return WithIdleTTL(0) }},
 		{"WithMaxEndpoints(0)", func() Option { return WithMaxEndpoints(0) }},
 		{"WithObserver(nil)", func() Option { return WithObserver(nil) }},
+		{"WithStore(nil)", func() Option { return WithStore(nil) }},
+		{`WithEndpoint("/x"): limit NaN`, func() Option { return WithEndpoint("/x", Limit(math.NaN()), 1) }},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
 			msg := panicMessage(func() { tc.opt() })
