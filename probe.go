@@ -142,14 +142,16 @@ func (p *probe) reopen(now time.Time) {
 	p.closed = false
 	if p.fromBurst {
 		p.fromBurst = false
-		if span := now.Sub(p.cycleFrom).Seconds(); span > 0 {
+		span := now.Sub(p.cycleFrom).Seconds()
+		if span > 0 {
 			if g := p.cycleOK / span; g < p.lastMax {
 				p.setMax(g)
 			}
 		}
 		// Measured, not guessed: climb back as slowly as after an event
-		// that cost one 429.
-		p.k = max(p.k, min(probeCycleFactor/p.lastMax, probeMaxCycle.Seconds()))
+		// that cost one 429, or over three such cycles if shorter (the
+		// figure is a lower bound when the cycle held time spent closed).
+		p.k = max(p.k, min(probeCycleFactor/p.lastMax, 3*span, probeMaxCycle.Seconds()))
 	}
 	p.since = now
 	p.limit = math.Max(probeBeta*p.lastMax, p.minLimit)
