@@ -100,3 +100,18 @@ func TestRetryableHTTPClientOverPacer(t *testing.T) {
 	require.Len(t, st, 1)
 	assert.EqualValues(t, 2, st[0].Requests, "both attempts went through pacer's limiter")
 }
+
+// A request that matches a pattern is paced by the pattern's endpoint only:
+// while that endpoint is untracked, the pause of its host's endpoint is not
+// its business.
+func TestBackoffOfAPatternRequestIgnoresItsHostsEndpoint(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := NewTransport(newMock(respondInTurn(respond(429, "Retry-After", "20"))),
+			WithRetries(0), WithEndpoint("api.example.com/search/", Inf, 0))
+		mustGet(t, tr, "https://api.example.com/other") // pauses the host's endpoint for 20 s
+		req, err := http.NewRequest(http.MethodGet, "https://api.example.com/search/x", nil)
+		require.NoError(t, err)
+		resp := &http.Response{StatusCode: 503, Header: http.Header{}, Request: req}
+		assert.Equal(t, time.Second, tr.Backoff(time.Second, time.Minute, 0, resp))
+	})
+}

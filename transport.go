@@ -463,17 +463,25 @@ func (t *Transport) Stats() []EndpointStats {
 	return out
 }
 
-// keyEndpoint acquires the endpoint of r's key.
-func (t *Transport) keyEndpoint(r *http.Request, u *urlParts) *endpoint {
+// keyOf returns r's endpoint key and the rule of the pattern that produced
+// it: the matching pattern, else the key function's result; "" when r is
+// keyed by its scheme://host.
+func (t *Transport) keyOf(r *http.Request) (string, *rule) {
 	if t.mux != nil {
 		if rl := t.match(r); rl != nil {
-			return t.eps.acquire(rl.pattern, &spec{rule: rl})
+			return rl.pattern, rl
 		}
 	}
 	if t.keyFunc != nil {
-		if k := t.keyFunc(r); k != "" {
-			return t.eps.acquire(k, &spec{})
-		}
+		return t.keyFunc(r), nil
+	}
+	return "", nil
+}
+
+// keyEndpoint acquires the endpoint of r's key.
+func (t *Transport) keyEndpoint(r *http.Request, u *urlParts) *endpoint {
+	if k, rl := t.keyOf(r); k != "" {
+		return t.eps.acquire(k, &spec{rule: rl})
 	}
 	return t.eps.acquireHost(u)
 }
@@ -492,17 +500,9 @@ func (t *Transport) limiterEndpoint(ep *endpoint, u *urlParts) *endpoint {
 func (t *Transport) peekLimiter(r *http.Request) *endpoint {
 	u := partsOf(r)
 	var ep *endpoint
-	if t.mux != nil {
-		if rl := t.match(r); rl != nil {
-			ep = t.eps.peek(rl.pattern)
-		}
-	}
-	if ep == nil && t.keyFunc != nil {
-		if k := t.keyFunc(r); k != "" {
-			ep = t.eps.peek(k)
-		}
-	}
-	if ep == nil {
+	if k, _ := t.keyOf(r); k != "" {
+		ep = t.eps.peek(k)
+	} else {
 		ep = t.eps.peekHost(&u)
 	}
 	if ep == nil {
