@@ -18,16 +18,7 @@ import (
 // probing fallback on 429/503 without quota headers, and ends slow start.
 // Observe never blocks on the limiter.
 func (a *Adaptive) Observe(status int, info Info) {
-	others := a.inflight.Add(-1)
-	if others < 0 { // an Observe without a Wait: not ours to count
-		a.inflight.Add(1)
-		others = 0
-	}
-	// Which request finished is unknown; take the average in-flight cost.
-	if c := a.inflightCost.Load(); c > 0 {
-		a.inflightCost.Add(-c / (others + 1))
-	}
-	a.learn(status, info, others)
+	a.learn(status, info, true)
 	// Only now, with what the response said applied, may a held caller go.
 	a.wakeGate()
 }
@@ -37,13 +28,37 @@ func (a *Adaptive) Observe(status int, info Info) {
 // server's bucket): it retunes, pauses and counts a throttle, and ends slow
 // start if status ≠ 0, but does not touch the in-flight count.
 func (a *Adaptive) Learn(status int, info Info) {
-	a.learn(status, info, a.inflight.Load())
+	a.learn(status, info, false)
 }
 
-// learn is Observe's and Learn's common part; others is how many admitted
-// requests are still out besides the one whose response this is.
-func (a *Adaptive) learn(status int, info Info, others int64) {
+// settle takes an observed request out of the in-flight count and returns
+// how many admitted requests are still out besides it.
+func (a *Adaptive) settle() int64 {
+	others := a.inflight.Add(-1)
+	if others < 0 { // an Observe without a Wait: not ours to count
+		a.inflight.Add(1)
+		others = 0
+	}
+	// Which request finished is unknown; take the average in-flight cost.
+	if c := a.inflightCost.Load(); c > 0 {
+		a.inflightCost.Add(-c / (others + 1))
+	}
+	return others
+}
+
+// learn is Observe's and Learn's common part; own marks a response to a
+// request this limiter admitted (Observe), which leaves the in-flight count.
+//
+// It leaves it under mu, not before: every admitted request is then either
+// counted as unseen or already applied. Taken out earlier, responses queued
+// on mu behind the one being applied would be neither, and the server's
+// figure (which counted them) would read as that many units spent by
+// others: a drift baseline off by up to the whole in-flight count.
+func (a *Adaptive) learn(status int, info Info, own bool) {
 	if status == 0 {
+		if own {
+			a.settle()
+		}
 		a.wakeResponseWaiters()
 		return
 	}
@@ -51,6 +66,10 @@ func (a *Adaptive) learn(status int, info Info, others int64) {
 	a.mu.Lock()
 	defer a.wakeResponseWaiters()
 	defer a.mu.Unlock()
+	others := a.inflight.Load()
+	if own {
+		others = a.settle()
+	}
 	a.requests++
 	a.started.Store(true)
 	a.trackRTT(now, others)

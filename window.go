@@ -284,9 +284,30 @@ func (w *quotaWindow) measureDrift(now time.Time, eff, admitted float64, horizon
 		return
 	}
 	w.drift = (eff - (w.anchorB - (admitted - w.anchorA))) / span.Seconds()
+	w.drift = max(w.drift, -w.maxDrain(span, admitted-w.anchorA))
 	if w.kind == kindSmooth && span >= 4*minSpan {
 		w.anchorAt, w.anchorB, w.anchorA = now, eff, admitted
 	}
+}
+
+// maxDrain bounds what others can be spending, units per second, given that
+// we spent ours over span: no more than the quota's long-run rate leaves us
+// (limit − ours per window, over at least a window). A measurement above it
+// is an error of the baseline (a response's figures skewed by requests in
+// flight), and taken as a rate it would be extrapolated to the reset and
+// carried into the next windows. The window's length stands in as the time
+// from the baseline to the reset while unlearned; with neither, no bound.
+func (w *quotaWindow) maxDrain(span time.Duration, ours float64) float64 {
+	win := w.window
+	if win <= 0 && w.reset.After(w.anchorAt) {
+		win = w.reset.Sub(w.anchorAt)
+	}
+	limit := w.limitOrPeak()
+	if win <= 0 || limit <= 0 {
+		return math.Inf(1)
+	}
+	over := max(span, win)
+	return max(limit*over.Seconds()/win.Seconds()-max(ours, 0), 0) / over.Seconds()
 }
 
 // applyDrift moves the budget by the drift since it was last applied. A

@@ -1,0 +1,116 @@
+package pacer
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pacer-go/pacer/internal/apisim"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The ordering that collapsed scenario f: 25 requests of a fresh 600/min
+// window all counted by the server, and the oldest response (Remaining 599)
+// applied first, with none of the others counted as unseen. A quarter second
+// later the server's figure is 28 below it after only 3 more admissions. Read
+// as others' spending that is 96 units a second, ten times what the whole
+// quota allows; extrapolated to the reset, it spent every later window.
+func TestDriftFromASkewedBaselineIsBoundedByTheQuotasRate(t *testing.T) {
+	epoch := time.Now()
+	w := newQuotaWindow("requests", epoch, 0.9)
+	reset := epoch.Add(time.Minute)
+	q := func(rem float64) Quota { return Quota{Name: "requests", Limit: 600, Remaining: rem, Reset: reset} }
+
+	w.observe(q(599), epoch, 0, 25, 10*time.Millisecond, 0)
+	now := epoch.Add(260 * time.Millisecond)
+	w.observe(q(571), now, 0, 28, 10*time.Millisecond, 0)
+
+	// Others can spend at most what a window leaves us: (600 − 3) / 60 s.
+	require.Less(t, w.drift, 0.0, "a fall beyond our own spending is others' spending")
+	assert.GreaterOrEqual(t, w.drift, -(600.0-3)/60, "others' spending rate, units per second")
+}
+
+// A consistent drift within the bound is kept as measured.
+func TestDriftWithinTheQuotasRateIsKept(t *testing.T) {
+	epoch := time.Now()
+	w := newQuotaWindow("requests", epoch, 0.9)
+	w.window, w.stated = time.Minute, true
+	reset := epoch.Add(time.Minute)
+	q := func(rem float64) Quota { return Quota{Name: "requests", Limit: 600, Remaining: rem, Reset: reset} }
+
+	w.observe(q(600), epoch, 0, 0, 10*time.Millisecond, 0)
+	// 10 s later: we spent 50, others 30 (3 a second).
+	w.observe(q(520), epoch.Add(10*time.Second), 0, 50, 10*time.Millisecond, 0)
+	assert.InDelta(t, -3.0, w.drift, 1e-9)
+}
+
+func TestMaxDrainIsTheLongRunRateLeftToOthers(t *testing.T) {
+	w := newQuotaWindow("requests", time.Now(), 0.9)
+	w.limit, w.window = 600, time.Minute
+	assert.InDelta(t, 590.0/60, w.maxDrain(time.Second, 10), 1e-9, "within a window: limit − ours per window")
+	assert.InDelta(t, (1200.0-900)/120, w.maxDrain(2*time.Minute, 900), 1e-9, "over two windows")
+	assert.Zero(t, w.maxDrain(time.Second, 700), "we spent the whole quota: nothing is left to others")
+	w.window = 0
+	assert.Equal(t, math.Inf(1), w.maxDrain(time.Second, 10), "no window, no reset: unbounded")
+}
+
+// Two pacer clients without a store share one quota: each sees the other as
+// an unseen client (drift). They must not back each other off into a
+// collapse, nor overrun the quota.
+func TestTwoAdaptivesSharingAQuotaWithoutAStore(t *testing.T) {
+	for _, latency := range []time.Duration{0, 20 * time.Millisecond} {
+		t.Run(latency.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := apisim.New(apisim.Config{Style: apisim.StyleGitHub, Limit: 600, Window: time.Minute, Latency: latency})
+				rt := srv.Transport()
+				ctx, cancel := context.WithCancel(context.Background())
+				start := time.Now()
+				end := start.Add(10 * time.Minute)
+				var wg sync.WaitGroup
+				for range 2 {
+					a := NewAdaptive(AdaptiveConfig{Key: "sim", SafetyFactor: 0.9})
+					for range 16 {
+						wg.Go(func() {
+							for time.Now().Before(end) {
+								if err := a.Wait(ctx, 0); err != nil {
+									return
+								}
+								req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/v1/thing", nil)
+								resp, err := rt.RoundTrip(req)
+								if err != nil {
+									a.Observe(0, Info{})
+									continue
+								}
+								info, _ := parseHeaders(resp.Header, time.Now(), 0)
+								resp.Body.Close()
+								a.Observe(resp.StatusCode, info)
+							}
+						})
+					}
+				}
+				time.Sleep(end.Sub(start))
+				cancel()
+				wg.Wait()
+
+				stats := srv.Stats()
+				goodput := float64(stats.OK) / srv.Capacity(start, end)
+				late := 0
+				events := srv.Events()
+				firstResponse := events[0].At.Add(latency)
+				for _, e := range events {
+					if e.Status == http.StatusTooManyRequests && !e.At.Before(firstResponse) {
+						late++
+					}
+				}
+				t.Logf("ok=%d 429=%d late=%d goodput=%.3f", stats.OK, stats.Throttled, late, goodput)
+				assert.Zero(t, late, "429s after the first response")
+				assert.GreaterOrEqual(t, goodput, 0.7, "aggregate goodput / capacity")
+			})
+		})
+	}
+}
