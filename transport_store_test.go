@@ -58,9 +58,10 @@ func runClients(t *testing.T, api *apisim.Server, transports []*pacer.Transport,
 // TestTransportsSharingAStoreShareOneQuota runs four Transports, as four
 // replicas would, against one API quota. Sharing a MemoryStore they pace as
 // one client: no 429 and most of the quota used. Without it each sees the
-// others only as drops in Remaining it did not cause: they either overrun
-// the quota (429s) or, backing off from one another, leave much of it
-// unused; either way they miss what sharing achieves.
+// others only as drops in Remaining it did not cause and must estimate their
+// spending (the drift model); that estimate once compounded into a collapse
+// (goodput 0.1–0.5), so the independent run guards against it: no 429 and at
+// least half the quota used even without sharing.
 func TestTransportsSharingAStoreShareOneQuota(t *testing.T) {
 	for _, shared := range []bool{true, false} {
 		name := "Shared"
@@ -86,8 +87,8 @@ func TestTransportsSharingAStoreShareOneQuota(t *testing.T) {
 					assert.Zero(t, st.Throttled, "no 429 when the quota is shared")
 					assert.GreaterOrEqual(t, goodput, 0.85)
 				} else {
-					assert.True(t, st.Throttled > 0 || goodput < 0.85,
-						"independent limiters overrun the quota or waste it")
+					assert.Zero(t, st.Throttled, "independent limiters back off from each other's spending")
+					assert.GreaterOrEqual(t, goodput, 0.5, "independent limiters must not starve one another")
 				}
 			})
 		})
