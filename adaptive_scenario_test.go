@@ -30,6 +30,10 @@ type scenario struct {
 	// probing marks servers without quota headers: judged by the fallback's
 	// targets (≤ 2% 429s, ≥ 80% of capacity) instead of zero 429s.
 	probing bool
+	// offset delays the server's creation (its first window) past the
+	// whole second the bubble starts at: the window's phase against the
+	// epoch seconds some styles state resets in.
+	offset time.Duration
 }
 
 // outcome is what a scenario measured.
@@ -55,6 +59,7 @@ func drive(t *testing.T, sc scenario, acfg AdaptiveConfig) outcome {
 	t.Helper()
 	var out outcome
 	synctest.Test(t, func(t *testing.T) {
+		time.Sleep(sc.offset)
 		srv := apisim.New(sc.server)
 		rt := srv.Transport()
 		a := NewAdaptive(acfg)

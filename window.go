@@ -60,9 +60,12 @@ type quotaWindow struct {
 	reset  time.Time     // end of the current window as believed; zero unknown
 	stamp  time.Time     // latest reset a response stated (not assumed): the cadence's last beat
 	jitter time.Duration // how much stated resets of one window wander (rounding, latency)
-	setAt  time.Time     // when a response last set the budget
-	known  bool          // budget describes the current window
-	rolled bool          // reset passed with no response from the new window yet
+	// phase is an upper bound of the true end of the current window that
+	// can be earlier than any stated reset (see learnPhase); zero unknown.
+	phase  time.Time
+	setAt  time.Time // when a response last set the budget
+	known  bool      // budget describes the current window
+	rolled bool      // reset passed with no response from the new window yet
 	kind   windowKind
 	carry  float64 // budget when the last reset passed, to see whether the quota jumped
 
@@ -181,6 +184,9 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, admitted float64, 
 		// roll (its reset, rounded up, can be later than the one we rolled at).
 		return
 	}
+	if timed {
+		defer w.learnPhase(now, q.Reset)
+	}
 	if timed && w.known && !w.rolled {
 		if d := q.Reset.Sub(w.stamp).Abs(); d <= tol {
 			w.jitter = max(d, w.jitter*7/8)
@@ -191,7 +197,7 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, admitted float64, 
 		// A new window.
 		// A real window boundary, not resets wandering: the old reset has
 		// passed, or the new one is half a window later.
-		boundary := w.rolled || !now.Before(w.stamp) || (w.window > 0 && timed && q.Reset.Sub(w.stamp) > w.window/2)
+		boundary := w.rolled || !now.Before(w.stamp) || (timed && (w.window == 0 || q.Reset.Sub(w.stamp) > w.window/2))
 		before := w.units()
 		if w.rolled {
 			before = w.carry
@@ -211,6 +217,7 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, admitted float64, 
 			// policy states it.
 			// (Not a smooth quota's: a token bucket's reset moves with every
 			// response and has no cadence.)
+			w.checkCadence(q.Reset)
 			if d := q.Reset.Sub(w.stamp); !w.stated && w.kind != kindSmooth && !w.stamp.IsZero() && d > 2*w.jitter && (w.window == 0 || d < w.window) {
 				w.window = d
 			}
@@ -238,6 +245,65 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, admitted float64, 
 	}
 	w.known, w.rolled, w.setAt, w.probing = true, false, now, false
 	w.budget.Store(toMilli(eff))
+}
+
+// phaseGrain is the coarsest rounding of a stated reset phase learning
+// allows for: whole seconds. A true window ends at most this much before the
+// reset a response states; a learned bound earlier than that is wrong (the
+// window is not the length it was taken to be) and is dropped.
+const phaseGrain = time.Second
+
+// phaseJitter is how far the stated resets of one window may wander for
+// learnPhase to apply: it serves servers that state the same rounded instant
+// in every response of a window. Delta-second resets wander with latency
+// (and are tightened by the earliest stated instead), and their windows'
+// lengths, learned from that cadence, can be a rounding short.
+const phaseJitter = 10 * time.Millisecond
+
+// checkCadence forgets the learned phase unless a new window's stated reset
+// advanced from the last one by a whole number of the known window (within
+// a fiftieth of it, at most 20 ms): the length that carries the phase from
+// one window to the next must match what the server states.
+func (w *quotaWindow) checkCadence(reset time.Time) {
+	d := reset.Sub(w.stamp)
+	if w.stamp.IsZero() || w.window <= 0 {
+		return // the window is learned from this advance
+	}
+	n := (d + w.window/2) / w.window
+	if off := (d - n*w.window).Abs(); n < 1 || off > min(w.window/50, 20*time.Millisecond) {
+		w.phase = time.Time{}
+	}
+}
+
+// learnPhase tightens the end of a fixed window whose server states resets
+// rounded up (epoch seconds, RFC 3339 whole seconds): every response of one
+// window then states the same instant, up to a second after the true end.
+// A response of the window ending at stated was counted at most at now, so
+// that window began by now and ends by now + window, given the window's
+// length: stated by policy, or learned from the stated resets' cadence, which
+// is exact for a whole-second window (a window of, say, 4.5 s is the residual
+// risk: a learned 4 s would end it early; phaseGrain catches part of it). The
+// bound is carried to later windows a whole number of windows on while the
+// cadence holds, and with the length right it is never earlier than the true
+// end: the next window's quota is never spent early.
+func (w *quotaWindow) learnPhase(now, stated time.Time) {
+	if w.kind != kindRefill || w.window <= 0 || w.jitter > phaseJitter || stated.Sub(w.stamp).Abs() > w.tolerance() {
+		return
+	}
+	b := now.Add(w.window)
+	if !w.phase.IsZero() {
+		n := (stated.Sub(w.phase) + w.window/2) / w.window
+		b = earlierOf(b, w.phase.Add(n*w.window))
+	}
+	b = earlierOf(b, stated)
+	if stated.Sub(b) >= phaseGrain {
+		w.phase = time.Time{}
+		return
+	}
+	w.phase = b
+	if w.reset.Sub(stated).Abs() < w.window/2 {
+		w.reset = earlierOf(w.reset, b)
+	}
 }
 
 // sameWindowReset folds in the reset of a response taken to be from the
