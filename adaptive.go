@@ -367,8 +367,10 @@ func (a *Adaptive) annotate(err error) error {
 
 // awaitChange blocks until the next response or retune that may free a
 // budget, or until d passes (so a response that never comes cannot strand
-// the caller).
+// the caller). d is at least minAwait: a budget model that keeps promising
+// "any moment now" must not turn Wait's loop into a busy loop.
 func (a *Adaptive) awaitChange(ctx context.Context, d time.Duration) error {
+	d = max(d, minAwait)
 	a.gateMu.Lock()
 	a.respWaiters++
 	wake := a.respWake
@@ -384,6 +386,9 @@ func (a *Adaptive) awaitChange(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// minAwait is the shortest pause of Wait's loop on a spent budget.
+const minAwait = time.Millisecond
 
 // enterGate waits for an in-flight slot while the gate is up. held reports
 // whether a slot was taken (the in-flight count already includes it).

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -178,9 +179,17 @@ func isThrottled(resp *http.Response, info *Info) bool {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		return true
 	case http.StatusForbidden:
-		return info.RetryAfter > 0 || strings.TrimSpace(resp.Header.Get("X-Ratelimit-Remaining")) == "0"
+		return info.RetryAfter > 0 || spent(resp.Header.Get("X-Ratelimit-Remaining"))
 	}
 	return false
+}
+
+// spent reports whether a Remaining header value says nothing is left: a
+// number in [0, 1), however written ("0", " 0", "0.0"). Garbage, or a
+// negative number (some servers' "unknown"), is not.
+func spent(remaining string) bool {
+	v, err := strconv.ParseFloat(strings.TrimSpace(remaining), 64)
+	return err == nil && v >= 0 && v < 1
 }
 
 // mayRetry reports whether req may be sent again after the throttled resp.

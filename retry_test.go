@@ -446,3 +446,16 @@ func TestNilResponseWithoutErrorFromTheBaseIsAnError(t *testing.T) {
 		assert.Nil(t, resp)
 	}
 }
+
+func TestA403IsThrottledWhenRemainingReadsAsZeroHoweverWritten(t *testing.T) {
+	for _, tc := range []struct {
+		remaining string
+		want      bool
+	}{
+		{"0", true}, {" 0", true}, {"0.0", true}, {"0 ", true}, {"12", false},
+		{"", false}, {"none", false}, {"-1", false}, {"NaN", false},
+	} {
+		resp := &http.Response{StatusCode: http.StatusForbidden, Header: http.Header{"X-Ratelimit-Remaining": {tc.remaining}}}
+		assert.Equal(t, tc.want, isThrottled(resp, &Info{}), "Remaining %q", tc.remaining)
+	}
+}
