@@ -3,7 +3,6 @@ package pacer
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -24,13 +23,7 @@ func TestShutdownDuringLoadLosesNoCall(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				const calls, limit = 2_000, 8
-				rng := rand.New(rand.NewPCG(1, 2))
-				var rngMu sync.Mutex
-				randDur := func(max time.Duration) time.Duration {
-					rngMu.Lock()
-					defer rngMu.Unlock()
-					return time.Duration(rng.Int64N(int64(max)))
-				}
+				randDur := randDurations(1, 2)
 				srv := &fakeServer{delay: func() time.Duration { return randDur(10 * time.Millisecond) }}
 				e := NewExecutor(&http.Client{Transport: srv}, WithMaxConcurrency(limit))
 

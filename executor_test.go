@@ -456,16 +456,22 @@ func (c *rwConn) Read([]byte) (int, error)    { return 0, io.EOF }
 func (c *rwConn) Write(p []byte) (int, error) { return c.written.Write(p) }
 func (c *rwConn) Close() error                { return nil }
 
+// randDurations returns a deterministic source of random durations in
+// [0, max), safe for the many goroutines of a load test.
+func randDurations(seed1, seed2 uint64) func(max time.Duration) time.Duration {
+	rng := rand.New(rand.NewPCG(seed1, seed2))
+	var mu sync.Mutex
+	return func(max time.Duration) time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		return time.Duration(rng.Int64N(int64(max)))
+	}
+}
+
 func TestExecutorCancellationStormLeavesTheSemaphoreFull(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const calls, limit = 2_000, 8
-		rng := rand.New(rand.NewPCG(6, 6))
-		var rngMu sync.Mutex
-		randDur := func(max time.Duration) time.Duration {
-			rngMu.Lock()
-			defer rngMu.Unlock()
-			return time.Duration(rng.Int64N(int64(max)))
-		}
+		randDur := randDurations(6, 6)
 		srv := &fakeServer{delay: func() time.Duration { return randDur(20 * time.Millisecond) }}
 		e := NewExecutor(&http.Client{Transport: srv}, WithMaxConcurrency(limit))
 
