@@ -296,7 +296,7 @@ func (a *Adaptive) Wait(ctx context.Context, cost float64) error {
 				a.mu.Unlock()
 			}
 		}
-		charged, retryAt := a.charge(cost, now)
+		charged, retryAt := a.charge(cost, now, &held)
 		if charged {
 			break
 		}
@@ -491,12 +491,21 @@ func (a *Adaptive) noteCost(cost float64) float64 {
 // charge takes one request (and cost tokens) from every budgeted quota. On
 // failure nothing stays charged and retryAt is when the exhausted quota's
 // window resets.
-func (a *Adaptive) charge(cost float64, now time.Time) (ok bool, retryAt time.Time) {
+//
+// The charge and the request's entry in the in-flight count (held reports
+// it) happen together under mu, where learn settles responses and sets the
+// budgets: a response is then applied either before the charge (and the
+// budget it sets is charged after) or after it (and counts the request as
+// unseen). Lock-free, a response applied in between would set the budget
+// from a figure that does not count the request, and the charge was lost.
+func (a *Adaptive) charge(cost float64, now time.Time, held *bool) (ok bool, retryAt time.Time) {
 	c := a.charges.Load()
 	if c == nil {
 		return true, time.Time{}
 	}
-	ws := *c
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ws := *a.charges.Load()
 	for i, w := range ws {
 		amount := a.amount(w, cost)
 		if amount == 0 {
@@ -512,7 +521,6 @@ func (a *Adaptive) charge(cost float64, now time.Time) (ok bool, retryAt time.Ti
 			// retryAt is zero to retry at once, or now when a probe is out
 			// and only its response can tell.
 			now = time.Now()
-			a.mu.Lock()
 			a.retune(now)
 			if w.budget.Load() < amount+w.debt(now) {
 				retryAt = now
@@ -520,9 +528,12 @@ func (a *Adaptive) charge(cost float64, now time.Time) (ok bool, retryAt time.Ti
 					retryAt = laterOf(now, w.wakeAt)
 				}
 			}
-			a.mu.Unlock()
 			return false, retryAt
 		}
+	}
+	if !*held {
+		a.inflight.Add(1)
+		*held = true
 	}
 	return true, time.Time{}
 }

@@ -69,6 +69,13 @@ func (a *Adaptive) learn(status int, info Info, own bool) {
 	others := a.inflight.Load()
 	if own {
 		others = a.settle()
+	} else {
+		// Another limiter admitted it, but the server charged it to this
+		// quota: for the drift it is this limiter's spending, not someone
+		// else's (the host's limiter sends a route's first requests before
+		// a response names the route's bucket).
+		a.admitted.Add(1)
+		a.admittedCost.Add(a.avgCost.Load())
 	}
 	a.requests++
 	a.started.Store(true)
@@ -248,16 +255,11 @@ func (a *Adaptive) retune(now time.Time) {
 		}
 		known++
 		rate, pause := w.plan(now, s, unit)
-		if !pause.IsZero() {
-			// Spent: nothing starts before the pause ends, and the waiters
-			// it releases are paced from an empty bucket.
-			at := pause.Add(jitter(rate))
-			if w.tokens {
-				a.tok.PauseUntil(at)
-			} else {
-				a.pauseLocked(at)
-			}
-		}
+		// A spent quota holds requests by its budget (Wait's charge fails
+		// until wakeAt or the next response), not by pausing the buckets:
+		// a pause cannot be taken back when a response shows the budget
+		// was not spent after all.
+		_ = pause
 		blind = blind || w.probing
 		for _, t := range [...]time.Time{w.reset, w.wakeAt, w.probeAt} {
 			if !t.IsZero() {

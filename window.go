@@ -74,6 +74,8 @@ type quotaWindow struct {
 	anchorAt time.Time // first response of the window: the drift's baseline
 	anchorB  float64   // budget then
 	anchorA  float64   // admissions counter then
+	anchorU  float64   // unseen (in flight) then: the baseline's noise
+	low      float64   // lowest Remaining stated in this window
 
 	// probing lets one request through to learn a window the budget cannot
 	// speak for (after a reset, or a pause, with nothing left).
@@ -192,8 +194,16 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, admitted float64, 
 			w.jitter = max(d, w.jitter*7/8)
 		}
 	}
+	fresh := !w.known || w.rolled || w.probing || (timed && q.Reset.Sub(w.stamp) >= tol)
+	if !fresh {
+		w.low = min(w.low, q.Remaining)
+	}
+	// A window with a reset that is not known to refill by itself only
+	// counts down until the reset: its lowest figure is its freshest. A
+	// quota without a reset (a leaky bucket) refills as it goes.
+	countsDown := timed && w.kind != kindSmooth
 	switch {
-	case !w.known || w.rolled || (timed && q.Reset.Sub(w.stamp) >= tol):
+	case fresh:
 		// A new window.
 		// A real window boundary, not resets wandering: the old reset has
 		// passed, or the new one is half a window later.
@@ -226,22 +236,47 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, admitted float64, 
 		if w.kind != kindSmooth {
 			// Others' spending carries over; a refill is measured afresh.
 			w.drift = min(w.drift, 0)
-			w.anchorAt, w.anchorB, w.anchorA = now, eff, admitted
+			w.anchorAt, w.anchorB, w.anchorA, w.anchorU = now, eff, admitted, unseen
 		} else {
 			// A smooth quota (a token bucket's reset moves with every
 			// response) is measured against a rolling baseline.
-			w.measureDrift(now, eff, admitted, horizon)
+			w.measureDrift(now, eff, admitted, unseen, horizon)
 		}
-	case eff > w.units() && now.Sub(w.setAt) < horizon:
-		// Higher than the budget, soon after it was set: stale until proven
-		// otherwise. Keep the later reset, which is the conservative one.
+	case countsDown && q.Remaining > w.low:
+		// Overtaken: a window that only counts down already reported less.
+		// Its figures are older than ones applied (a later request arrived
+		// at the server before it was answered); they can neither raise the
+		// budget nor say anything about a drift. But with nothing of ours
+		// in flight any more, the lowest figure is exact: the requests
+		// subtracted as unseen when it was applied were counted in it.
+		if timed {
+			w.reset, w.stamp = laterOf(w.reset, q.Reset), laterOf(w.stamp, q.Reset)
+		}
+		if unseen == 0 && w.low > w.units() {
+			w.budget.Store(toMilli(max(w.low-max(-w.drift, 0)*age.Seconds(), 0)))
+		}
+		return
+	case !countsDown && eff > w.units() && now.Sub(w.setAt) < horizon:
+		// A quota that refills by itself may legitimately report more, so
+		// the lowest figure proves nothing: a higher one soon after the
+		// budget was set is stale until proven otherwise. Keep the later
+		// reset, which is the conservative one.
 		if timed {
 			w.reset, w.stamp = laterOf(w.reset, q.Reset), laterOf(w.stamp, q.Reset)
 		}
 		return
 	default:
+		// The lowest Remaining of a window that counts down is the freshest
+		// figure there is, whatever order responses are read in: every
+		// request that reached the server after it is still in flight (it
+		// would otherwise have reported less), so Remaining less everything
+		// unseen is a lower bound of what is left, and exact once nothing
+		// is in flight.
 		w.sameWindowReset(q, timed, eff)
-		w.measureDrift(now, eff, admitted, horizon)
+		w.measureDrift(now, eff, admitted, unseen, horizon)
+	}
+	if fresh {
+		w.low = q.Remaining
 	}
 	w.known, w.rolled, w.setAt, w.probing = true, false, now, false
 	w.budget.Store(toMilli(eff))
@@ -336,23 +371,39 @@ func (w *quotaWindow) sameWindowReset(q Quota, timed bool, eff float64) {
 // measureDrift compares what a response says with the window's baseline:
 // eff = anchorB - (admitted since) + drift × elapsed.
 // A smooth quota's baseline moves on once it is four minimal spans old.
-func (w *quotaWindow) measureDrift(now time.Time, eff, admitted float64, horizon time.Duration) {
+//
+// The gap is known only up to the requests in flight at either end: eff
+// subtracts every unseen request, and the server may already have counted
+// some of them (a request is counted when it arrives, observed when its
+// response does). A gap within that noise is no evidence of anyone else, and
+// beyond it only the excess is: without this, the ordinary rise of the
+// in-flight count after slow start reads as another client draining the
+// quota, and its debt makes a job within the quota stop short of it.
+func (w *quotaWindow) measureDrift(now time.Time, eff, admitted, unseen float64, horizon time.Duration) {
 	span := now.Sub(w.anchorAt)
 	minSpan := max(2*horizon, 250*time.Millisecond)
 	if w.window > 0 {
 		minSpan = max(minSpan, w.window/10)
 	}
 	if w.anchorAt.IsZero() {
-		w.anchorAt, w.anchorB, w.anchorA = now, eff, admitted
+		w.anchorAt, w.anchorB, w.anchorA, w.anchorU = now, eff, admitted, unseen
 		return
 	}
 	if span < minSpan {
 		return
 	}
-	w.drift = (eff - (w.anchorB - (admitted - w.anchorA))) / span.Seconds()
+	gap := eff - (w.anchorB - (admitted - w.anchorA))
+	noise := unseen + w.anchorU
+	switch {
+	case gap < 0:
+		gap = min(gap+noise, 0)
+	default:
+		gap = max(gap-noise, 0)
+	}
+	w.drift = gap / span.Seconds()
 	w.drift = max(w.drift, -w.maxDrain(span, admitted-w.anchorA))
 	if w.kind == kindSmooth && span >= 4*minSpan {
-		w.anchorAt, w.anchorB, w.anchorA = now, eff, admitted
+		w.anchorAt, w.anchorB, w.anchorA, w.anchorU = now, eff, admitted, unseen
 	}
 }
 
@@ -452,13 +503,12 @@ func (w *quotaWindow) roll(now time.Time, inflight, unit, safety float64) {
 	}
 }
 
-// reserve is what the rate keeps back. For a token quota, a request's cost
+// reserve is what a charge must leave in the budget. For a token quota, a request's cost
 // is an estimate: (1-safety) of the quota absorbs estimates that fall short
-// until the server's next figure corrects them. A quota not yet seen pass a
-// reset keeps the same back, so that something is left to carry over a reset
-// that turns out not to refill. Request quotas otherwise count exactly.
+// until the server's next figure corrects them. Request quotas count
+// exactly: a job may spend all that is left.
 func (w *quotaWindow) reserve(safety float64) float64 {
-	if !w.tokens && w.kind != kindUnknown {
+	if !w.tokens {
 		return 0
 	}
 	return (1 - safety) * w.limitOrPeak()
@@ -478,8 +528,8 @@ func (w *quotaWindow) steadyRate(safety float64) float64 {
 // what the drift refills.
 const noResetSpan = time.Second
 
-// plan derives the quota's rate at now: safety × (budget above the reserve,
-// plus what the drift adds before the reset) spread over the time to reset.
+// plan derives the quota's rate at now: unlimited while the budget above
+// the reserve holds a request (the budget is the gate), else the refill.
 // unit is what one request takes. When less than a unit is left it returns
 // pause, the time before which nothing may start (zero if the drift refills
 // the budget by itself), and sets wakeAt; rate is then the rate to run at
@@ -489,19 +539,17 @@ func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64, p
 		w.probeAt = time.Time{}
 		w.startProbe(unit)
 	}
-	span := noResetSpan.Seconds()
-	switch {
-	case !w.reset.IsZero():
-		span = max(w.reset.Sub(now).Seconds(), 1e-3)
-	case w.window > 0:
-		span = w.window.Seconds()
+	keep := 0.0
+	if !w.probing {
+		// The reserve is kept by the charge itself, not by a rate: a
+		// request admitted at once must leave it as surely as a paced one.
+		keep = w.reserve(safety)
+		if w.kind == kindSmooth {
+			keep += unit
+		}
 	}
-	if w.kind == kindSmooth && !w.probing {
-		w.keep.Store(toMilli(unit))
-	} else {
-		w.keep.Store(0)
-	}
-	avail := w.units() - w.reserve(safety) - float64(w.keep.Load())/milli
+	w.keep.Store(toMilli(keep))
+	avail := w.units() - keep
 	w.wakeAt = time.Time{}
 	if w.probing {
 		// One request is out (the gate holds the rest) to learn the quota;
@@ -512,16 +560,13 @@ func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64, p
 		return rate, time.Time{}
 	}
 	if avail >= unit {
-		// Others' spending (negative drift) may claim the whole budget
-		// before the reset, by the model; but the model can be wrong, and
-		// only a response corrects it: at least one request per span.
-		floor := safety * unit / span
-		if w.kind == kindSmooth && avail >= 2*unit {
-			// Its refill is only seen through responses: keep sampling
-			// (not on its last unit, which others may be taking too).
-			floor = max(floor, unit/w.reprobe().Seconds())
-		}
-		return max(safety*(avail+w.drift*span)/span, floor), time.Time{}
+		// What the quota affords goes at once: the budget, charged at
+		// admission, is the gate, not a rate. Pacing the work the quota
+		// affords would only make a job below its quota slower than no
+		// limiter at all; a saturated client spends the budget and then
+		// waits for the reset (or the refill) exactly as it would when
+		// paced, and ends the window with nothing left either way.
+		return math.Inf(1), time.Time{}
 	}
 	switch {
 	case w.drift > 0 && (w.kind == kindSmooth || w.reset.IsZero()):
