@@ -44,12 +44,13 @@ type outcome struct {
 	goodput                 float64 // ok / capacity (or tokens used / token capacity, if higher)
 	tokGoodput              float64
 	mode                    string
+	firstLate               time.Duration // when the first late 429 was sent, from the start
 }
 
 func (o outcome) String() string {
-	return fmt.Sprintf("requests=%d ok=%d 429=%d (after first response %d, %.2f%%) capacity=%.0f goodput=%.3f tokens=%.3f mode=%s",
+	return fmt.Sprintf("requests=%d ok=%d 429=%d (after first response %d, %.2f%%, first at %v) capacity=%.0f goodput=%.3f tokens=%.3f mode=%s",
 		o.requests, o.ok, o.throttled, o.lateThrottled, 100*float64(o.throttled)/max(1, float64(o.requests)),
-		o.capacity, o.goodput, o.tokGoodput, o.mode)
+		o.firstLate, o.capacity, o.goodput, o.tokGoodput, o.mode)
 }
 
 // drive runs sc in a synctest bubble (virtual time) and returns what the
@@ -113,6 +114,9 @@ func drive(t *testing.T, sc scenario, acfg AdaptiveConfig) outcome {
 			firstResponse := events[0].At.Add(sc.server.Latency)
 			for _, e := range events {
 				if e.Status == http.StatusTooManyRequests && !e.At.Before(firstResponse) {
+					if out.lateThrottled == 0 {
+						out.firstLate = e.At.Sub(start)
+					}
 					out.lateThrottled++
 				}
 			}

@@ -76,6 +76,9 @@ type quotaWindow struct {
 	anchorA  float64   // admissions counter then
 	anchorU  float64   // unseen (in flight) then: the baseline's noise
 	low      float64   // lowest Remaining stated in this window
+	first    time.Time // reset the window's first response stated
+	firstAt  time.Time // when it arrived
+	firstRem float64   // and its Remaining
 
 	// probing lets one request through to learn a window the budget cannot
 	// speak for (after a reset, or a pause, with nothing left).
@@ -232,6 +235,7 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, admitted float64, 
 				w.window = d
 			}
 			w.reset, w.stamp = q.Reset, q.Reset
+			w.first, w.firstRem, w.firstAt = q.Reset, q.Remaining, now
 		}
 		if w.kind != kindSmooth {
 			// Others' spending carries over; a refill is measured afresh.
@@ -265,6 +269,13 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, admitted float64, 
 			w.reset, w.stamp = laterOf(w.reset, q.Reset), laterOf(w.stamp, q.Reset)
 		}
 		return
+	case countsDown && w.fills(q):
+		// A reset that moves later as the quota is spent is the time until
+		// a bucket is full again (OpenAI's token buckets): it refills as it
+		// goes, and the deficit over that time is its refill rate.
+		w.kind = kindSmooth
+		w.drift = max(w.drift, (w.limitOrPeak()-q.Remaining)/q.Reset.Sub(now).Seconds())
+		w.stamp, w.reset = laterOf(w.stamp, q.Reset), laterOf(w.reset, q.Reset)
 	default:
 		// The lowest Remaining of a window that counts down is the freshest
 		// figure there is, whatever order responses are read in: every
@@ -280,6 +291,32 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, admitted float64, 
 	}
 	w.known, w.rolled, w.setAt, w.probing = true, false, now, false
 	w.budget.Store(toMilli(eff))
+}
+
+// fills reports whether q, from the window w is in, says the window is a
+// bucket that refills as it goes rather than a window that counts down to a
+// reset: its stated reset has moved later, since the window's first
+// response, by more than resets wander (four times their jitter, at least a
+// second), and by about the time the spending since then takes to refill
+// at the rate the stated limit and window imply, or, with no window
+// stated, in step with the spending (a fixed window's reset does not move).
+func (w *quotaWindow) fills(q Quota) bool {
+	moved := q.Reset.Sub(w.first)
+	spent := w.firstRem - q.Remaining
+	if w.first.IsZero() || spent < 2 || moved < max(4*w.jitter, time.Second) {
+		return false
+	}
+	limit := w.limitOrPeak()
+	if limit <= 0 || q.Reset.Sub(w.first) <= 0 {
+		return false
+	}
+	if w.stated && w.window > 0 {
+		// Per unit spent, a bucket's time to full grows by window/limit.
+		perUnit := w.window.Seconds() / limit
+		got := moved.Seconds() / spent
+		return got > perUnit/2 && got < 2*perUnit
+	}
+	return true
 }
 
 // phaseGrain is the coarsest rounding of a stated reset phase learning
@@ -368,6 +405,13 @@ func (w *quotaWindow) sameWindowReset(q Quota, timed bool, eff float64) {
 	}
 }
 
+// estimateError is the share of a token quota's charges its drift takes
+// for estimate error rather than spending: LLM APIs bill the completion's
+// length, which a caller's estimate (max_tokens, or the prompt plus a
+// guess) misses by tens of percent either way; 0.3 covers the ±30% the
+// scenario tests draw.
+const estimateError = 0.3
+
 // measureDrift compares what a response says with the window's baseline:
 // eff = anchorB - (admitted since) + drift × elapsed.
 // A smooth quota's baseline moves on once it is four minimal spans old.
@@ -394,6 +438,12 @@ func (w *quotaWindow) measureDrift(now time.Time, eff, admitted, unseen float64,
 	}
 	gap := eff - (w.anchorB - (admitted - w.anchorA))
 	noise := unseen + w.anchorU
+	if w.tokens {
+		// Token costs are estimates: what was charged since the baseline
+		// can be off by a share of itself, and that error is no one's
+		// spending. estimateError is the share allowed for.
+		noise += estimateError * max(admitted-w.anchorA, 0)
+	}
 	switch {
 	case gap < 0:
 		gap = min(gap+noise, 0)
@@ -480,10 +530,14 @@ func laterOf(a, b time.Time) time.Time {
 // to learn it (probing).
 func (w *quotaWindow) roll(now time.Time, inflight, unit, safety float64) {
 	w.applyDrift(now)
-	defer func() {
-	}()
 	w.rolled = true
 	w.carry = w.units()
+	// The window's length, or a lower bound of it while unlearned: the
+	// time from its first response to its reset.
+	win := w.window
+	if win <= 0 && !w.firstAt.IsZero() && w.reset.After(w.firstAt) {
+		win = w.reset.Sub(w.firstAt)
+	}
 	if w.window > 0 {
 		if n := now.Sub(w.reset)/w.window + 1; n > 0 {
 			w.reset = w.reset.Add(n * w.window)
@@ -491,11 +545,21 @@ func (w *quotaWindow) roll(now time.Time, inflight, unit, safety float64) {
 	} else {
 		w.reset = time.Time{}
 	}
-	limit := w.limitOrPeak()
-	if w.kind == kindRefill && !w.reset.IsZero() && limit > 0 {
-		w.setAt = now
-		w.budget.Store(toMilli(limit - inflight))
-		w.anchorAt, w.anchorB = time.Time{}, 0
+	// Even a quota known to refill at its reset is not refilled by the
+	// model: one request looks first, and its response sets the budget of
+	// the new window. The look costs a round trip per window; it saves a
+	// burst into a window that did not refill after all (a sliding window
+	// still weighed down by the last one, a reset a clock skew made early,
+	// a quota that changed), which would cost as many 429s as requests.
+	//
+	// A quota not yet seen pass a reset may be a sliding window, which
+	// after a spent window has room again only as the old one ages out:
+	// the look waits for two units of that (2 × window/limit: one, and
+	// one for the rounding of the reset and of the server's count), so it
+	// does not meet a 429. A fixed window loses 2/limit of a window, once.
+	if w.kind == kindUnknown && win > 0 && w.limitOrPeak() >= 1 {
+		w.probeAt = now.Add(time.Duration(2 * float64(win) / w.limitOrPeak()))
+		w.budget.Store(0)
 		return
 	}
 	if w.kind == kindRefill || w.units()-w.reserve(safety) < unit {
@@ -569,9 +633,17 @@ func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64, p
 		return math.Inf(1), time.Time{}
 	}
 	switch {
+	case !w.probeAt.IsZero() && (w.reset.IsZero() || w.probeAt.Before(w.reset)):
+		// A look is due before the reset (see roll).
+		pause = w.probeAt
 	case w.drift > 0 && (w.kind == kindSmooth || w.reset.IsZero()):
-		// Refilling by itself: run at the refill rate.
+		// Refilling by itself: wait for the refill to hold a unit, or, when
+		// the measured refill is slower than that, look with one request
+		// after reprobe (the measure may be low: only responses show it).
 		w.wakeAt = now.Add(time.Duration((unit - avail) / (safety * w.drift) * float64(time.Second)))
+		if look := now.Add(w.reprobe()); look.Before(w.wakeAt) {
+			w.wakeAt, w.probeAt = look, look
+		}
 		if !w.reset.IsZero() {
 			w.wakeAt = earlierOf(w.wakeAt, w.reset)
 		}
