@@ -2,6 +2,7 @@ package pacer
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
 	"testing"
@@ -13,7 +14,7 @@ import (
 
 func TestDbg2(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := apisim.New(apisim.Config{Style: apisim.StyleGitHub, Algorithm: apisim.SlidingWindow, Limit: 50, Window: 10 * time.Second, Latency: 20 * time.Millisecond})
+		srv := apisim.New(apisim.Config{Style: apisim.StyleGitHub, Limit: 50, Window: 10 * time.Second})
 		rt := srv.Transport()
 		t0 := time.Now()
 		a := NewAdaptive(AdaptiveConfig{Key: "k"})
@@ -25,23 +26,26 @@ func TestDbg2(t *testing.T) {
 					if err := a.Wait(ctx, 0); err != nil {
 						return
 					}
+					a.mu.Lock()
+					var pre string
+					for _, w := range a.windows {
+						pre = fmt.Sprintf("budget=%.1f kind=%d probing=%v rolled=%v reset=%v low=%v limit=%v", w.units(), w.kind, w.probing, w.rolled, w.reset.Sub(t0), w.low, w.limit)
+					}
+					a.mu.Unlock()
 					req, _ := http.NewRequest("GET", "http://x/v1/thing", nil)
 					resp, _ := rt.RoundTrip(req)
 					info, _ := parseHeaders(resp.Header, time.Now(), 0)
 					resp.Body.Close()
+					if resp.StatusCode == 429 && time.Since(t0) > 5*time.Minute {
+						t.Logf("429 at %v rem=%v limit=%v reset=%v; at admission %s", time.Since(t0), info.Quotas[0].Remaining, info.Quotas[0].Limit, info.Quotas[0].Reset.Sub(t0), pre)
+					}
 					a.Observe(resp.StatusCode, info)
 				}
 			})
 		}
-		for range 40 {
-			time.Sleep(2 * time.Second)
-			a.mu.Lock()
-			st := srv.Stats()
-			for _, w := range a.windows {
-				t.Logf("%v ok=%d 429=%d budget=%.1f kind=%d drift=%.3f probing=%v rolled=%v reset=%v wake=%v probeAt=%v window=%v inflight=%d keep=%d low=%v gated=%v", time.Since(t0), st.OK, st.Throttled, w.units(), w.kind, w.drift, w.probing, w.rolled, w.reset.Sub(t0), w.wakeAt.Sub(t0), w.probeAt.Sub(t0), w.window, a.inflight.Load(), w.keep.Load(), w.low, a.gated.Load())
-			}
-			a.mu.Unlock()
-		}
+		time.Sleep(5 * time.Minute)
+		srv.SetLimit(25)
+		time.Sleep(5 * time.Minute)
 		cancel()
 		wg.Wait()
 	})

@@ -246,7 +246,7 @@ func (a *Adaptive) retune(now time.Time) {
 			unseen = inflightCost
 		}
 		w.applyDrift(now)
-		if w.known && !w.reset.IsZero() && !now.Before(w.reset) {
+		if w.known && !w.reset.IsZero() && !now.Before(w.reset.Add(rollGuard)) {
 			w.roll(now, unseen, unit, s)
 			rolled = true
 		}
@@ -261,7 +261,11 @@ func (a *Adaptive) retune(now time.Time) {
 		// was not spent after all.
 		_ = pause
 		blind = blind || w.probing
-		for _, t := range [...]time.Time{w.reset, w.wakeAt, w.probeAt} {
+		roll := w.reset
+		if !roll.IsZero() {
+			roll = roll.Add(rollGuard)
+		}
+		for _, t := range [...]time.Time{roll, w.wakeAt, w.probeAt} {
 			if !t.IsZero() {
 				next = min(next, a.nanos(t))
 			}

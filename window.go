@@ -187,6 +187,19 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, admitted float64, 
 	if timed && w.rolled && w.kind == kindRefill && !q.Reset.After(w.stamp.Add(tol)) {
 		// A response from the window that just ended, overtaken by the
 		// roll (its reset, rounded up, can be later than the one we rolled at).
+		if w.probing && q.Reset.After(now) {
+			// The look itself: the window has not ended yet (the reset
+			// the roll assumed was early). Back to it, until the reset it
+			// states; nothing else would end the look.
+			w.rolled, w.probing = false, false
+			w.reset, w.stamp = laterOf(w.reset, q.Reset), laterOf(w.stamp, q.Reset)
+			if w.window > 0 {
+				// roll moved the reset a window on; the stated one is it.
+				w.reset = q.Reset
+			}
+			w.setAt = now
+			w.budget.Store(toMilli(eff))
+		}
 		return
 	}
 	if timed {
@@ -319,6 +332,14 @@ func (w *quotaWindow) fills(q Quota) bool {
 	return true
 }
 
+// rollGuard is how long after its believed reset a window is rolled over. A
+// reset carried from window to window by a learned length drifts by that
+// length's rounding (microseconds a window); rolling exactly at it sends
+// the window's first request into the end of the last one, a 429. 10 ms is
+// a thousandth of a 10-second window, and the look at each roll brings the
+// stated reset back.
+const rollGuard = 10 * time.Millisecond
+
 // phaseGrain is the coarsest rounding of a stated reset phase learning
 // allows for: whole seconds. A true window ends at most this much before the
 // reset a response states; a learned bound earlier than that is wrong (the
@@ -437,18 +458,22 @@ func (w *quotaWindow) measureDrift(now time.Time, eff, admitted, unseen float64,
 		return
 	}
 	gap := eff - (w.anchorB - (admitted - w.anchorA))
-	noise := unseen + w.anchorU
+	// Each figure subtracted all its unseen requests, of which the server
+	// had counted between none and all: the gap is off by between minus
+	// the unseen now and plus the unseen at the baseline.
+	down, up := unseen, w.anchorU
 	if w.tokens {
 		// Token costs are estimates: what was charged since the baseline
 		// can be off by a share of itself, and that error is no one's
 		// spending. estimateError is the share allowed for.
-		noise += estimateError * max(admitted-w.anchorA, 0)
+		e := estimateError * max(admitted-w.anchorA, 0)
+		down, up = down+e, up+e
 	}
 	switch {
 	case gap < 0:
-		gap = min(gap+noise, 0)
+		gap = min(gap+down, 0)
 	default:
-		gap = max(gap-noise, 0)
+		gap = max(gap-up, 0)
 	}
 	w.drift = gap / span.Seconds()
 	w.drift = max(w.drift, -w.maxDrain(span, admitted-w.anchorA))
@@ -611,6 +636,13 @@ func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64, p
 		if w.kind == kindSmooth {
 			keep += unit
 		}
+		if w.drift < 0 && w.reset.After(now) {
+			// Others are spending from this quota: what they will take
+			// before the reset, at the rate measured, is theirs. Taken
+			// at once it would leave them nothing, and their requests
+			// would empty the window under ours.
+			keep += -w.drift * w.reset.Sub(now).Seconds()
+		}
 	}
 	w.keep.Store(toMilli(keep))
 	avail := w.units() - keep
@@ -649,7 +681,7 @@ func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64, p
 		}
 		return max(safety*w.drift, minRate), time.Time{}
 	case !w.reset.IsZero() && w.kind != kindSmooth:
-		pause = w.reset
+		pause = w.reset.Add(rollGuard)
 	case !w.reset.IsZero():
 		// A quota that does not refill at its reset comes back by and by,
 		// as others' and earlier spending ages out: look again with one
@@ -676,8 +708,17 @@ func (w *quotaWindow) reprobe() time.Duration {
 }
 
 // startProbe lets one request through to learn the quota's state.
+//
+// The in-flight gate lets one request through; the budget must take it
+// whatever it costs. A token quota's look gets the largest single charge the
+// quota can take: with its average cost instead, a look that costs more
+// than average would wait for a response that nothing is out to bring.
 func (w *quotaWindow) startProbe(unit float64) {
 	w.probing = true
 	w.drain.Store(0)
+	if w.tokens {
+		w.budget.Store(max(toMilli(unit), w.most.Load()))
+		return
+	}
 	w.budget.Store(toMilli(unit))
 }
