@@ -86,6 +86,8 @@ type Adaptive struct {
 
 	share *storeShare // nil without a Store
 
+	feeders atomic.Pointer[[]*Adaptive] // limiters whose requests may land in this quota (feed)
+
 	started      atomic.Bool  // a response arrived: slow start is over
 	gated        atomic.Bool  // in-flight cap active (slow start, or probing a new window)
 	inflight     atomic.Int64 // admitted, not yet observed

@@ -102,12 +102,16 @@ func TestTwoAdaptivesSharingAQuotaWithoutAStore(t *testing.T) {
 				late := 0
 				events := srv.Events()
 				firstResponse := events[0].At.Add(latency)
+				var firstLate time.Duration
 				for _, e := range events {
 					if e.Status == http.StatusTooManyRequests && !e.At.Before(firstResponse) {
+						if late == 0 {
+							firstLate = e.At.Sub(start)
+						}
 						late++
 					}
 				}
-				t.Logf("ok=%d 429=%d late=%d goodput=%.3f", stats.OK, stats.Throttled, late, goodput)
+				t.Logf("ok=%d 429=%d late=%d (first at %v) goodput=%.3f", stats.OK, stats.Throttled, late, firstLate, goodput)
 				assert.Zero(t, late, "429s after the first response")
 				assert.GreaterOrEqual(t, goodput, 0.7, "aggregate goodput / capacity")
 			})

@@ -255,15 +255,21 @@ func (e *endpoints) create(key string, sp *spec) *endpoint {
 // count. A bucket seen for the first time is created here, knowing from the
 // start any pause or exhausted quota the response announced; without that it
 // would start in slow start, blind, and let a request into a 429.
-func (e *endpoints) teachBucket(key, bucket string, status int, info Info) {
+//
+// from is the limiter that admitted the request: its requests in flight
+// may be bound for the bucket too, and the bucket's limiter counts them as
+// unseen (feed), not as another client's spending.
+func (e *endpoints) teachBucket(key, bucket string, from *Adaptive, status int, info Info) {
 	ep := e.peek(key)
 	if ep == nil {
 		fresh := e.newEndpoint(key, &spec{bucket: bucket})
+		fresh.lim.feed(from)
 		fresh.lim.Learn(status, info) // before anyone else can see it
 		if ep = e.insert(fresh, tableClock(), 0); ep == fresh {
 			return
 		}
 	}
+	ep.lim.feed(from)
 	ep.lim.Learn(status, info)
 }
 

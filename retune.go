@@ -31,6 +31,48 @@ func (a *Adaptive) Learn(status int, info Info) {
 	a.learn(status, info, false)
 }
 
+// maxFeeders bounds the limiters feed remembers: a bucket is fed by the
+// host limiters and patterns whose routes the server put in it, a handful.
+const maxFeeders = 8
+
+// feed records that from admits requests the server may count against this
+// limiter's quotas (the host's limiter sends a route's first requests before
+// a response names the route's bucket). Their in-flight count is then unseen
+// here too: without it, what the server counted of them reads as another
+// client's spending, or worse, a budget that does not leave room for them.
+func (a *Adaptive) feed(from *Adaptive) {
+	if from == nil || from == a {
+		return
+	}
+	for {
+		old := a.feeders.Load()
+		var list []*Adaptive
+		if old != nil {
+			if slices.Contains(*old, from) || len(*old) >= maxFeeders {
+				return
+			}
+			list = slices.Clone(*old)
+		}
+		list = append(list, from)
+		if a.feeders.CompareAndSwap(old, &list) {
+			return
+		}
+	}
+}
+
+// fed is how many requests the feeding limiters have in flight.
+func (a *Adaptive) fed() int64 {
+	f := a.feeders.Load()
+	if f == nil {
+		return 0
+	}
+	var n int64
+	for _, b := range *f {
+		n += max(b.inflight.Load(), 0)
+	}
+	return n
+}
+
 // settle takes an observed request out of the in-flight count and returns
 // how many admitted requests are still out besides it.
 func (a *Adaptive) settle() int64 {
@@ -66,9 +108,10 @@ func (a *Adaptive) learn(status int, info Info, own bool) {
 	a.mu.Lock()
 	defer a.wakeResponseWaiters()
 	defer a.mu.Unlock()
-	others := a.inflight.Load()
+	fed := a.fed()
+	others := a.inflight.Load() + fed
 	if own {
-		others = a.settle()
+		others = a.settle() + fed
 	} else {
 		// Another limiter admitted it, but the server charged it to this
 		// quota: for the drift it is this limiter's spending, not someone
@@ -108,7 +151,11 @@ func (a *Adaptive) learn(status int, info Info, own bool) {
 		if w.tokens {
 			admitted = float64(a.admittedCost.Load()) / milli
 		}
-		w.observe(q, now, unseen, admitted, horizon, rtt)
+		if status == http.StatusTooManyRequests && w.known && !w.probing && !w.rolled && w.units() >= 1 && q.Remaining < 1 {
+			// Refused with room left by the budget: someone else spent it.
+			w.shared = true
+		}
+		w.observe(q, now, unseen, float64(fed), admitted, horizon, rtt)
 		a.share.observed(w)
 		w.mentioned = true
 		if q.Remaining < 1 && !q.Reset.IsZero() {

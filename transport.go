@@ -570,7 +570,7 @@ func (t *Transport) learn(ep, lim *endpoint, u *urlParts, status int, info Info)
 	if lim.bucket != info.Bucket {
 		// Teach first: requests the binding sends to the bucket's limiter
 		// must find it knowing what this response said.
-		t.eps.teachBucket(b.key, b.name, status, info)
+		t.eps.teachBucket(b.key, b.name, lim.lim, status, info)
 	}
 	if rebind {
 		ep.bind(u, b)

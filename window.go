@@ -78,6 +78,10 @@ type quotaWindow struct {
 	low      float64   // lowest Remaining stated in this window
 	first    time.Time // reset the window's first response stated
 	firstAt  time.Time // when it arrived
+	// shared: others were seen spending from this quota (a drain beyond
+	// the noise, or a 429 the budget did not expect). It is then spread
+	// to the reset, not spent at once.
+	shared bool
 	firstRem float64   // and its Remaining
 
 	// probing lets one request through to learn a window the budget cannot
@@ -163,7 +167,7 @@ func (w *quotaWindow) tolerance() time.Duration {
 // age is how old the response's figures may be (the round trip: a server
 // counts a request when it arrives and answers later); what others spend
 // meanwhile, by the drift, is deducted too.
-func (w *quotaWindow) observe(q Quota, now time.Time, unseen, admitted float64, horizon, age time.Duration) {
+func (w *quotaWindow) observe(q Quota, now time.Time, unseen, fed, admitted float64, horizon, age time.Duration) {
 	if q.Limit > 0 {
 		w.limit = q.Limit
 	}
@@ -296,6 +300,12 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, admitted float64, 
 		// would otherwise have reported less), so Remaining less everything
 		// unseen is a lower bound of what is left, and exact once nothing
 		// is in flight.
+		if !w.tokens && w.known && !w.rolled && q.Remaining < w.units()-1-fed {
+			// Less left than the budget, which counts every request of
+			// ours, even those the server has not seen (but not those
+			// that feeding limiters admitted): someone else spent it.
+			w.shared = true
+		}
 		w.sameWindowReset(q, timed, eff)
 		w.measureDrift(now, eff, admitted, unseen, horizon)
 	}
@@ -477,6 +487,9 @@ func (w *quotaWindow) measureDrift(now time.Time, eff, admitted, unseen float64,
 	}
 	w.drift = gap / span.Seconds()
 	w.drift = max(w.drift, -w.maxDrain(span, admitted-w.anchorA))
+	if w.drift < 0 {
+		w.shared = true
+	}
 	if w.kind == kindSmooth && span >= 4*minSpan {
 		w.anchorAt, w.anchorB, w.anchorA, w.anchorU = now, eff, admitted, unseen
 	}
@@ -654,6 +667,21 @@ func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64, p
 			rate = math.Inf(1)
 		}
 		return rate, time.Time{}
+	}
+	if avail >= unit && w.shared {
+		// Others spend from this quota too, and they may be spending at
+		// once as well: two clients that each take what is left at once
+		// take it twice. Spread over the time to the reset instead (at
+		// least one request per span: the model can be wrong, and only
+		// a response corrects it).
+		span := noResetSpan.Seconds()
+		switch {
+		case !w.reset.IsZero():
+			span = max(w.reset.Sub(now).Seconds(), 1e-3)
+		case w.window > 0:
+			span = w.window.Seconds()
+		}
+		return max(safety*(avail+min(w.drift, 0)*span)/span, safety*unit/span), time.Time{}
 	}
 	if avail >= unit {
 		// What the quota affords goes at once: the budget, charged at
