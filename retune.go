@@ -155,7 +155,15 @@ func (a *Adaptive) learn(status int, info Info, own bool) {
 			// Refused with room left by the budget: someone else spent it.
 			w.shared = true
 		}
+		if status == http.StatusTooManyRequests && w.kind == kindSmooth && q.Remaining < 1 && q.Reset.After(now) {
+			// A quota taken to refill as it goes refused a look: it does
+			// not (it was another client that emptied it at its reset, not
+			// a sliding window's tail). Wait for the reset, not the refill.
+			w.kind = kindRefill
+		}
+		w.refused = status == http.StatusTooManyRequests
 		w.observe(q, now, unseen, float64(fed), admitted, horizon, rtt)
+		w.refused = false
 		a.share.observed(w)
 		w.mentioned = true
 		if q.Remaining < 1 && !q.Reset.IsZero() {

@@ -82,6 +82,9 @@ type quotaWindow struct {
 	// the noise, or a 429 the budget did not expect). It is then spread
 	// to the reset, not spent at once.
 	shared bool
+	// refused marks the response being observed as a 429: a refusal says
+	// nothing about whether the quota jumped back at its reset.
+	refused bool
 	firstRem float64   // and its Remaining
 
 	// probing lets one request through to learn a window the budget cannot
@@ -232,7 +235,7 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, fed, admitted floa
 		if w.rolled {
 			before = w.carry
 		}
-		if limit := w.limitOrPeak(); w.known && boundary && (w.kind == kindUnknown || limit-before >= 0.1*limit) {
+		if limit := w.limitOrPeak(); w.known && boundary && !w.refused && (w.kind == kindUnknown || limit-before >= 0.1*limit) {
 			// A reset passed: did the quota jump back up? Asked again at
 			// every reset that leaves room to tell (a tenth of the limit
 			// spent), so one misreading does not stick.
@@ -681,7 +684,8 @@ func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64, p
 		case w.window > 0:
 			span = w.window.Seconds()
 		}
-		return max(safety*(avail+min(w.drift, 0)*span)/span, safety*unit/span), time.Time{}
+		// (avail already leaves others their drain until the reset.)
+		return max(safety*avail/span, safety*unit/span), time.Time{}
 	}
 	if avail >= unit {
 		// What the quota affords goes at once: the budget, charged at
