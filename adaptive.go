@@ -215,7 +215,7 @@ type AdaptiveStats struct {
 	InFlight    int       // admitted, not yet observed
 	Throttled   int64     // 429 and 503 responses (and 403s with an exhausted quota)
 	Requests    int64     // Observe calls with a response (status ≠ 0)
-	PausedUntil time.Time // no request starts before this; zero when not paused
+	PausedUntil time.Time // no request starts before this (Retry-After, or a spent quota's reset); zero when none
 	LastInfo    Info      // last non-empty Info observed
 	Mode        string    // ModeSlowStart, ModeHeaders, ModeProbing or ModeStatic
 }
@@ -229,7 +229,7 @@ func (a *Adaptive) nanos(t time.Time) int64 { return int64(t.Sub(a.epoch)) }
 // ctx.Err() promptly and refunds what it took. When the wait would exceed
 // MaxWait or ctx's deadline it returns a *RateLimitError at once, without
 // sleeping or consuming anything.
-func (a *Adaptive) Wait(ctx context.Context, cost float64) error {
+func (a *Adaptive) wait(ctx context.Context, cost float64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -333,6 +333,74 @@ func (a *Adaptive) Wait(ctx context.Context, cost float64) error {
 		a.admittedCost.Add(toMilli(cost))
 	}
 	return nil
+}
+
+// Permit is one request's admission by [Adaptive.Acquire]. The request
+// counts as in flight, and its cost as charged, until the permit is settled
+// by exactly one call of Done (the request was sent) or Abandon (it was
+// not). Later calls on the same Permit do nothing; a Permit must not be
+// copied before it is settled.
+type Permit struct {
+	a    *Adaptive
+	cost float64
+	live bool
+}
+
+// Acquire waits until one request of the given cost may start and returns
+// its Permit. The request goes at once while every quota the server states
+// affords it; see [Adaptive] for when it waits. cost is the request's
+// estimated cost in the units of token-denominated quotas (≤ 0 charges
+// request quotas only).
+//
+// It returns ctx.Err() promptly when ctx is done while waiting, and a
+// *RateLimitError at once, without waiting or taking anything, when the wait
+// would pass ctx's deadline, MaxWait or MaxDelay. On any error nothing stays
+// charged and there is nothing to settle.
+func (a *Adaptive) Acquire(ctx context.Context, cost float64) (Permit, error) {
+	if err := a.wait(ctx, cost); err != nil {
+		return Permit{}, err
+	}
+	if !(cost > 0) || math.IsInf(cost, 1) {
+		cost = 0
+	}
+	return Permit{a: a, cost: cost, live: true}, nil
+}
+
+// Done settles the permit of a request that was sent: o.Status and o.Info
+// are what the response said (Status 0 when none was obtained: the request
+// stops counting as in flight and nothing is learned, and its cost stays
+// charged, since the server may have counted it). The limiter learns from
+// it at once; Done never blocks.
+func (p *Permit) Done(o Outcome) {
+	if !p.live {
+		return
+	}
+	p.live = false
+	p.a.observeCost(o.Status, o.Info, p.cost)
+}
+
+// Abandon settles the permit of a request that was not sent: its charge is
+// given back to every quota and it stops counting as in flight.
+func (p *Permit) Abandon() {
+	if !p.live {
+		return
+	}
+	p.live = false
+	p.a.abandon(p.cost)
+}
+
+// abandon undoes an admission whose request was never sent.
+func (a *Adaptive) abandon(cost float64) {
+	a.mu.Lock()
+	a.refund(cost)
+	a.settle(cost)
+	a.admitted.Add(-1)
+	if m := toMilli(cost); m > 0 {
+		a.admittedCost.Add(-m)
+	}
+	a.mu.Unlock()
+	a.wakeGate()
+	a.wakeResponseWaiters()
 }
 
 // tooLong returns a *RateLimitError when a request could start only at at,

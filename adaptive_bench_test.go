@@ -23,20 +23,20 @@ func BenchmarkAdaptiveWaitObserve(b *testing.B) {
 		info := bc.info()
 		start := func(b *testing.B) *Adaptive {
 			a := NewAdaptive(AdaptiveConfig{})
-			if err := a.Wait(ctx, 0); err != nil {
+			if err := a.wait(ctx, 0); err != nil {
 				b.Fatal(err)
 			}
-			a.Observe(http.StatusOK, info)
+			a.observe(http.StatusOK, info)
 			return a
 		}
 		b.Run(bc.name, func(b *testing.B) {
 			a := start(b)
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := a.Wait(ctx, 0); err != nil {
+				if err := a.wait(ctx, 0); err != nil {
 					b.Fatal(err)
 				}
-				a.Observe(http.StatusOK, info)
+				a.observe(http.StatusOK, info)
 			}
 		})
 		b.Run(bc.name+"/parallel", func(b *testing.B) {
@@ -44,11 +44,11 @@ func BenchmarkAdaptiveWaitObserve(b *testing.B) {
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					if err := a.Wait(ctx, 0); err != nil {
+					if err := a.wait(ctx, 0); err != nil {
 						b.Error(err)
 						return
 					}
-					a.Observe(http.StatusOK, info)
+					a.observe(http.StatusOK, info)
 				}
 			})
 		})

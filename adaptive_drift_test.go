@@ -79,18 +79,18 @@ func TestTwoAdaptivesSharingAQuotaWithoutAStore(t *testing.T) {
 					for range 16 {
 						wg.Go(func() {
 							for time.Now().Before(end) {
-								if err := a.Wait(ctx, 0); err != nil {
+								if err := a.wait(ctx, 0); err != nil {
 									return
 								}
 								req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/v1/thing", nil)
 								resp, err := rt.RoundTrip(req)
 								if err != nil {
-									a.Observe(0, Info{})
+									a.observe(0, Info{})
 									continue
 								}
 								info, _ := parseHeaders(resp.Header, time.Now(), 0)
 								resp.Body.Close()
-								a.Observe(resp.StatusCode, info)
+								a.observe(resp.StatusCode, info)
 							}
 						})
 					}

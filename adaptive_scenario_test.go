@@ -76,7 +76,7 @@ func drive(t *testing.T, sc scenario, acfg AdaptiveConfig) outcome {
 					if sc.cost != nil {
 						estimate, actual = sc.cost(rng)
 					}
-					if err := a.Wait(ctx, estimate); err != nil {
+					if err := a.wait(ctx, estimate); err != nil {
 						if ctx.Err() == nil {
 							t.Errorf("Wait: %v", err)
 						}
@@ -88,12 +88,12 @@ func drive(t *testing.T, sc scenario, acfg AdaptiveConfig) outcome {
 					}
 					resp, err := rt.RoundTrip(req)
 					if err != nil {
-						a.Observe(0, Info{})
+						a.observe(0, Info{})
 						continue
 					}
 					info, _ := parseHeaders(resp.Header, time.Now(), 0)
 					resp.Body.Close()
-					a.Observe(resp.StatusCode, info)
+					a.observe(resp.StatusCode, info)
 				}
 			})
 		}

@@ -22,15 +22,17 @@ func TestAPauseOneLimiterLearnsStopsEveryLimiterOfTheKey(t *testing.T) {
 		other := pacer.NewAdaptive(pacer.AdaptiveConfig{Key: "other", Store: store})
 		ctx := context.Background()
 
-		require.NoError(t, a.Wait(ctx, 0))
-		a.Observe(http.StatusTooManyRequests, pacer.Info{RetryAfter: 3 * time.Second})
+		p, err := a.Acquire(ctx, 0)
+		require.NoError(t, err)
+		p.Done(pacer.Outcome{Status: http.StatusTooManyRequests, Info: pacer.Info{RetryAfter: 3 * time.Second}})
 
 		start := time.Now()
-		require.NoError(t, other.Wait(ctx, 0))
+		_, err = other.Acquire(ctx, 0)
+		require.NoError(t, err)
 		assert.Zero(t, time.Since(start), "other keys are not paused")
-		require.NoError(t, b.Wait(ctx, 0))
+		_, err = b.Acquire(ctx, 0)
+		require.NoError(t, err)
 		assert.Equal(t, 3*time.Second, time.Since(start), "b waited out a's Retry-After")
-		assert.WithinDuration(t, start.Add(3*time.Second), b.NextAllowed(), 0)
 	})
 }
 
@@ -39,9 +41,10 @@ func TestALimitOneLimiterLearnsPacesTheOthers(t *testing.T) {
 		store := pacer.NewMemoryStore()
 		a := pacer.NewAdaptive(pacer.AdaptiveConfig{Key: "k", Store: store})
 		ctx := context.Background()
-		require.NoError(t, a.Wait(ctx, 0))
+		p, err := a.Acquire(ctx, 0)
+		require.NoError(t, err)
 		now := time.Now()
-		a.Observe(http.StatusOK, pacer.Info{Quotas: []pacer.Quota{{Name: "requests", Limit: 100, Remaining: 60, Reset: now.Add(10 * time.Second)}}})
+		p.Done(pacer.Outcome{Status: http.StatusOK, Info: pacer.Info{Quotas: []pacer.Quota{{Name: "requests", Limit: 100, Remaining: 60, Reset: now.Add(10 * time.Second)}}}})
 		learned := a.Stats()
 		require.NotEqual(t, pacer.Inf, learned.Limit)
 
@@ -50,7 +53,8 @@ func TestALimitOneLimiterLearnsPacesTheOthers(t *testing.T) {
 		b := pacer.NewAdaptive(pacer.AdaptiveConfig{Key: "k", Store: store, SlowStart: 100})
 		start := time.Now()
 		for range learned.Burst + 3 {
-			require.NoError(t, b.Wait(ctx, 0))
+			_, err = b.Acquire(ctx, 0)
+		require.NoError(t, err)
 		}
 		interval := time.Duration(float64(time.Second) / float64(learned.Limit))
 		assert.InDelta(t, (3 * interval).Seconds(), time.Since(start).Seconds(), 0.01,
@@ -63,19 +67,22 @@ func TestCancelledWaitReturnsItsStoreToken(t *testing.T) {
 		store := pacer.NewMemoryStore()
 		a := pacer.NewAdaptive(pacer.AdaptiveConfig{Key: "k", Store: store, Ceiling: 1, CeilingBurst: 1, SlowStart: 10})
 		start := time.Now()
-		require.NoError(t, a.Wait(context.Background(), 0))
+		_, err := a.Acquire(context.Background(), 0)
+		require.NoError(t, err)
 
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(300*time.Millisecond, cancel)
-		require.ErrorIs(t, a.Wait(ctx, 0), context.Canceled)
+		_, err = a.Acquire(ctx, 0)
+		require.ErrorIs(t, err, context.Canceled)
 		assert.Equal(t, 300*time.Millisecond, time.Since(start), "returned when cancelled")
 
-		require.NoError(t, a.Wait(context.Background(), 0))
+		_, err = a.Acquire(context.Background(), 0)
+		require.NoError(t, err)
 		assert.Equal(t, time.Second, time.Since(start), "the cancelled wait's slot was free again")
 
 		ctx, cancel = context.WithTimeout(context.Background(), 500*time.Millisecond)
 		defer cancel()
-		err := a.Wait(ctx, 0)
+		_, err = a.Acquire(ctx, 0)
 		var rle *pacer.RateLimitError
 		require.ErrorAs(t, err, &rle, "a wait past the deadline fails at once")
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
@@ -95,7 +102,7 @@ func (*failingStore) Reserve(_ context.Context, key string, _ pacer.StoreRequest
 
 func TestStoreFailureIsARateLimitErrorOfTheEndpoint(t *testing.T) {
 	a := pacer.NewAdaptive(pacer.AdaptiveConfig{Key: "https://api.example.com", Store: &failingStore{}})
-	err := a.Wait(context.Background(), 0)
+	_, err := a.Acquire(context.Background(), 0)
 	var rle *pacer.RateLimitError
 	require.ErrorAs(t, err, &rle)
 	assert.Equal(t, "https://api.example.com", rle.Endpoint)

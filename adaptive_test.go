@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -49,7 +50,7 @@ func quota(limit, remaining float64, resetIn time.Duration) Info {
 // admit runs Wait and fails the test on an error.
 func admit(t *testing.T, a *Adaptive, cost float64) {
 	t.Helper()
-	require.NoError(t, a.Wait(context.Background(), cost))
+	require.NoError(t, a.wait(context.Background(), cost))
 }
 
 // waitTook runs Wait and returns how long it blocked (virtual time).
@@ -76,7 +77,7 @@ func TestAdaptiveIsUnlimitedUntilTheServerSaysOtherwise(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{})
 		assert.Equal(t, ModeSlowStart, a.Stats().Mode)
 		admit(t, a, 0)
-		a.Observe(http.StatusOK, Info{})
+		a.observe(http.StatusOK, Info{})
 		st := a.Stats()
 		assert.Equal(t, Inf, st.Limit)
 		assert.Equal(t, ModeProbing, st.Mode)
@@ -89,21 +90,41 @@ func TestAdaptiveIsUnlimitedUntilTheServerSaysOtherwise(t *testing.T) {
 	})
 }
 
-func TestAdaptiveSpreadsTheRemainingQuotaUntilReset(t *testing.T) {
+func TestAdaptiveSpendsWhatTheQuotaAffordsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{SafetyFactor: 0.9})
 		admit(t, a, 0)
-		a.Observe(http.StatusOK, quota(600, 599, time.Minute))
+		a.observe(http.StatusOK, quota(600, 599, time.Minute))
 		st := a.Stats()
 		assert.Equal(t, ModeHeaders, st.Mode)
-		// Until a reset has been seen to refill the quota, (1 - safety) of the
-		// limit is held back: 0.9 × (599 - 60) / 60 s.
-		assert.InDelta(t, 0.9*(599-60)/60.0, float64(st.Limit), 0.01)
-		assert.GreaterOrEqual(t, st.Burst, 1)
-		assert.LessOrEqual(t, float64(st.Burst), float64(st.Limit), "burst is at most a second's worth")
-		// Successive requests are spaced at the limit, not dumped.
-		waitTook(t, a)
-		assert.InDelta(t, 1/float64(st.Limit), waitTook(t, a).Seconds(), 0.01)
+		assert.Equal(t, Inf, st.Limit, "no pacing while the quota affords the work")
+		start := time.Now()
+		for range 599 {
+			admit(t, a, 0)
+		}
+		assert.Zero(t, time.Since(start), "all that is left goes at once")
+		assert.Equal(t, 0.0, budgetOf(a, "requests"))
+		// The next waits for the reset (plus rollGuard): the window is spent.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, err := a.Acquire(ctx, 0)
+		var rle *RateLimitError
+		require.ErrorAs(t, err, &rle, "refused at once: the reset is past the deadline")
+		assert.WithinDuration(t, start.Add(time.Minute), rle.RetryAt, 20*time.Millisecond)
+	})
+}
+
+func TestAdaptiveSpreadsAQuotaOthersSpendFrom(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := NewAdaptive(AdaptiveConfig{SafetyFactor: 0.9, SlowStart: 2})
+		admit(t, a, 0)
+		admit(t, a, 0)
+		a.observe(http.StatusOK, quota(600, 598, time.Minute))
+		// 20 fewer than our own requests explain: someone else spends here.
+		a.observe(http.StatusOK, quota(600, 577, time.Minute))
+		st := a.Stats()
+		assert.NotEqual(t, Inf, st.Limit, "a shared quota is spread to its reset")
+		assert.InDelta(t, 0.9*577/60, float64(st.Limit), 0.5)
 	})
 }
 
@@ -115,7 +136,7 @@ func TestAdaptiveCountsRequestsInFlightAgainstTheRemainingQuota(t *testing.T) {
 		}
 		// The first response says 100 left; the other four requests may not
 		// have been counted yet.
-		a.Observe(http.StatusOK, quota(200, 100, time.Minute))
+		a.observe(http.StatusOK, quota(200, 100, time.Minute))
 		assert.Equal(t, 96.0, budgetOf(a, "requests"))
 		assert.Equal(t, 4, a.Stats().InFlight)
 	})
@@ -127,11 +148,13 @@ func TestAdaptiveIgnoresAStaleHigherRemainingFromTheSameWindow(t *testing.T) {
 		admit(t, a, 0)
 		admit(t, a, 0)
 		reset := time.Now().Add(time.Minute)
-		a.Observe(http.StatusOK, Info{Quotas: []Quota{{Name: "requests", Limit: 100, Remaining: 50, Reset: reset}}})
+		a.observe(http.StatusOK, Info{Quotas: []Quota{{Name: "requests", Limit: 100, Remaining: 50, Reset: reset}}})
 		limit := a.Stats().Limit
 		// An older response, overtaken by the first, arrives late.
-		a.Observe(http.StatusOK, Info{Quotas: []Quota{{Name: "requests", Limit: 100, Remaining: 80, Reset: reset}}})
-		assert.Equal(t, 49.0, budgetOf(a, "requests"))
+		a.observe(http.StatusOK, Info{Quotas: []Quota{{Name: "requests", Limit: 100, Remaining: 80, Reset: reset}}})
+		// With nothing of ours in flight any more, the lowest figure of the
+		// window is exact: 50, not the stale 80.
+		assert.Equal(t, 50.0, budgetOf(a, "requests"))
 		assert.LessOrEqual(t, a.Stats().Limit, limit, "a stale response must not loosen the limit")
 	})
 }
@@ -140,9 +163,9 @@ func TestAdaptiveBelievesALaterResetAsANewWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{})
 		admit(t, a, 0)
-		a.Observe(http.StatusOK, quota(100, 3, 2*time.Second))
+		a.observe(http.StatusOK, quota(100, 3, 2*time.Second))
 		admit(t, a, 0)
-		a.Observe(http.StatusOK, quota(100, 99, 62*time.Second))
+		a.observe(http.StatusOK, quota(100, 99, 62*time.Second))
 		assert.Equal(t, 99.0, budgetOf(a, "requests"))
 	})
 }
@@ -152,26 +175,30 @@ func TestAdaptivePausesUntilResetWhenTheQuotaIsSpent(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{})
 		admit(t, a, 0)
 		reset := time.Now().Add(30 * time.Second)
-		a.Observe(http.StatusTooManyRequests, Info{Quotas: []Quota{{Name: "requests", Limit: 100, Remaining: 0, Reset: reset}}})
+		a.observe(http.StatusTooManyRequests, Info{Quotas: []Quota{{Name: "requests", Limit: 100, Remaining: 0, Reset: reset}}})
 		st := a.Stats()
 		assert.Equal(t, int64(1), st.Throttled)
 		assert.False(t, st.PausedUntil.Before(reset), "paused until the reset")
-		assert.False(t, a.NextAllowed().Before(reset))
+		assert.False(t, a.nextAllowed().Before(reset))
 		took := waitTook(t, a)
 		assert.GreaterOrEqual(t, took, 30*time.Second)
-		assert.Less(t, took, 31*time.Second, "released within a small jitter of the reset")
+		// Released as the reset passes, and two units of a sliding window's
+		// refill (2 × 30 s / 100) while the quota is not known to refill.
+		assert.LessOrEqual(t, took, 30*time.Second+rollGuard+600*time.Millisecond, "released as the reset passes")
 	})
 }
 
-func TestAdaptiveReleasesWaitersAtAResetPacedNotAllAtOnce(t *testing.T) {
+func TestAdaptiveOpensANewWindowWithOneLook(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{})
 		admit(t, a, 0)
-		a.Observe(http.StatusOK, Info{Quotas: []Quota{{Name: "default", Limit: 60, Remaining: 0,
-			Reset: time.Now().Add(10 * time.Second), Window: time.Minute}}})
+		q := func(remaining float64, reset time.Time) Info {
+			return Info{Quotas: []Quota{{Name: "default", Limit: 60, Remaining: remaining, Reset: reset, Window: time.Minute}}}
+		}
+		start := time.Now()
+		a.observe(http.StatusOK, q(0, start.Add(10*time.Second)))
 		var mu sync.Mutex
 		var at []time.Duration
-		start := time.Now()
 		var wg sync.WaitGroup
 		for i := range 5 {
 			wg.Go(func() {
@@ -179,39 +206,20 @@ func TestAdaptiveReleasesWaitersAtAResetPacedNotAllAtOnce(t *testing.T) {
 				mu.Lock()
 				at = append(at, time.Since(start))
 				mu.Unlock()
-				a.Observe(http.StatusOK, Info{Quotas: []Quota{{Name: "default", Limit: 60, Remaining: float64(59 - i),
-					Reset: start.Add(70 * time.Second), Window: time.Minute}}})
+				time.Sleep(100 * time.Millisecond) // the round trip
+				a.observe(http.StatusOK, q(float64(59-i), start.Add(70*time.Second)))
 			})
 		}
 		wg.Wait()
 		require.Len(t, at, 5)
-		first, last := at[0], at[0]
-		for _, d := range at {
-			first, last = min(first, d), max(last, d)
-		}
-		assert.GreaterOrEqual(t, first, 10*time.Second)
-		assert.Greater(t, last-first, time.Second, "spread over seconds, not fired together")
-	})
-}
-
-func TestAdaptiveRunsAtSafetyTimesLimitPerWindowAfterARolloverWithNoResponse(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		a := NewAdaptive(AdaptiveConfig{SafetyFactor: 0.9})
-		q := func(remaining float64, resetIn time.Duration) Info {
-			return Info{Quotas: []Quota{{Name: "default", Limit: 600, Remaining: remaining,
-				Reset: time.Now().Add(resetIn), Window: time.Minute}}}
-		}
-		admit(t, a, 0)
-		a.Observe(http.StatusOK, q(500, 10*time.Second))
-		time.Sleep(11 * time.Second)
-		// The next window's first response shows the quota refilled.
-		admit(t, a, 0)
-		a.Observe(http.StatusOK, q(599, 49*time.Second))
-		// That window ends with no response after it: the next one is assumed
-		// full, and spent at safety × limit / window, not at Inf.
-		time.Sleep(49 * time.Second)
-		assert.InEpsilon(t, 0.9*600/60, float64(a.Stats().Limit), 0.01)
-		assert.Equal(t, 600.0, budgetOf(a, "default"))
+		slices.Sort(at)
+		// One request looks at the new window as it opens; the rest go
+		// together once its answer shows the quota refilled.
+		// A window not yet seen to refill waits two units of a sliding
+		// window's refill after the reset (2 × 60 s / 60), see roll.
+		assert.Equal(t, 10*time.Second+rollGuard+2*time.Second, at[0])
+		assert.Equal(t, at[0]+100*time.Millisecond, at[1])
+		assert.Equal(t, at[1], at[4])
 	})
 }
 
@@ -219,8 +227,8 @@ func TestAdaptiveHonoursRetryAfter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{})
 		admit(t, a, 0)
-		a.Observe(http.StatusTooManyRequests, Info{RetryAfter: 10 * time.Second})
-		assert.WithinRange(t, a.NextAllowed(), time.Now().Add(10*time.Second), time.Now().Add(12*time.Second))
+		a.observe(http.StatusTooManyRequests, Info{RetryAfter: 10 * time.Second})
+		assert.WithinRange(t, a.nextAllowed(), time.Now().Add(10*time.Second), time.Now().Add(12*time.Second))
 		assert.GreaterOrEqual(t, waitTook(t, a), 10*time.Second)
 	})
 }
@@ -229,7 +237,7 @@ func TestAdaptiveCapsRetryAfterAtMaxDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{MaxDelay: time.Minute})
 		admit(t, a, 0)
-		a.Observe(http.StatusServiceUnavailable, Info{RetryAfter: 484289 * time.Hour})
+		a.observe(http.StatusServiceUnavailable, Info{RetryAfter: 484289 * time.Hour})
 		took := waitTook(t, a)
 		assert.GreaterOrEqual(t, took, time.Minute)
 		assert.Less(t, took, 2*time.Minute)
@@ -241,9 +249,9 @@ func TestAdaptiveFailsFastWhenTheWaitExceedsMaxWait(t *testing.T) {
 		info := Info{RetryAfter: 10 * time.Minute}
 		a := NewAdaptive(AdaptiveConfig{Key: "https://api.example.com", MaxWait: 30 * time.Second})
 		admit(t, a, 0)
-		a.Observe(http.StatusTooManyRequests, info)
+		a.observe(http.StatusTooManyRequests, info)
 		start := time.Now()
-		err := a.Wait(context.Background(), 0)
+		err := a.wait(context.Background(), 0)
 		assert.Zero(t, time.Since(start), "fails at once, no sleeping")
 		var rle *RateLimitError
 		require.ErrorAs(t, err, &rle)
@@ -259,11 +267,11 @@ func TestAdaptiveFailsFastWhenTheWaitPassesTheDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{})
 		admit(t, a, 0)
-		a.Observe(http.StatusOK, quota(10, 0, time.Minute))
+		a.observe(http.StatusOK, quota(10, 0, time.Minute))
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		start := time.Now()
-		err := a.Wait(ctx, 0)
+		err := a.wait(ctx, 0)
 		assert.Zero(t, time.Since(start))
 		var rle *RateLimitError
 		require.ErrorAs(t, err, &rle)
@@ -276,13 +284,14 @@ func TestAdaptiveWaitReturnsPromptlyOnCancelAndRefunds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{})
 		admit(t, a, 0)
-		a.Observe(http.StatusOK, quota(100, 50, time.Minute))
-		admit(t, a, 0) // spends the bucket's burst
-		a.Observe(http.StatusOK, quota(100, 49, time.Minute))
+		a.observe(http.StatusOK, quota(100, 0, time.Minute))
 		budget := budgetOf(a, "requests")
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error)
-		go func() { done <- a.Wait(ctx, 0) }()
+		go func() {
+			_, err := a.Acquire(ctx, 0)
+			done <- err
+		}()
 		synctest.Wait()
 		assert.Equal(t, 1, a.Stats().Waiting)
 		cancel()
@@ -293,22 +302,59 @@ func TestAdaptiveWaitReturnsPromptlyOnCancelAndRefunds(t *testing.T) {
 	})
 }
 
+func TestAdaptivePermitAbandonGivesBackItsCharge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := NewAdaptive(AdaptiveConfig{})
+		admit(t, a, 0)
+		reset := time.Now().Add(time.Minute)
+		a.observe(http.StatusOK, Info{Quotas: []Quota{
+			{Name: "requests", Limit: 100, Remaining: 10, Reset: reset},
+			{Name: "tokens", Limit: 10000, Remaining: 5000, Reset: reset},
+		}})
+		p, err := a.Acquire(context.Background(), 700)
+		require.NoError(t, err)
+		assert.Equal(t, 9.0, budgetOf(a, "requests"))
+		assert.Equal(t, 4300.0, budgetOf(a, "tokens"))
+		assert.Equal(t, 1, a.Stats().InFlight)
+		p.Abandon()
+		p.Abandon() // settled once; later calls do nothing
+		p.Done(Outcome{Status: http.StatusOK})
+		assert.Equal(t, 10.0, budgetOf(a, "requests"), "a request never sent costs nothing")
+		assert.Equal(t, 5000.0, budgetOf(a, "tokens"))
+		assert.Zero(t, a.Stats().InFlight)
+	})
+}
+
+func TestAdaptivePermitDoneSettlesExactlyOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := NewAdaptive(AdaptiveConfig{SlowStart: 2})
+		p, err := a.Acquire(context.Background(), 0)
+		require.NoError(t, err)
+		_, err = a.Acquire(context.Background(), 0)
+		require.NoError(t, err)
+		p.Done(Outcome{Status: http.StatusOK, Info: quota(100, 98, time.Minute)})
+		p.Done(Outcome{Status: http.StatusOK, Info: quota(100, 98, time.Minute)})
+		assert.Equal(t, int64(1), a.Stats().Requests, "a second Done is not a second response")
+		assert.Equal(t, 1, a.Stats().InFlight, "nor a second request out of flight")
+	})
+}
+
 func TestAdaptiveSlowStartHoldsRequestsUntilTheFirstResponse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{SlowStart: 2})
 		admit(t, a, 0)
 		admit(t, a, 0)
 		third := make(chan error)
-		go func() { third <- a.Wait(context.Background(), 0) }()
+		go func() { third <- a.wait(context.Background(), 0) }()
 		synctest.Wait()
 		select {
 		case <-third:
 			t.Fatal("a third request started before any response")
 		default:
 		}
-		a.Observe(0, Info{}) // a transport error is not a response: one slot frees
+		a.observe(0, Info{}) // a transport error is not a response: one slot frees
 		require.NoError(t, <-third)
-		a.Observe(http.StatusOK, Info{})
+		a.observe(http.StatusOK, Info{})
 		for range 100 {
 			admit(t, a, 0)
 		}
@@ -333,17 +379,17 @@ func TestAdaptiveFanOutOntoAnExhaustedQuotaCostsOne429(t *testing.T) {
 		var wg sync.WaitGroup
 		for range 1000 {
 			wg.Go(func() {
-				if a.Wait(context.Background(), 0) != nil {
+				if a.wait(context.Background(), 0) != nil {
 					return
 				}
 				resp, err := send(context.Background())
 				if err != nil {
-					a.Observe(0, Info{})
+					a.observe(0, Info{})
 					return
 				}
 				info, _ := parseHeaders(resp.Header, time.Now(), 0)
 				resp.Body.Close()
-				a.Observe(resp.StatusCode, info)
+				a.observe(resp.StatusCode, info)
 			})
 		}
 		wg.Wait()
@@ -357,7 +403,7 @@ func TestAdaptiveChargesCostOnlyToTokenQuotas(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{})
 		admit(t, a, 0)
 		reset := time.Now().Add(time.Minute)
-		a.Observe(http.StatusOK, Info{Quotas: []Quota{
+		a.observe(http.StatusOK, Info{Quotas: []Quota{
 			{Name: "requests", Limit: 1000, Remaining: 999, Reset: reset},
 			{Name: "tokens", Limit: 100000, Remaining: 90000, Reset: reset},
 		}})
@@ -375,12 +421,12 @@ func TestAdaptiveHoldsACostlyRequestUntilTheTokenQuotaResets(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{})
 		admit(t, a, 0)
 		reset := time.Now().Add(20 * time.Second)
-		a.Observe(http.StatusOK, Info{Quotas: []Quota{
+		a.observe(http.StatusOK, Info{Quotas: []Quota{
 			{Name: "requests", Limit: 1000, Remaining: 999, Reset: reset},
 			{Name: "tokens", Limit: 10000, Remaining: 1500, Reset: reset},
 		}})
 		assert.Less(t, waitTook(t, a), time.Second, "requests without a cost are not held by tokens")
-		a.Observe(http.StatusOK, Info{Quotas: []Quota{
+		a.observe(http.StatusOK, Info{Quotas: []Quota{
 			{Name: "requests", Limit: 1000, Remaining: 998, Reset: reset},
 			{Name: "tokens", Limit: 10000, Remaining: 1500, Reset: reset},
 		}})
@@ -397,7 +443,7 @@ func TestAdaptiveNeverExceedsTheCeiling(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{Ceiling: 5, CeilingBurst: 1})
 		admit(t, a, 0)
-		a.Observe(http.StatusOK, quota(1e6, 1e6-1, time.Second))
+		a.observe(http.StatusOK, quota(1e6, 1e6-1, time.Hour))
 		st := a.Stats()
 		assert.Equal(t, Limit(5), st.Limit)
 		assert.Equal(t, 1, st.Burst)
@@ -413,7 +459,7 @@ func TestAdaptiveWithOnlyACeilingIsAStaticBucket(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{Ceiling: 2, CeilingBurst: 4})
 		admit(t, a, 0)
-		a.Observe(http.StatusOK, Info{})
+		a.observe(http.StatusOK, Info{})
 		st := a.Stats()
 		assert.Equal(t, ModeStatic, st.Mode)
 		assert.Equal(t, Limit(2), st.Limit)
@@ -425,29 +471,29 @@ func TestAdaptiveProbingCutsTheRateOnAThrottleAndRecovers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{MinLimit: 0.5})
 		admit(t, a, 0)
-		a.Observe(http.StatusOK, Info{})
+		a.observe(http.StatusOK, Info{})
 		// Send at 10/s for a few seconds, then hit a bare 429.
 		for range 30 {
 			time.Sleep(100 * time.Millisecond)
 			admit(t, a, 0)
-			a.Observe(http.StatusOK, Info{})
+			a.observe(http.StatusOK, Info{})
 		}
 		admit(t, a, 0)
 		admit(t, a, 0)
-		a.Observe(http.StatusTooManyRequests, Info{})
+		a.observe(http.StatusTooManyRequests, Info{})
 		st := a.Stats()
 		assert.Equal(t, ModeProbing, st.Mode)
 		assert.InDelta(t, 0.7*10, float64(st.Limit), 1, "multiplicative decrease to 0.7 × the send rate")
 		cut := st.Limit
 
 		// Throttles of requests already in flight belong to the same event.
-		a.Observe(http.StatusTooManyRequests, Info{})
+		a.observe(http.StatusTooManyRequests, Info{})
 		assert.Equal(t, cut, a.Stats().Limit)
 
 		// Successes let it climb back towards the rate it was throttled at.
 		for range 100 {
 			admit(t, a, 0)
-			a.Observe(http.StatusOK, Info{})
+			a.observe(http.StatusOK, Info{})
 		}
 		assert.Greater(t, a.Stats().Limit, cut)
 	})
@@ -458,7 +504,7 @@ func TestAdaptiveProbingNeverGoesBelowMinLimit(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{MinLimit: 2})
 		admit(t, a, 0)
 		for range 50 {
-			a.Observe(http.StatusServiceUnavailable, Info{})
+			a.observe(http.StatusServiceUnavailable, Info{})
 			admit(t, a, 0)
 		}
 		assert.GreaterOrEqual(t, float64(a.Stats().Limit), 2.0)
@@ -471,7 +517,7 @@ func TestAdaptiveLearnDoesNotTouchInFlight(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{SlowStart: 3})
 		admit(t, a, 0)
 		admit(t, a, 0)
-		a.Learn(http.StatusOK, quota(100, 90, time.Minute))
+		a.learnOther(http.StatusOK, quota(100, 90, time.Minute))
 		st := a.Stats()
 		assert.Equal(t, 2, st.InFlight)
 		assert.Equal(t, ModeHeaders, st.Mode, "a response ends slow start")
@@ -510,9 +556,9 @@ func TestAdaptiveLogsRetunesAtDebugAndThrottlesAtWarn(t *testing.T) {
 		rec := &recorder{}
 		a := NewAdaptive(AdaptiveConfig{Key: "api", Logger: slog.New(rec)})
 		admit(t, a, 0)
-		a.Observe(http.StatusOK, quota(100, 99, time.Minute))
+		a.observe(http.StatusOK, quota(100, 99, time.Minute))
 		admit(t, a, 0)
-		a.Observe(http.StatusTooManyRequests, Info{RetryAfter: time.Second})
+		a.observe(http.StatusTooManyRequests, Info{RetryAfter: time.Second})
 		levels := rec.levels()
 		assert.Contains(t, levels[slog.LevelDebug], "pacer: retuned")
 		assert.Equal(t, []string{"pacer: throttled"}, levels[slog.LevelWarn])
@@ -542,9 +588,9 @@ func TestAdaptiveIgnoresHostileInfo(t *testing.T) {
 			{Name: "inf", Limit: math.Inf(1), Remaining: 5, Reset: now.Add(time.Minute)},
 			{Name: "window", Limit: 10, Remaining: 50, Reset: now.Add(time.Minute), Window: -time.Second},
 		} {
-			assert.NotPanics(t, func() { a.Observe(http.StatusOK, Info{Quotas: []Quota{q}}) })
+			assert.NotPanics(t, func() { a.observe(http.StatusOK, Info{Quotas: []Quota{q}}) })
 		}
-		assert.NotPanics(t, func() { a.Observe(http.StatusTooManyRequests, Info{RetryAfter: -time.Hour}) })
+		assert.NotPanics(t, func() { a.observe(http.StatusTooManyRequests, Info{RetryAfter: -time.Hour}) })
 		assert.True(t, math.IsNaN(budgetOf(a, "nan")), "not tracked")
 		assert.True(t, math.IsNaN(budgetOf(a, "neg")), "not tracked")
 		assert.True(t, math.IsNaN(budgetOf(a, "inf")), "not tracked")
@@ -557,8 +603,8 @@ func TestAdaptiveClampsAResetBeyondMaxDelay(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{MaxDelay: time.Hour})
 		admit(t, a, 0)
 		now := time.Now()
-		a.Observe(http.StatusOK, Info{Quotas: []Quota{{Name: "far", Limit: 10, Remaining: 0, Reset: now.Add(1000 * time.Hour)}}})
-		assert.WithinRange(t, a.NextAllowed(), now.Add(time.Hour), now.Add(time.Hour+time.Second))
+		a.observe(http.StatusOK, Info{Quotas: []Quota{{Name: "far", Limit: 10, Remaining: 0, Reset: now.Add(1000 * time.Hour)}}})
+		assert.WithinRange(t, a.nextAllowed(), now.Add(time.Hour), now.Add(time.Hour+time.Second))
 	})
 }
 
@@ -567,7 +613,7 @@ func TestAdaptiveStatsReportsLastInfo(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{})
 		admit(t, a, 0)
 		info := quota(100, 42, time.Minute)
-		a.Observe(http.StatusOK, info)
+		a.observe(http.StatusOK, info)
 		st := a.Stats()
 		assert.Equal(t, info, st.LastInfo)
 		st.LastInfo.Quotas[0].Remaining = 7 // a copy: the caller may keep it

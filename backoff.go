@@ -46,7 +46,7 @@ func (t *Transport) Backoff(min, max time.Duration, attemptNum int, resp *http.R
 	now := time.Now()
 	if resp.Request != nil && resp.Request.URL != nil {
 		if ep := t.peekLimiter(resp.Request); ep != nil {
-			if w := ep.lim.NextAllowed().Sub(now); w > d {
+			if w := ep.lim.nextAllowed().Sub(now); w > d {
 				d = w
 			}
 		}

@@ -264,13 +264,13 @@ func (e *endpoints) teachBucket(key, bucket string, from *Adaptive, status int, 
 	if ep == nil {
 		fresh := e.newEndpoint(key, &spec{bucket: bucket})
 		fresh.lim.feed(from)
-		fresh.lim.Learn(status, info) // before anyone else can see it
+		fresh.lim.learnOther(status, info) // before anyone else can see it
 		if ep = e.insert(fresh, tableClock(), 0); ep == fresh {
 			return
 		}
 	}
 	ep.lim.feed(from)
-	ep.lim.Learn(status, info)
+	ep.lim.learnOther(status, info)
 }
 
 func (e *endpoints) newEndpoint(key string, sp *spec) *endpoint {
@@ -311,7 +311,7 @@ func (e *endpoints) insert(fresh *endpoint, now int64, refs int32) *endpoint {
 // for a pause (Retry-After, exhausted quota) keeps it until the pause ends:
 // forgetting it would let the next request through into a 429.
 func evictable(ep *endpoint, wall time.Time) bool {
-	return ep.refs.Load() == 0 && !ep.lim.NextAllowed().After(wall)
+	return ep.refs.Load() == 0 && !ep.lim.nextAllowed().After(wall)
 }
 
 func (e *endpoints) maybeSweep(now int64) {
@@ -362,7 +362,7 @@ func (e *endpoints) evictLRULocked() {
 		if n == 0 {
 			break
 		}
-		if c.ep.lim.NextAllowed().After(wall) {
+		if c.ep.lim.nextAllowed().After(wall) {
 			paused = append(paused, c.key)
 			continue
 		}

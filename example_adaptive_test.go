@@ -16,10 +16,11 @@ func ExampleAdaptive() {
 	a := pacer.NewAdaptive(pacer.AdaptiveConfig{Key: "https://api.example.com"})
 	ctx := context.Background()
 
-	// Before any response: slow start (one request in flight).
+	// Before any response: nothing is known about the quota yet.
 	fmt.Println(a.Stats().Mode)
 
-	if err := a.Wait(ctx, 0); err != nil {
+	p, err := a.Acquire(ctx, 0)
+	if err != nil {
 		return
 	}
 	// ... send the request; the server answers 200 with IETF headers:
@@ -28,26 +29,26 @@ func ExampleAdaptive() {
 	h.Set("RateLimit", `"default";r=599;t=60`)
 	h.Set("RateLimit-Policy", `"default";q=600;w=60`)
 	info, _ := pacer.ParseHeaders(h, time.Now())
-	a.Observe(http.StatusOK, info)
+	p.Done(pacer.Outcome{Status: http.StatusOK, Info: info})
 
 	st := a.Stats()
 	fmt.Println(st.Mode)
-	// 0.9 × (599 - 60 held back until the quota is seen to refill) / 60 s.
-	fmt.Printf("%.1f requests/s\n", float64(st.Limit))
+	// What the quota affords goes at once: no pacing while 599 are left.
+	fmt.Println(st.Limit == pacer.Inf)
 	// Output:
 	// slow-start
 	// headers
-	// 8.1 requests/s
+	// true
 }
 
 // MaxWait turns a long wait into an immediate *RateLimitError, so the caller
 // can come back later instead of holding a goroutine.
 func ExampleAdaptive_maxWait() {
 	a := pacer.NewAdaptive(pacer.AdaptiveConfig{Key: "api", MaxWait: 30 * time.Second})
-	_ = a.Wait(context.Background(), 0)
-	a.Observe(http.StatusTooManyRequests, pacer.Info{RetryAfter: 10 * time.Minute})
+	p, _ := a.Acquire(context.Background(), 0)
+	p.Done(pacer.Outcome{Status: http.StatusTooManyRequests, Info: pacer.Info{RetryAfter: 10 * time.Minute}})
 
-	err := a.Wait(context.Background(), 0)
+	_, err := a.Acquire(context.Background(), 0)
 	var rle *pacer.RateLimitError
 	if errors.As(err, &rle) {
 		fmt.Println(rle.Endpoint, "retry in about", time.Until(rle.RetryAt).Round(time.Minute))

@@ -61,7 +61,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	for n := 0; ; n++ {
 		ep := t.keyEndpoint(req, &u)
 		lim := t.limiterEndpoint(ep, &u)
-		if err := lim.lim.Wait(ctx, cost); err != nil {
+		permit, err := lim.lim.Acquire(ctx, cost)
+		if err != nil {
 			if n == 0 {
 				closeBody(req)
 			}
@@ -77,7 +78,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if n > 0 {
 			var err error
 			if r, err = replay(req); err != nil {
-				lim.lim.Observe(0, Info{})
+				permit.Abandon()
 				t.release(ep, lim)
 				t.report(Attempt{Endpoint: lim.key, Method: req.Method, Retry: n, Wait: elapsedSince(waitFrom), Err: err})
 				return nil, err
@@ -92,7 +93,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			err = errNilResponse
 		}
 		if err != nil {
-			lim.lim.Observe(0, Info{})
+			permit.Done(Outcome{})
 			lim.failures.Add(1)
 			t.release(ep, lim)
 			t.report(Attempt{Endpoint: lim.key, Method: req.Method, Retry: n, Wait: sent.Sub(waitFrom), Latency: elapsedSince(sent), Err: err})
@@ -104,7 +105,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			resp.Body = http.NoBody
 		}
 		info, _ := parseHeaders(resp.Header, time.Now(), t.maxDelay)
-		t.learn(ep, lim, &u, resp.StatusCode, info)
+		t.learn(ep, lim, &u, &permit, resp.StatusCode, info)
 		t.release(ep, lim)
 		throttled := isThrottled(resp, &info)
 		if t.observer != nil {
@@ -128,7 +129,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		key := lim.key
 		if next != nil {
 			key = next.key
-			if na := next.lim.NextAllowed(); na.After(at) {
+			if na := next.lim.nextAllowed(); na.After(at) {
 				at = na
 			}
 		}

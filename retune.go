@@ -17,8 +17,14 @@ import (
 // the limit and burst, pauses on Retry-After or an exhausted quota, runs the
 // probing fallback on 429/503 without quota headers, and ends slow start.
 // Observe never blocks on the limiter.
-func (a *Adaptive) Observe(status int, info Info) {
-	a.learn(status, info, true)
+func (a *Adaptive) observe(status int, info Info) {
+	a.observeCost(status, info, -1)
+}
+
+// observeCost is observe for a request of known cost (a Permit's); cost < 0
+// means unknown.
+func (a *Adaptive) observeCost(status int, info Info, cost float64) {
+	a.learn(status, info, true, cost)
 	// Only now, with what the response said applied, may a held caller go.
 	a.wakeGate()
 }
@@ -27,8 +33,8 @@ func (a *Adaptive) Observe(status int, info Info) {
 // limiter did not admit (it went through another limiter that shares the
 // server's bucket): it retunes, pauses and counts a throttle, and ends slow
 // start if status ≠ 0, but does not touch the in-flight count.
-func (a *Adaptive) Learn(status int, info Info) {
-	a.learn(status, info, false)
+func (a *Adaptive) learnOther(status int, info Info) {
+	a.learn(status, info, false, -1)
 }
 
 // maxFeeders bounds the limiters feed remembers: a bucket is fed by the
@@ -75,15 +81,21 @@ func (a *Adaptive) fed() int64 {
 
 // settle takes an observed request out of the in-flight count and returns
 // how many admitted requests are still out besides it.
-func (a *Adaptive) settle() int64 {
+//
+// cost is the finished request's cost, or < 0 when unknown: then the average
+// in-flight cost is taken.
+func (a *Adaptive) settle(cost float64) int64 {
 	others := a.inflight.Add(-1)
 	if others < 0 { // an Observe without a Wait: not ours to count
 		a.inflight.Add(1)
 		others = 0
 	}
-	// Which request finished is unknown; take the average in-flight cost.
 	if c := a.inflightCost.Load(); c > 0 {
-		a.inflightCost.Add(-c / (others + 1))
+		take := c / (others + 1)
+		if cost >= 0 {
+			take = min(toMilli(cost), c)
+		}
+		a.inflightCost.Add(-take)
 	}
 	return others
 }
@@ -96,10 +108,10 @@ func (a *Adaptive) settle() int64 {
 // on mu behind the one being applied would be neither, and the server's
 // figure (which counted them) would read as that many units spent by
 // others: a drift baseline off by up to the whole in-flight count.
-func (a *Adaptive) learn(status int, info Info, own bool) {
+func (a *Adaptive) learn(status int, info Info, own bool, cost float64) {
 	if status == 0 {
 		if own {
-			a.settle()
+			a.settle(cost)
 		}
 		a.wakeResponseWaiters()
 		return
@@ -111,7 +123,7 @@ func (a *Adaptive) learn(status int, info Info, own bool) {
 	fed := a.fed()
 	others := a.inflight.Load() + fed
 	if own {
-		others = a.settle() + fed
+		others = a.settle(cost) + fed
 	} else {
 		// Another limiter admitted it, but the server charged it to this
 		// quota: for the drift it is this limiter's spending, not someone
@@ -473,42 +485,44 @@ func jitter(rate float64) time.Duration {
 	return rand.N(span)
 }
 
-// NextAllowed is the earliest time a new request could start if Wait were
-// called now: now when there is no wait. The transport's retry decisions use it.
-func (a *Adaptive) NextAllowed() time.Time {
+// nextAllowed is the earliest time a new request could start if Acquire
+// were called now: now when there is no wait. The transport's retry
+// decisions use it. It reads the state as the last response or retune left
+// it and changes nothing (a window whose reset has passed shows as free).
+func (a *Adaptive) nextAllowed() time.Time {
 	now := time.Now()
-	if a.nanos(now) >= a.checkAt.Load() {
-		a.mu.Lock()
-		a.retune(now)
-		a.mu.Unlock()
-	}
 	at := a.req.nextAt(1)
 	a.mu.Lock()
-	at = laterOf(at, a.paused)
-	for _, w := range a.windows {
-		if w.known && !w.tokens && w.budget.Load() < milli {
-			at = laterOf(at, w.wakeAt)
-		}
-	}
+	at = laterOf(at, a.heldUntilLocked())
 	a.mu.Unlock()
 	return laterOf(now, at)
 }
 
-// Stats returns a snapshot for observability.
+// heldUntilLocked is when the pause and the spent request quotas let a
+// request go; called with a.mu held.
+func (a *Adaptive) heldUntilLocked() time.Time {
+	at := a.paused
+	for _, w := range a.windows {
+		if w.known && !w.tokens && w.budget.Load() < milli+w.keep.Load() {
+			at = laterOf(at, w.wakeAt)
+		}
+	}
+	return at
+}
+
+// Stats returns a snapshot for observability. It has no side effects: it
+// reports the state as the last response or admission left it.
 func (a *Adaptive) Stats() AdaptiveStats {
 	now := time.Now()
 	a.mu.Lock()
-	if a.nanos(now) >= a.checkAt.Load() {
-		a.retune(now)
-	}
 	st := AdaptiveStats{
 		Throttled: a.throttled,
 		Requests:  a.requests,
 		LastInfo:  a.lastInfo,
 		Mode:      a.mode,
 	}
-	if a.paused.After(now) {
-		st.PausedUntil = a.paused
+	if at := a.heldUntilLocked(); at.After(now) {
+		st.PausedUntil = at
 	}
 	a.mu.Unlock()
 	st.LastInfo.Quotas = slices.Clone(st.LastInfo.Quotas)

@@ -547,13 +547,13 @@ func (t *Transport) match(r *http.Request) *rule {
 
 // learn reports an admitted attempt's outcome to the limiter that admitted
 // it and learns the server-named bucket of ep's route from it.
-func (t *Transport) learn(ep, lim *endpoint, u *urlParts, status int, info Info) {
+func (t *Transport) learn(ep, lim *endpoint, u *urlParts, p *Permit, status int, info Info) {
 	if lim.bucket != "" && info.Bucket != "" && info.Bucket != lim.bucket {
 		// The server moved this route to another bucket: what the response
 		// says belongs to that bucket (taught below), not to lim's.
-		lim.lim.Observe(0, Info{})
+		p.Done(Outcome{})
 	} else {
-		lim.lim.Observe(status, info)
+		p.Done(Outcome{Status: status, Info: info})
 	}
 	if info.Bucket == "" || ep.pinned || len(info.Bucket) > maxBucketName {
 		return

@@ -619,14 +619,6 @@ func (w *quotaWindow) reserve(safety float64) float64 {
 	return (1 - safety) * w.limitOrPeak()
 }
 
-// steadyRate is the rate that spends safety × limit per window; 0 unknown.
-func (w *quotaWindow) steadyRate(safety float64) float64 {
-	limit := w.limitOrPeak()
-	if w.window <= 0 || limit <= 0 {
-		return 0
-	}
-	return safety * limit / w.window.Seconds()
-}
 
 // noResetSpan stands in for the time to reset of a quota whose server gives
 // none (Shopify's call limit): its budget is spread over this long, on top of
@@ -664,12 +656,8 @@ func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64, p
 	avail := w.units() - keep
 	w.wakeAt = time.Time{}
 	if w.probing {
-		// One request is out (the gate holds the rest) to learn the quota;
-		// those already past the gate keep a steady pace if one is known.
-		if rate = w.steadyRate(safety); rate == 0 {
-			rate = math.Inf(1)
-		}
-		return rate, time.Time{}
+		// One request is out (the gate holds the rest) to learn the quota.
+		return math.Inf(1), time.Time{}
 	}
 	if avail >= unit && w.shared {
 		// Others spend from this quota too, and they may be spending at
@@ -727,10 +715,9 @@ func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64, p
 		w.probeAt = pause
 	}
 	w.wakeAt = pause
-	if rate = w.steadyRate(safety); rate == 0 {
-		rate = math.Inf(1) // unknown: re-learned one request at a time
-	}
-	return rate, pause
+	// The budget holds every request until then; a rate would only delay
+	// the look that opens the next window.
+	return math.Inf(1), pause
 }
 
 // reprobe is how long a spent quota that refills smoothly waits before one
