@@ -54,7 +54,7 @@ func TestALimitOneLimiterLearnsPacesTheOthers(t *testing.T) {
 		start := time.Now()
 		for range learned.Burst + 3 {
 			_, err = b.Acquire(ctx, 0)
-		require.NoError(t, err)
+			require.NoError(t, err)
 		}
 		interval := time.Duration(float64(time.Second) / float64(learned.Limit))
 		assert.InDelta(t, (3 * interval).Seconds(), time.Since(start).Seconds(), 0.01,

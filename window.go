@@ -84,8 +84,8 @@ type quotaWindow struct {
 	shared bool
 	// refused marks the response being observed as a 429: a refusal says
 	// nothing about whether the quota jumped back at its reset.
-	refused bool
-	firstRem float64   // and its Remaining
+	refused  bool
+	firstRem float64 // and its Remaining
 
 	// probing lets one request through to learn a window the budget cannot
 	// speak for (after a reset, or a pause, with nothing left).
@@ -618,7 +618,6 @@ func (w *quotaWindow) reserve(safety float64) float64 {
 	}
 	return (1 - safety) * w.limitOrPeak()
 }
-
 
 // noResetSpan stands in for the time to reset of a quota whose server gives
 // none (Shopify's call limit): its budget is spread over this long, on top of
