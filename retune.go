@@ -314,7 +314,7 @@ func (a *Adaptive) retune(now time.Time) {
 		}
 		w.applyDrift(now)
 		if w.known && !w.reset.IsZero() && !now.Before(w.reset.Add(rollGuard)) {
-			w.roll(now, unseen, unit, s)
+			w.roll(now, unseen, unit, s, float64(a.admitted.Load()))
 			rolled = true
 		}
 		if !w.known {

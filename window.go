@@ -569,8 +569,21 @@ func laterOf(a, b time.Time) time.Time {
 // from the next response which it is. When the budget then cannot take a
 // request, or the next window's size is unknown, one request is let through
 // to learn it (probing).
-func (w *quotaWindow) roll(now time.Time, inflight, unit, safety float64) {
+func (w *quotaWindow) roll(now time.Time, inflight, unit, safety, admitted float64) {
 	w.applyDrift(now)
+	if !w.tokens && w.kind == kindRefill && !w.anchorAt.IsZero() && !w.first.IsZero() {
+		// The window's books: what the server had left at its end falls
+		// short of what its first response said, less what we spent since,
+		// by what others spent. Between responses a slow, steady spender
+		// hides in the noise of our requests in flight; over a whole
+		// window it shows.
+		// Requests in flight at the first response may have been counted
+		// after it, and are not in ours: they are the books' noise.
+		ours := admitted - w.anchorA
+		if others := w.firstRem - ours - w.low - w.anchorU; others >= 2 && inflight == 0 {
+			w.shared = true
+		}
+	}
 	w.rolled = true
 	w.carry = w.units()
 	// The window's length, or a lower bound of it while unlearned: the
