@@ -256,6 +256,10 @@ func (a *Adaptive) window(name string) *quotaWindow {
 		return w
 	}
 	w := newQuotaWindow(name, a.epoch, a.safety)
+	// With a Store the fleet spends this quota together, through the
+	// store's bucket at the rate each limiter derives: spread from the
+	// start, not taken at once by whichever process asks first.
+	w.shared = a.share != nil
 	a.windows = append(a.windows, w)
 	return w
 }
