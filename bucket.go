@@ -106,6 +106,9 @@ const (
 	// time can never overflow.
 	minTime = -int64(1) << 61
 	maxTime = int64(1) << 61
+	// noFloor is the floor of a state with nothing on record: before
+	// every time the bucket clock can show.
+	noFloor = minTime - 1
 	// sealed marks the state a re-plan is replacing: no fast path may
 	// commit against it.
 	sealed = math.MinInt64
@@ -235,22 +238,25 @@ func (p *params) tatFor(level float64, now int64) int64 {
 // replaces the whole state, so a fast path can never combine a tat with the
 // wrong params.
 //
-// floor is the earliest time anything new may be granted: the time of the
-// last queued grant when a re-plan left promises in the queue, so that
-// arrival order holds even where the bucket has room earlier.
+// floor is the time of the last grant on record in the queue (noFloor if
+// none): nothing new is granted before it, so arrival order holds even where
+// a promise kept the bucket's room unused, and a grant at it goes through the
+// lock, so that it is recorded too. Only the holder of Bucket.mu raises it;
+// a re-plan sets it in the state it publishes.
 type state struct {
 	tat   atomic.Int64
-	floor int64
+	floor atomic.Int64
 	params
 }
 
 func newState(limit Limit, burst int) *state {
-	s := &state{params: newParams(limit, burst), floor: minTime}
+	s := &state{params: newParams(limit, burst)}
 	s.tat.Store(minTime) // full
+	s.floor.Store(noFloor)
 	return s
 }
 
-// plan is what taking n tokens at now would do, given tat.
+// plan is what taking n tokens at now would do, given tat and the floor.
 type plan struct {
 	start, end int64 // the slot the tokens occupy: tat before and after
 	cost       int64
@@ -261,6 +267,7 @@ type plan struct {
 
 func (s *state) plan(tat, now int64, n int) (pl plan) {
 	p := &s.params
+	floor := s.floor.Load()
 	if !p.inf && n > p.burst {
 		pl.tooBig = true
 		return pl
@@ -271,12 +278,12 @@ func (s *state) plan(tat, now int64, n int) (pl plan) {
 	pl.end = pl.start + pl.cost
 	switch {
 	case p.inf:
-		pl.at = max(pl.end, s.floor)
+		pl.at = max(pl.end, floor)
 	case p.frozen:
-		pl.at = max(now, s.floor)
+		pl.at = max(now, floor)
 		pl.never = pl.end > p.capacity
 	default:
-		pl.at = max(now, pl.end-p.capacity, s.floor)
+		pl.at = max(now, pl.end-p.capacity, floor)
 		pl.never = pl.end-e > maxSpan
 	}
 	return pl
@@ -354,7 +361,7 @@ func (b *Bucket) TokensAt(t time.Time) float64 { return b.tokensAt(toNanos(t)) }
 
 func (b *Bucket) tokensAt(now int64) float64 {
 	s, tat := b.load()
-	if now < s.floor {
+	if now < s.floor.Load() {
 		return 0
 	}
 	return s.level(tat, now)
@@ -387,8 +394,13 @@ func (b *Bucket) allowAt(now int64, n int) bool {
 			continue
 		}
 		p := &s.params
-		if now < s.floor {
-			return false
+		if floor := s.floor.Load(); now <= floor {
+			if now < floor {
+				return false
+			}
+			// A grant at the time of the last one on record is recorded
+			// too (rare: the same nanosecond).
+			return b.allowSlow(now, n)
 		}
 		if p.inf {
 			return tat <= now
@@ -409,6 +421,46 @@ func (b *Bucket) allowAt(now int64, n int) bool {
 			return true
 		}
 	}
+}
+
+// allowSlow is allowAt under the lock, for a time at the floor: a grant is
+// recorded in the queue when the queue holds grants that can still be
+// withdrawn, so that withdrawing them replays it.
+func (b *Bucket) allowSlow(now int64, n int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.popDueLocked(now)
+	for {
+		s := b.state()
+		tat := s.tat.Load()
+		pl := s.plan(tat, now, n)
+		if pl.tooBig || pl.never || pl.at > now {
+			return false
+		}
+		if pl.cost == 0 {
+			return true
+		}
+		e := b.recordIfQueued(s, now, n, tat, pl)
+		if !s.tat.CompareAndSwap(tat, pl.end) {
+			continue
+		}
+		if e != nil {
+			b.recordLocked(e)
+		}
+		return true
+	}
+}
+
+// recordIfQueued prepares the record of a grant made at once (pl.at <= now)
+// under the lock: it is needed only while the queue holds grants that can be
+// withdrawn, which it comes after. It raises the floor (before the caller
+// commits) and returns the entry to record, or nil.
+func (b *Bucket) recordIfQueued(s *state, now int64, n int, tat int64, pl plan) *entry {
+	if len(b.queue) == 0 || pl.cost == 0 {
+		return nil
+	}
+	raiseFloor(s, now)
+	return &entry{n: n, fixed: true, prev: tat, start: pl.start, end: pl.end, at: now}
 }
 
 // SetLimit changes the limit. The tokens in the bucket stay (the level, not
