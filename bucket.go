@@ -238,21 +238,28 @@ func (p *params) tatFor(level float64, now int64) int64 {
 // replaces the whole state, so a fast path can never combine a tat with the
 // wrong params.
 //
-// floor is the time of the last grant on record in the queue (noFloor if
-// none): nothing new is granted before it, so arrival order holds even where
-// a promise kept the bucket's room unused, and a grant at it goes through the
-// lock, so that it is recorded too. Only the holder of Bucket.mu raises it;
-// a re-plan sets it in the state it publishes.
+// floor is the earliest time anything new may be granted: the time of the
+// last queued grant when a re-plan left promises in the queue, so that
+// arrival order holds even where the bucket has room earlier (noFloor when
+// none did).
+//
+// rec is the time of the last grant recorded in the queue since the state
+// was published (noFloor if none). A fast path at exactly rec or floor takes
+// the lock instead, so that its grant is recorded too and a grant withdrawn
+// at that instant is replayed with it (see bucket_queue.go). Only the holder
+// of Bucket.mu raises rec, before it commits the grant's slot: a fast path
+// that sees the new tat sees the new rec.
 type state struct {
 	tat   atomic.Int64
-	floor atomic.Int64
+	rec   atomic.Int64
+	floor int64
 	params
 }
 
 func newState(limit Limit, burst int) *state {
-	s := &state{params: newParams(limit, burst)}
+	s := &state{params: newParams(limit, burst), floor: noFloor}
 	s.tat.Store(minTime) // full
-	s.floor.Store(noFloor)
+	s.rec.Store(noFloor)
 	return s
 }
 
@@ -267,7 +274,7 @@ type plan struct {
 
 func (s *state) plan(tat, now int64, n int) (pl plan) {
 	p := &s.params
-	floor := s.floor.Load()
+	floor := s.floor
 	if !p.inf && n > p.burst {
 		pl.tooBig = true
 		return pl
@@ -361,7 +368,7 @@ func (b *Bucket) TokensAt(t time.Time) float64 { return b.tokensAt(toNanos(t)) }
 
 func (b *Bucket) tokensAt(now int64) float64 {
 	s, tat := b.load()
-	if now < s.floor.Load() {
+	if now < s.floor {
 		return 0
 	}
 	return s.level(tat, now)
@@ -394,8 +401,8 @@ func (b *Bucket) allowAt(now int64, n int) bool {
 			continue
 		}
 		p := &s.params
-		if floor := s.floor.Load(); now <= floor {
-			if now < floor {
+		if now <= s.floor || now == s.rec.Load() {
+			if now < s.floor {
 				return false
 			}
 			// A grant at the time of the last one on record is recorded
@@ -423,7 +430,8 @@ func (b *Bucket) allowAt(now int64, n int) bool {
 	}
 }
 
-// allowSlow is allowAt under the lock, for a time at the floor: a grant is
+// allowSlow is allowAt under the lock, for a time at the floor or at the last
+// recorded grant's: a grant is
 // recorded in the queue when the queue holds grants that can still be
 // withdrawn, so that withdrawing them replays it.
 func (b *Bucket) allowSlow(now int64, n int) bool {
@@ -459,7 +467,7 @@ func (b *Bucket) recordIfQueued(s *state, now int64, n int, tat int64, pl plan) 
 	if len(b.queue) == 0 || pl.cost == 0 {
 		return nil
 	}
-	raiseFloor(s, now)
+	markRecorded(s, now)
 	return &entry{n: n, fixed: true, prev: tat, start: pl.start, end: pl.end, at: now}
 }
 

@@ -74,19 +74,19 @@ func (b *Bucket) popDueLocked(now int64) {
 }
 
 // recordLocked appends e, just granted, to the queue. Before committing e's
-// slot the caller raised the state's floor to e's time (raiseFloor), so that
-// no fast path grants anything at or before it without the record: a fast
-// path that sees the new tat sees the new floor too.
+// slot the caller marked its time (markRecorded), so that no fast path grants
+// anything at that instant without the record.
 func (b *Bucket) recordLocked(e *entry) {
 	e.inQ = true
 	b.queue = append(b.queue, e)
 }
 
-// raiseFloor makes s's floor at least at; mu is held, so it is the only
-// writer.
-func raiseFloor(s *state, at int64) {
-	if at > s.floor.Load() {
-		s.floor.Store(at)
+// markRecorded makes at the time of s's last recorded grant; mu is held, so
+// it is the only writer. (Only a call with a stale time can record a grant
+// earlier than the last; rec keeps the later one.)
+func markRecorded(s *state, at int64) {
+	if at > s.rec.Load() {
+		s.rec.Store(at)
 	}
 }
 
@@ -118,8 +118,8 @@ func (b *Bucket) replanLocked(now int64, np *params) {
 		base = q[0].prev
 	}
 
-	ns := &state{params: old.params}
-	ns.floor.Store(noFloor)
+	ns := &state{params: old.params, floor: noFloor}
+	ns.rec.Store(noFloor)
 	if np != nil {
 		ns.params = *np
 	}
@@ -191,7 +191,7 @@ func (b *Bucket) replanLocked(now int64, np *params) {
 		// A fixed entry can make a grant later than its slot needs;
 		// newcomers must still not be granted before it, and no fast path
 		// may grant at its time without the record.
-		ns.floor.Store(prevAt)
+		ns.floor = prevAt
 	}
 	clear(q[len(kept):])
 	b.queue = kept

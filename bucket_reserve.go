@@ -59,7 +59,7 @@ func (b *Bucket) reserveAt(now int64, n int) *Reservation {
 		// to keep its place behind a pause; it has nothing to give back.
 		record := pl.cost != 0 || pl.at > now
 		if record {
-			raiseFloor(s, pl.at)
+			markRecorded(s, pl.at)
 		}
 		if pl.cost != 0 && !s.tat.CompareAndSwap(tat, pl.end) {
 			continue

@@ -510,8 +510,8 @@ func TestFastPathWaitsOutAReplan(t *testing.T) {
 	for range 10 {
 		runtime.Gosched()
 	}
-	ns := &state{params: s.params}
-	ns.floor.Store(noFloor)
+	ns := &state{params: s.params, floor: noFloor}
+	ns.rec.Store(noFloor)
 	ns.tat.Store(tat)
 	b.st.Store(ns)
 	b.mu.Unlock()

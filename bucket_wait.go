@@ -94,7 +94,7 @@ func (b *Bucket) wait(ctx context.Context, n int, maxWait time.Duration) (int64,
 		if pl.tooBig {
 			return 0, errTooBig(n, s.burst)
 		}
-		if pl.never || pl.at > now || now == s.floor.Load() {
+		if pl.never || pl.at > now || now == s.floor || now == s.rec.Load() {
 			break // at the floor, a grant is recorded: take the lock
 		}
 		if pl.cost == 0 || s.tat.CompareAndSwap(tat, pl.end) {
@@ -189,7 +189,7 @@ func (b *Bucket) enqueue(ctx context.Context, n int, maxWait time.Duration) (*wa
 			}
 			return nil, now, nil
 		}
-		raiseFloor(s, pl.at)
+		markRecorded(s, pl.at)
 		if pl.cost != 0 && !s.tat.CompareAndSwap(tat, pl.end) {
 			continue
 		}
