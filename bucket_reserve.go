@@ -6,8 +6,9 @@ import (
 
 // Reservation holds tokens taken by [Bucket.ReserveN] for an event that may
 // happen after [Reservation.Delay]. Its time does not move once it is handed
-// out, even if the bucket's limit changes. Its methods are safe for concurrent
-// use.
+// out, even if the bucket's limit changes. The bucket keeps it on record until
+// its time has passed, so that [Reservation.Cancel] can give back exactly
+// what it took. Its methods are safe for concurrent use.
 type Reservation struct {
 	b        *Bucket
 	ok       bool
@@ -28,7 +29,8 @@ func (b *Bucket) Reserve() *Reservation { return b.reserveAt(useClock, 1) }
 // ReserveN(0) is OK with no delay and takes nothing.
 func (b *Bucket) ReserveN(n int) *Reservation { return b.reserveAt(useClock, n) }
 
-// ReserveNAt is ReserveN at time t, for callers with their own clock.
+// ReserveNAt is ReserveN at time t, for callers with their own clock:
+// x/time/rate's ReserveN(t, n).
 func (b *Bucket) ReserveNAt(t time.Time, n int) *Reservation { return b.reserveAt(toNanos(t), n) }
 
 func (b *Bucket) reserveAt(now int64, n int) *Reservation {
