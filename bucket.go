@@ -479,47 +479,6 @@ func (b *Bucket) allowAt(now int64, n int) bool {
 	}
 }
 
-// allowSlow is allowAt under the lock, for a time at the floor or at the last
-// recorded grant's: a grant is
-// recorded in the queue when the queue holds grants that can still be
-// withdrawn, so that withdrawing them replays it.
-func (b *Bucket) allowSlow(now int64, n int) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.popDueLocked(now)
-	for {
-		s := b.state()
-		tat := s.tat.Load()
-		pl := s.plan(tat, now, n)
-		if pl.tooBig || pl.never || pl.at > now {
-			return false
-		}
-		if pl.cost == 0 {
-			return true
-		}
-		e := b.recordIfQueued(s, now, n, tat, pl)
-		if !s.tat.CompareAndSwap(tat, pl.end) {
-			continue
-		}
-		if e != nil {
-			b.recordLocked(e)
-		}
-		return true
-	}
-}
-
-// recordIfQueued prepares the record of a grant made at once (pl.at <= now)
-// under the lock: it is needed only while the queue holds grants that can be
-// withdrawn, which it comes after. It raises the floor (before the caller
-// commits) and returns the entry to record, or nil.
-func (b *Bucket) recordIfQueued(s *state, now int64, n int, tat int64, pl plan) *entry {
-	if len(b.queue) == 0 || pl.cost == 0 {
-		return nil
-	}
-	markRecorded(s, now)
-	return &entry{n: n, fixed: true, prev: tat, start: pl.start, end: pl.end, at: now}
-}
-
 // SetLimit changes the limit. The tokens in the bucket stay (the level, not
 // the time to refill), and waiters are re-planned at the new rate in arrival
 // order. It panics if limit is NaN or negative.
