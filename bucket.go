@@ -288,12 +288,13 @@ func (p *params) tatFor(level float64, now int64) int64 {
 // arrival order holds even where the bucket has room earlier (noFloor when
 // none did).
 //
-// rec is the time of the last grant recorded in the queue since the state
-// was published (noFloor if none). A fast path at exactly rec or floor takes
-// the lock instead, so that its grant is recorded too and a grant withdrawn
-// at that instant is replayed with it (see bucket_queue.go). Only the holder
-// of Bucket.mu raises rec, before it commits the grant's slot: a fast path
-// that sees the new tat sees the new rec.
+// rec is the time of the last grant recorded in the queue (noFloor if none),
+// never below floor, so that the fast path needs one comparison, now > rec,
+// to know it is clear of both. A fast path at exactly rec or floor takes the
+// lock instead, so that its grant is recorded too and a grant withdrawn at
+// that instant is replayed with it (see bucket_queue.go). Only the holder of
+// Bucket.mu raises rec, before it commits the grant's slot: a fast path that
+// sees the new tat sees the new rec.
 type state struct {
 	tat   atomic.Int64
 	rec   atomic.Int64
@@ -450,13 +451,18 @@ func (b *Bucket) allowAt(now int64, n int) bool {
 			continue
 		}
 		p := &s.params
-		if now <= s.floor || now == s.rec.Load() {
+		if rec := s.rec.Load(); now <= rec {
 			if now < s.floor {
 				return false
 			}
-			// A grant at the time of the last one on record is recorded
-			// too (rare: the same nanosecond).
-			return b.allowSlow(now, n)
+			if now == s.floor || now == rec {
+				// A grant at the time of the last one on record is
+				// recorded too (rare: the same nanosecond).
+				return b.allowSlow(now, n)
+			}
+			// A time before the last recorded grant's (stale): served
+			// here, off the record; a grant on record that is withdrawn
+			// later then gives nothing back (replanLocked).
 		}
 		if p.inf {
 			return tat <= now

@@ -233,6 +233,7 @@ func (b *Bucket) replanLocked(now int64, np *params) {
 		// newcomers must still not be granted before it, and no fast path
 		// may grant at its time without the record.
 		ns.floor = prevAt
+		ns.rec.Store(prevAt)
 	}
 	clear(q[len(kept):])
 	b.queue = kept
