@@ -171,10 +171,21 @@ func (b *Bucket) replanLocked(now int64, np *params) {
 		if pausing {
 			base = max(base, p.eff(b.pause)+p.capacity)
 		}
-	case pausing:
-		base = p.eff(b.pause) + p.capacity
 	default:
-		base = p.tatFor(old.level(base, now), now)
+		// New params keep the level, read at now; but where the bucket is
+		// in debt at now (its level would be below 0: now is stale, or
+		// kept promises overdrew it), at the time the debt is paid off
+		// at the old rate, so that the debt carries over. (Converting a
+		// level clamped at 0 would forgive the debt and over-admit.)
+		t := now
+		if !old.inf && !old.frozen {
+			t = max(now, base-old.capacity)
+		}
+		base = p.tatFor(old.level(base, t), t)
+		if pausing {
+			// Empty when the pause ends, unless still in debt then.
+			base = max(base, p.eff(b.pause)+p.capacity)
+		}
 	}
 
 	e := p.eff(now)
