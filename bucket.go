@@ -487,7 +487,10 @@ func (b *Bucket) allowAt(now int64, n int) bool {
 
 // SetLimit changes the limit. The tokens in the bucket stay (the level, not
 // the time to refill), and waiters are re-planned at the new rate in arrival
-// order. It panics if limit is NaN or negative.
+// order. Tokens owed stay owed: when reservations kept across a slower limit
+// have overdrawn the bucket, or t is earlier than a grant already made, the
+// level is taken where the debt is paid off at the old rate. It panics if
+// limit is NaN or negative.
 func (b *Bucket) SetLimit(limit Limit) {
 	checkLimit("SetLimit", limit)
 	b.setAt(useClock, limit, keepBurst)

@@ -9,11 +9,11 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// TestXTimeRateReportsTheSuiteFigures runs pacer's conformance suite
+// TestConformanceXTimeRateReportsTheSuiteFigures runs pacer's conformance suite
 // (internal/ratespec) against x/time/rate itself: every figure the suite
 // says is x/time/rate's is what x/time/rate reports. The root package checks
 // pacer's Bucket against the same suite.
-func TestXTimeRateReportsTheSuiteFigures(t *testing.T) {
+func TestConformanceXTimeRateReportsTheSuiteFigures(t *testing.T) {
 	for _, c := range ratespec.Cases {
 		t.Run(c.Name, func(t *testing.T) {
 			got := ratespec.Run(specLimiter{rate.NewLimiter(rate.Limit(c.Limit), c.Burst)}, c)
