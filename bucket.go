@@ -33,7 +33,7 @@ func Every(interval time.Duration) Limit {
 // once n tokens are in the bucket, and takes them. A full bucket allows burst
 // events at once; after that, events are spaced at the limit.
 //
-// The API mirrors golang.org/x/time/rate.Limiter, in three families:
+// Its API follows golang.org/x/time/rate.Limiter, in three families:
 //
 //   - Allow/AllowN take tokens if they are there now and report whether they
 //     did. They never wait; use them to drop or defer work.
@@ -56,11 +56,15 @@ func Every(interval time.Duration) Limit {
 // tokens than the new burst, a limit of 0, a grant past its deadline) fails
 // at once with an error. A Reservation already handed out keeps its time: it
 // is a promise to the caller who holds it, and nothing that comes after it is
-// granted before it.
+// granted before it. A Reservation cancelled (or a wait given up) before its
+// time, or at it, leaves the bucket as if the reservation had never been
+// made, every other reservation keeping its time; so the order of several
+// cancels does not matter.
 //
 // Edge cases, decided as x/time/rate's issue history suggests:
 //
-//   - Limit Inf allows everything, whatever the burst (a pause still holds).
+//   - Limit Inf allows everything, whatever the burst (a pause still holds);
+//     Tokens is +Inf when the limit is Inf and no pause holds.
 //   - Limit 0 never refills: a bucket created with burst b allows b tokens in
 //     total and then nothing; Reserve says not OK and Wait fails at once.
 //   - Burst 0 allows nothing unless the limit is Inf.
@@ -70,6 +74,46 @@ func Every(interval time.Duration) Limit {
 //     once instead of waiting forever.
 //   - A NaN or negative limit, or a negative burst, is a programming error:
 //     NewBucket, SetLimit and SetBurst panic naming the value.
+//
+// # Differences from x/time/rate
+//
+// Code written for rate.Limiter switches by renaming, except where the
+// behaviour differs on purpose (internal/ratespec checks each case against
+// both libraries):
+//
+//   - Names. x/time/rate's AllowN(t, n) and ReserveN(t, n) take the time;
+//     here AllowN(n) and ReserveN(n) read the clock, like Allow and Reserve,
+//     and the time-taking forms are AllowNAt(t, n) and ReserveNAt(t, n).
+//     lim.AllowN(time.Now(), n) becomes b.AllowN(n). NewLimiter(r, b) is
+//     NewBucket(r, b); TokensAt, SetLimitAt, SetBurstAt, Wait, WaitN and the
+//     Reservation's methods have the same names and signatures.
+//   - Stale times. A call with a time earlier than one the bucket has
+//     already granted at (AllowNAt, ReserveNAt, TokensAt with an earlier t)
+//     sees the bucket that grant left, moved back to t: it is told and given
+//     never more than it could grant, so the limit holds in every window
+//     whatever order the times come in. x/time/rate answers an earlier time
+//     from its tokens as of the latest call and moves its clock back, so it
+//     counts the refill in between twice: it can report more tokens at t and
+//     then grant more than burst at one instant (golang/go #65508, #71360).
+//     Here a stale call may instead be told fewer tokens than a replay in
+//     time order would have had.
+//   - Limits and bursts changed with reservations outstanding. Reservations
+//     granted after a SetLimit or SetBurst respect the new limit and the
+//     reservations already made, and so do waiters, which are re-planned.
+//     x/time/rate's new reservations may exceed the rate while earlier
+//     ones are outstanding (its SetLimitAt says so), and its waiters keep the
+//     times computed when they started.
+//   - Cancel gives back exactly what the bucket would have without the
+//     reservation (above). x/time/rate gives back the reservation's tokens
+//     less every token reserved after it, counted from its time: less than
+//     that whenever a later reservation had room of its own, and, for
+//     several cancels, an amount that depends on their order.
+//   - Limit 0, or a limit so low that the tokens are more than 73 years
+//     away: Reserve says not OK (x/time/rate: OK, with an infinite delay,
+//     taking the tokens; golang/go #47221).
+//   - n < 0: never allowed (x/time/rate allows it and adds -n tokens).
+//   - Tokens with limit Inf: +Inf (x/time/rate: the stored level, at most
+//     the burst).
 //
 // Time is kept as whole nanoseconds on the monotonic clock. Each grant costs
 // its token count divided by the limit, rounded up to a nanosecond, so the
@@ -81,8 +125,9 @@ func Every(interval time.Duration) Limit {
 //
 // The zero Bucket is valid and rejects every event, like a bucket with limit
 // 0 and burst 0. A Bucket is safe for concurrent use. Allow, AllowN and a
-// Reserve, Wait or WaitN that is granted at once take no lock: the bucket's
-// state is a single atomic word (a GCRA theoretical arrival time).
+// Wait or WaitN that is granted at once take no lock: the bucket's state is a
+// single atomic word (a GCRA theoretical arrival time). Reserve takes the
+// lock, so that the grant is on record for Cancel.
 type Bucket struct {
 	st atomic.Pointer[state]
 	_  [56]byte // keeps the hot pointer off the cache line the slow path writes
@@ -106,6 +151,9 @@ const (
 	// time can never overflow.
 	minTime = -int64(1) << 61
 	maxTime = int64(1) << 61
+	// noFloor is the floor of a state with nothing on record: before
+	// every time the bucket clock can show.
+	noFloor = minTime - 1
 	// sealed marks the state a re-plan is replacing: no fast path may
 	// commit against it.
 	sealed = math.MinInt64
@@ -237,20 +285,31 @@ func (p *params) tatFor(level float64, now int64) int64 {
 //
 // floor is the earliest time anything new may be granted: the time of the
 // last queued grant when a re-plan left promises in the queue, so that
-// arrival order holds even where the bucket has room earlier.
+// arrival order holds even where the bucket has room earlier (noFloor when
+// none did).
+//
+// rec is the time of the last grant recorded in the queue (noFloor if none),
+// never below floor, so that the fast path needs one comparison, now > rec,
+// to know it is clear of both. A fast path at exactly rec or floor takes the
+// lock instead, so that its grant is recorded too and a grant withdrawn at
+// that instant is replayed with it (see bucket_queue.go). Only the holder of
+// Bucket.mu raises rec, before it commits the grant's slot: a fast path that
+// sees the new tat sees the new rec.
 type state struct {
 	tat   atomic.Int64
+	rec   atomic.Int64
 	floor int64
 	params
 }
 
 func newState(limit Limit, burst int) *state {
-	s := &state{params: newParams(limit, burst), floor: minTime}
+	s := &state{params: newParams(limit, burst), floor: noFloor}
 	s.tat.Store(minTime) // full
+	s.rec.Store(noFloor)
 	return s
 }
 
-// plan is what taking n tokens at now would do, given tat.
+// plan is what taking n tokens at now would do, given tat and the floor.
 type plan struct {
 	start, end int64 // the slot the tokens occupy: tat before and after
 	cost       int64
@@ -261,6 +320,7 @@ type plan struct {
 
 func (s *state) plan(tat, now int64, n int) (pl plan) {
 	p := &s.params
+	floor := s.floor
 	if !p.inf && n > p.burst {
 		pl.tooBig = true
 		return pl
@@ -271,12 +331,12 @@ func (s *state) plan(tat, now int64, n int) (pl plan) {
 	pl.end = pl.start + pl.cost
 	switch {
 	case p.inf:
-		pl.at = max(pl.end, s.floor)
+		pl.at = max(pl.end, floor)
 	case p.frozen:
-		pl.at = max(now, s.floor)
+		pl.at = max(now, floor)
 		pl.never = pl.end > p.capacity
 	default:
-		pl.at = max(now, pl.end-p.capacity, s.floor)
+		pl.at = max(now, pl.end-p.capacity, floor)
 		pl.never = pl.end-e > maxSpan
 	}
 	return pl
@@ -350,6 +410,8 @@ func (b *Bucket) Burst() int { return b.state().burst }
 func (b *Bucket) Tokens() float64 { return b.tokensAt(nanotime()) }
 
 // TokensAt returns the number of tokens available at t, as [Bucket.Tokens].
+// For a t earlier than a grant already made it is what the bucket could
+// grant at t after that grant: never more (see Stale times in the Bucket doc).
 func (b *Bucket) TokensAt(t time.Time) float64 { return b.tokensAt(toNanos(t)) }
 
 func (b *Bucket) tokensAt(now int64) float64 {
@@ -368,7 +430,9 @@ func (b *Bucket) Allow() bool { return b.allowAt(nanotime(), 1) }
 // AllowN(0) is always true; a negative n is never allowed.
 func (b *Bucket) AllowN(n int) bool { return b.allowAt(nanotime(), n) }
 
-// AllowNAt is AllowN at time t, for callers with their own clock.
+// AllowNAt is AllowN at time t, for callers with their own clock: x/time/rate's
+// AllowN(t, n). For a t earlier than a grant already made, see Stale times in
+// the Bucket doc.
 func (b *Bucket) AllowNAt(t time.Time, n int) bool { return b.allowAt(toNanos(t), n) }
 
 func (b *Bucket) allowAt(now int64, n int) bool {
@@ -387,8 +451,18 @@ func (b *Bucket) allowAt(now int64, n int) bool {
 			continue
 		}
 		p := &s.params
-		if now < s.floor {
-			return false
+		if rec := s.rec.Load(); now <= rec {
+			if now < s.floor {
+				return false
+			}
+			if now == s.floor || now == rec {
+				// A grant at the time of the last one on record is
+				// recorded too (rare: the same nanosecond).
+				return b.allowSlow(now, n)
+			}
+			// A time before the last recorded grant's (stale): served
+			// here, off the record; a grant on record that is withdrawn
+			// later then gives nothing back (replanLocked).
 		}
 		if p.inf {
 			return tat <= now
@@ -413,7 +487,10 @@ func (b *Bucket) allowAt(now int64, n int) bool {
 
 // SetLimit changes the limit. The tokens in the bucket stay (the level, not
 // the time to refill), and waiters are re-planned at the new rate in arrival
-// order. It panics if limit is NaN or negative.
+// order. Tokens owed stay owed: when reservations kept across a slower limit
+// have overdrawn the bucket, or t is earlier than a grant already made, the
+// level is taken where the debt is paid off at the old rate. It panics if
+// limit is NaN or negative.
 func (b *Bucket) SetLimit(limit Limit) {
 	checkLimit("SetLimit", limit)
 	b.setAt(useClock, limit, keepBurst)

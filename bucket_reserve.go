@@ -6,8 +6,9 @@ import (
 
 // Reservation holds tokens taken by [Bucket.ReserveN] for an event that may
 // happen after [Reservation.Delay]. Its time does not move once it is handed
-// out, even if the bucket's limit changes. Its methods are safe for concurrent
-// use.
+// out, even if the bucket's limit changes. The bucket keeps it on record until
+// its time has passed, so that [Reservation.Cancel] can give back exactly
+// what it took. Its methods are safe for concurrent use.
 type Reservation struct {
 	b        *Bucket
 	ok       bool
@@ -28,42 +29,25 @@ func (b *Bucket) Reserve() *Reservation { return b.reserveAt(useClock, 1) }
 // ReserveN(0) is OK with no delay and takes nothing.
 func (b *Bucket) ReserveN(n int) *Reservation { return b.reserveAt(useClock, n) }
 
-// ReserveNAt is ReserveN at time t, for callers with their own clock.
+// ReserveNAt is ReserveN at time t, for callers with their own clock:
+// x/time/rate's ReserveN(t, n).
 func (b *Bucket) ReserveNAt(t time.Time, n int) *Reservation { return b.reserveAt(toNanos(t), n) }
 
 func (b *Bucket) reserveAt(now int64, n int) *Reservation {
-	r := &Reservation{b: b, e: entry{n: n, done: true}}
+	r := &Reservation{b: b, e: entry{n: n, fixed: true}}
 	if n < 0 {
 		return r
 	}
-	clock := now == useClock
-	if clock {
+	// Always under the lock: a reservation goes on record even when it is
+	// granted at once, so that cancelling it can replay what came after.
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if now == useClock {
 		now = nanotime()
 	}
 	if n == 0 {
 		r.ok, r.e.at = true, now
 		return r
-	}
-	// Fast path: the tokens are there now.
-	for {
-		s, tat := b.load()
-		pl := s.plan(tat, now, n)
-		if pl.tooBig || pl.never {
-			return r
-		}
-		if pl.at > now {
-			break
-		}
-		if pl.cost == 0 || s.tat.CompareAndSwap(tat, pl.end) {
-			r.grant(s, pl)
-			return r
-		}
-	}
-	// Slow path: the reservation waits, so it joins the queue.
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if clock {
-		now = nanotime()
 	}
 	b.popDueLocked(now)
 	for {
@@ -73,21 +57,22 @@ func (b *Bucket) reserveAt(now int64, n int) *Reservation {
 		if pl.tooBig || pl.never {
 			return r
 		}
+		// A grant that takes no tokens (limit Inf) goes on record only
+		// to keep its place behind a pause; it has nothing to give back.
+		record := pl.cost != 0 || pl.at > now
+		if record {
+			markRecorded(s, pl.at)
+		}
 		if pl.cost != 0 && !s.tat.CompareAndSwap(tat, pl.end) {
 			continue
 		}
-		r.grant(s, pl)
-		if pl.at > now {
-			r.e.done = false
-			b.queue = append(b.queue, &r.e)
+		r.ok = true
+		r.e.prev, r.e.start, r.e.end, r.e.at = tat, pl.start, pl.end, pl.at
+		if record {
+			b.recordLocked(&r.e)
 		}
 		return r
 	}
-}
-
-func (r *Reservation) grant(s *state, pl plan) {
-	r.ok = true
-	r.e.st, r.e.start, r.e.end, r.e.cost, r.e.at = s, pl.start, pl.end, pl.cost, pl.at
 }
 
 // OK reports whether the reservation holds its tokens. A reservation that is
@@ -106,11 +91,13 @@ func (r *Reservation) DelayFrom(t time.Time) time.Duration {
 	return time.Duration(max(0, r.e.at-toNanos(t)))
 }
 
-// Cancel tells the bucket the holder will not act: its tokens are given back
-// as far as no later grant depends on them. A reservation still waiting for
-// its time leaves the queue, and the waiters behind it move up. Once its time
-// has passed, Cancel does nothing (the holder may have acted). Cancel is
-// idempotent.
+// Cancel tells the bucket the holder will not act. Until the reservation's
+// time has passed (at that instant included), its tokens are given back as
+// far as no later grant depends on them: the bucket is left exactly as if the
+// reservation had never been made, every other reservation keeping its time,
+// so the order of several cancels does not matter. Waiters queued behind it
+// move up. After its time, Cancel does nothing (the holder may have acted).
+// Cancel is idempotent.
 func (r *Reservation) Cancel() { r.cancelAt(useClock) }
 
 // CancelAt is Cancel at time t.
@@ -129,9 +116,6 @@ func (r *Reservation) cancelAt(now int64) {
 	r.canceled = true
 	if now == useClock {
 		now = nanotime()
-	}
-	if r.e.at < now {
-		return
 	}
 	b.withdrawLocked(&r.e, now)
 }

@@ -510,10 +510,29 @@ func TestFastPathWaitsOutAReplan(t *testing.T) {
 	for range 10 {
 		runtime.Gosched()
 	}
-	ns := &state{params: s.params, floor: minTime}
+	ns := &state{params: s.params, floor: noFloor}
+	ns.rec.Store(noFloor)
 	ns.tat.Store(tat)
 	b.st.Store(ns)
 	b.mu.Unlock()
 	assert.True(t, <-done)
 	assert.False(t, b.Allow(), "the one token went to that call")
+}
+
+// SetLimitAt and SetBurstAt with a time earlier than a grant already made
+// (a stale time) carry the tokens that grant took over to the new setting:
+// reading the level at the stale time, where the bucket was already empty,
+// would forgive them.
+func TestParameterChangeAtAStaleTimeForgivesNoTokens(t *testing.T) {
+	b := NewBucket(10, 2)
+	require.True(t, b.AllowNAt(t0, 2))
+	b.SetLimitAt(at(-time.Hour), 1000)
+	assert.Equal(t, 0, allowed(b, t0, 3), "the burst was spent at t0")
+	assert.Equal(t, 2, allowed(b, at(2*time.Millisecond), 3), "then refilled at the new limit")
+
+	b = NewBucket(1000, 3)
+	require.True(t, b.AllowNAt(t0, 3))
+	b.SetBurstAt(at(-time.Hour), 10)
+	assert.Equal(t, 0, allowed(b, t0, 11))
+	assert.InDelta(t, 7, b.TokensAt(at(7*time.Millisecond)), 1e-9)
 }

@@ -94,8 +94,8 @@ func (b *Bucket) wait(ctx context.Context, n int, maxWait time.Duration) (int64,
 		if pl.tooBig {
 			return 0, errTooBig(n, s.burst)
 		}
-		if pl.never || pl.at > now {
-			break
+		if pl.never || pl.at > now || now == s.floor || now == s.rec.Load() {
+			break // at the floor, a grant is recorded: take the lock
 		}
 		if pl.cost == 0 || s.tat.CompareAndSwap(tat, pl.end) {
 			return now, nil
@@ -112,6 +112,9 @@ func (b *Bucket) wait(ctx context.Context, n int, maxWait time.Duration) (int64,
 	for {
 		select {
 		case <-ctx.Done():
+			// Given up before its time (at that instant included): the
+			// tokens go back as a cancelled Reservation's do. After it,
+			// they were granted and stay taken, as x/time/rate's do.
 			b.mu.Lock()
 			if e.err == nil {
 				b.withdrawLocked(&e.entry, nanotime())
@@ -129,8 +132,11 @@ func (b *Bucket) wait(ctx context.Context, n int, maxWait time.Duration) (int64,
 				return 0, e.err
 			}
 			now := nanotime()
-			b.popDueLocked(now)
-			if e.done {
+			if e.at <= now {
+				// Granted. The entry stays on record (fixed) until its
+				// time has passed, so that a grant withdrawn before it at
+				// this instant is replayed with it.
+				e.fixed = true
 				b.mu.Unlock()
 				return e.at, nil
 			}
@@ -173,19 +179,27 @@ func (b *Bucket) enqueue(ctx context.Context, n int, maxWait time.Duration) (*wa
 		case pl.at > limitAt:
 			return nil, 0, tooLate(pl.at, ref, now, dlAt)
 		}
+		if pl.at <= now {
+			rec := b.recordIfQueued(s, now, n, tat, pl)
+			if pl.cost != 0 && !s.tat.CompareAndSwap(tat, pl.end) {
+				continue
+			}
+			if rec != nil {
+				b.recordLocked(rec)
+			}
+			return nil, now, nil
+		}
+		markRecorded(s, pl.at)
 		if pl.cost != 0 && !s.tat.CompareAndSwap(tat, pl.end) {
 			continue
 		}
-		if pl.at <= now {
-			return nil, now, nil
-		}
 		w := &waiter{
-			entry:   entry{n: n, st: s, start: pl.start, end: pl.end, cost: pl.cost, at: pl.at},
+			entry:   entry{n: n, prev: tat, start: pl.start, end: pl.end, at: pl.at},
 			limitAt: limitAt, dlAt: dlAt,
 			wake: time.NewTimer(time.Duration(pl.at - now)),
 		}
 		w.wt = w
-		b.queue = append(b.queue, &w.entry)
+		b.recordLocked(&w.entry)
 		return w, 0, nil
 	}
 }

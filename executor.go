@@ -74,6 +74,10 @@ type Executor struct {
 	shutdownOnce sync.Once
 	aborted      chan struct{} // closed after shutdownErr is set
 	shutdownErr  error
+	// abortCtx is cancelled, with cause ErrAborted, when a Shutdown deadline
+	// passes: the context of every Do that has none of its own (callCtx).
+	abortCtx    context.Context
+	cancelAbort context.CancelCauseFunc
 
 	notifying atomic.Bool   // a progress goroutine is running
 	kick      chan struct{} // capacity 1: "state changed since the last report"
@@ -134,17 +138,20 @@ func NewExecutor(client *http.Client, opts ...ExecutorOption) *Executor {
 	for _, opt := range opts {
 		opt(&cfg)
 	}
+	abortCtx, cancelAbort := context.WithCancelCause(context.Background())
 	return &Executor{
-		client:   client,
-		sem:      semaphore.NewWeighted(int64(cfg.max)),
-		max:      cfg.max,
-		progress: cfg.progress,
-		onError:  cfg.onError,
-		idle:     make(chan struct{}),
-		aborted:  make(chan struct{}),
-		kick:     make(chan struct{}, 1),
-		live:     callList{which: liveLinks},
-		open:     callList{which: openLinks},
+		abortCtx:    abortCtx,
+		cancelAbort: cancelAbort,
+		client:      client,
+		sem:         semaphore.NewWeighted(int64(cfg.max)),
+		max:         cfg.max,
+		progress:    cfg.progress,
+		onError:     cfg.onError,
+		idle:        make(chan struct{}),
+		aborted:     make(chan struct{}),
+		kick:        make(chan struct{}, 1),
+		live:        callList{which: liveLinks},
+		open:        callList{which: openLinks},
 	}
 }
 
@@ -365,9 +372,12 @@ func (e *Executor) abort(cause error) {
 			OpenBodies: e.open.n,
 			Err:        cause,
 		}
-		cancels := make([]context.CancelCauseFunc, 0, e.live.n)
+		cancels := make([]context.CancelCauseFunc, 0, e.live.n+1)
+		cancels = append(cancels, e.cancelAbort) // the calls under callCtx
 		for c := e.live.head; c != nil; c = c.links[liveLinks].next {
-			cancels = append(cancels, c.cancel)
+			if c.cancel != nil {
+				cancels = append(cancels, c.cancel)
+			}
 		}
 		e.mu.Unlock()
 		// Outside the lock: cancelling runs whatever hangs off those contexts.

@@ -15,8 +15,10 @@ import (
 // body, so tracking a body costs no allocation of its own.
 type execCall struct {
 	e      *Executor
-	ctx    context.Context // the caller's ctx, plus cancellation by Shutdown and the rest
-	cancel context.CancelCauseFunc
+	ctx    context.Context         // the caller's ctx, plus cancellation by Shutdown and the rest
+	cancel context.CancelCauseFunc // nil when ctx is &shared
+	shared callCtx                 // ctx of a Do whose own contexts never end
+	req    http.Request            // the request Do sends: the caller's, under ctx
 	// outer is the caller's ctx; reqCtx the request's own context when it
 	// differs. They tell a cancellation by the caller from one by Shutdown.
 	outer, reqCtx      context.Context
@@ -27,20 +29,29 @@ type execCall struct {
 	bodyEnded          atomic.Bool
 }
 
-// begin admits a call, derives its context and waits for a slot. extra, when
-// non-nil, is another context whose end cancels the call (DoAll's stop
-// signal). On error the call is over and counted: as rejected when the
-// executor was closed, as failed otherwise.
+// begin admits a call, derives its context and waits for a slot. reqCtx is
+// the request's context for Do and DoAll, nil for Go. extra, when non-nil, is
+// another context whose end cancels the call (DoAll's stop signal). On error
+// the call is over and counted: as rejected when the executor was closed, as
+// failed otherwise.
 func (e *Executor) begin(ctx, reqCtx, extra context.Context) (*execCall, error) {
-	cctx, cancel := context.WithCancelCause(ctx)
-	c := &execCall{e: e, ctx: cctx, cancel: cancel, outer: ctx}
+	c := &execCall{e: e, outer: ctx}
+	if reqCtx != nil && extra == nil && ctx.Done() == nil && (reqCtx == ctx || reqCtx.Done() == nil) {
+		// A request whose contexts never end can only be cancelled by a
+		// Shutdown deadline: it runs under the executor's abort context,
+		// shared by all such calls, instead of a cancel context of its own.
+		c.shared = callCtx{parent: ctx, abort: e.abortCtx}
+		c.ctx = &c.shared
+	} else {
+		c.ctx, c.cancel = context.WithCancelCause(ctx)
+	}
 	ctxErr := ctx.Err()
 
 	e.mu.Lock()
 	if e.closed {
 		e.rejected++
 		e.mu.Unlock()
-		cancel(ErrClosed)
+		c.release(ErrClosed)
 		e.changed()
 		return nil, ErrClosed
 	}
@@ -48,7 +59,7 @@ func (e *Executor) begin(ctx, reqCtx, extra context.Context) (*execCall, error) 
 	if ctxErr != nil {
 		e.failed++
 		e.mu.Unlock()
-		cancel(ctxErr)
+		c.release(ctxErr)
 		e.changed()
 		return nil, ctxErr
 	}
@@ -68,7 +79,7 @@ func (e *Executor) begin(ctx, reqCtx, extra context.Context) (*execCall, error) 
 		return c, nil
 	}
 
-	if err := e.sem.Acquire(cctx, 1); err != nil {
+	if err := e.sem.Acquire(c.ctx, 1); err != nil {
 		err = c.waitErr()
 		c.detach()
 		e.mu.Lock()
@@ -135,8 +146,44 @@ func (c *execCall) detach() {
 	if c.stopExtra != nil {
 		c.stopExtra()
 	}
-	c.cancel(context.Canceled)
+	c.release(context.Canceled)
 }
+
+// release cancels the call's own context, if it has one, with cause.
+func (c *execCall) release(cause error) {
+	if c.cancel != nil {
+		c.cancel(cause)
+	}
+}
+
+// callCtx is the context of a Do whose caller's and request's contexts can
+// never end (no Done channel): their values, cancelled only by a Shutdown
+// deadline, through the executor's abort context. All such calls share that
+// one cancellation, which saves each call a context of its own: two
+// allocations here, and the done channel and child registration the
+// transport would add for it.
+type callCtx struct {
+	parent context.Context // the caller's ctx; parent.Done() == nil
+	abort  context.Context // the executor's, cancelled with cause ErrAborted
+}
+
+func (c *callCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
+func (c *callCtx) Done() <-chan struct{}       { return c.abort.Done() }
+func (c *callCtx) Err() error                  { return c.abort.Err() }
+
+// Value looks key up in the caller's context, then in the abort context. A
+// parent that cannot end holds no canceller, so context.Cause, which looks for
+// one through Value, finds the abort context's and reports ErrAborted; and a
+// context the transport derives registers with it, which costs no allocation
+// per call.
+func (c *callCtx) Value(key any) any {
+	if v := c.parent.Value(key); v != nil {
+		return v
+	}
+	return c.abort.Value(key)
+}
+
+func (c *callCtx) String() string { return fmt.Sprintf("%v.WithExecutorShutdown", c.parent) }
 
 // finish ends a call that holds a slot but no open body, and counts its
 // outcome. The slot is free before Shutdown can see the executor idle.
@@ -173,7 +220,10 @@ func (c *execCall) run(fn func(context.Context) error) {
 // roundTrip sends req under the call's slot and hands the slot to the
 // response body.
 func (c *execCall) roundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := c.e.client.Do(req.WithContext(c.ctx))
+	// The request runs under the call's context. A copy inside the call, not
+	// a new Request: one allocation fewer per call.
+	c.req = *req.WithContext(c.ctx)
+	resp, err := c.e.client.Do(&c.req)
 	if err != nil {
 		// The transport reports the call context's plain Err; name the real
 		// reason (Shutdown, or the request's own deadline) when it differs.
