@@ -34,18 +34,21 @@ func get(t *testing.T, c *http.Client, ctx context.Context) (*http.Response, err
 	return resp, err
 }
 
-// A 429 with Retry-After: 2, then a 200 with IETF quota headers: one call,
-// two requests, one throttled response, one retry that waited as long as the
-// server saw between the two (at least the 2 s it asked for), and the quota
-// the server stated.
-func TestRecordsThrottledRequestItsRetryAndTheWait(t *testing.T) {
+// A 429 with Retry-After: 2, a 503 with Retry-After: 1, then a 200 with IETF
+// quota headers: one call, three requests, two throttled responses, two
+// retries that waited as long as the server saw between the requests (at
+// least what it asked for), and the quota the server stated.
+func TestRecordsThrottledRequestItsRetriesAndTheWaits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t)
-		var arrivals [2]time.Time // the server's view; latency is 0 in the bubble
+		var arrivals [3]time.Time // the server's view; latency is 0 in the bubble
 		base := &responder{fn: func(n int64, req *http.Request) (*http.Response, error) {
-			arrivals[min(n, 2)-1] = time.Now()
-			if n == 1 {
+			arrivals[min(n, 3)-1] = time.Now()
+			switch n {
+			case 1:
 				return reply(req, http.StatusTooManyRequests, "Retry-After", "2"), nil
+			case 2:
+				return reply(req, http.StatusServiceUnavailable, "Retry-After", "1"), nil
 			}
 			return reply(req, http.StatusOK,
 				"RateLimit-Policy", `"default";q=100;w=60`,
@@ -64,25 +67,33 @@ func TestRecordsThrottledRequestItsRetryAndTheWait(t *testing.T) {
 		get, status := pacerotel.AttrMethod.String("GET"), pacerotel.AttrStatus.Int
 		assert.Equal(t, map[string]int64{
 			series(ep, get, status(429)): 1,
+			series(ep, get, status(503)): 1,
 			series(ep, get, status(200)): 1,
 		}, c.ints(pacerotel.MetricRequests))
-		assert.Equal(t, map[string]int64{series(ep, get, status(429)): 1}, c.ints(pacerotel.MetricThrottledResponses))
-		assert.Equal(t, map[string]int64{series(ep, get): 1}, c.ints(pacerotel.MetricRetries))
+		assert.Equal(t, map[string]int64{
+			series(ep, get, status(429)): 1,
+			series(ep, get, status(503)): 1,
+		}, c.ints(pacerotel.MetricThrottledResponses))
+		assert.Equal(t, map[string]int64{series(ep, get): 2}, c.ints(pacerotel.MetricRetries))
 		assert.Empty(t, c.ints(pacerotel.MetricRefusals))
 
 		waits := c.hist(pacerotel.MetricWaitDuration)
 		require.Len(t, waits, 1)
 		w := waits[series(ep, pacerotel.AttrWaitResult.String(pacerotel.WaitAdmitted))]
-		assert.Equal(t, uint64(2), w.Count)
+		assert.Equal(t, uint64(3), w.Count)
 		assert.Equal(t, pacerotel.WaitBuckets, w.Bounds)
 		// The first attempt went at once (slow start admits one request),
-		// the retry when the Retry-After and the limiter allowed.
-		retryWait := arrivals[1].Sub(arrivals[0]).Seconds()
-		require.GreaterOrEqual(t, retryWait, 2.0, "Retry-After: 2 honoured")
-		assert.Equal(t, retryWait, w.Sum)
+		// each retry when its Retry-After and the limiter allowed.
 		want := make([]uint64, len(pacerotel.WaitBuckets)+1)
 		want[0] = 1 // ≤ 0 s
-		want[sort.SearchFloat64s(pacerotel.WaitBuckets, retryWait)]++
+		var sum float64
+		for i, asked := range []float64{2, 1} {
+			wait := arrivals[i+1].Sub(arrivals[i]).Seconds()
+			require.GreaterOrEqualf(t, wait, asked, "retry %d honours Retry-After: %v", i+1, asked)
+			want[sort.SearchFloat64s(pacerotel.WaitBuckets, wait)]++
+			sum += wait
+		}
+		assert.Equal(t, sum, w.Sum)
 		assert.Equal(t, want, w.BucketCounts)
 
 		st := tr.Stats()
