@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"sync"
@@ -59,9 +60,9 @@ const (
 // GitHub asks for at least 60 s after a secondary limit.
 var WaitBuckets = []float64{0, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 30, 60, 300}
 
-// maxCachedSets bounds the attribute sets Record keeps precomputed. Endpoint
-// keys are bounded by pacer.WithMaxEndpoints (default 10,000) and methods and
-// statuses are few, so real traffic stays far below; past the bound a set is
+// maxCachedSets bounds the attribute sets Record keeps precomputed (each
+// new one copies the cache, so the bound also caps that cost). Real traffic
+// has a few sets per endpoint (methods × statuses); past the bound a set is
 // built per call, which costs allocations, never correctness.
 const maxCachedSets = 4096
 
@@ -87,8 +88,20 @@ type Observer struct {
 	queued         metric.Int64ObservableUpDownCounter
 	active         metric.Int64ObservableUpDownCounter
 
-	sets    sync.Map // setKey → attribute.Set
-	setsLen atomic.Int64
+	// sets caches measurement options per attribute combination. Record
+	// reads it without a lock or an allocation; a new combination (a new
+	// endpoint, method or status: rare) copies the map under setsMu.
+	sets   atomic.Pointer[map[setKey]*attrOpts]
+	setsMu sync.Mutex
+}
+
+// attrOpts are one attribute set as the options each kind of call takes,
+// built once so that a measurement allocates neither the option nor its
+// variadic slice.
+type attrOpts struct {
+	add []metric.AddOption
+	rec []metric.RecordOption
+	obs []metric.ObserveOption
 }
 
 // Option configures an [Observer].
@@ -180,8 +193,7 @@ func NewObserver(meter metric.Meter, opts ...Option) (*Observer, error) {
 func (o *Observer) Record(a pacer.Attempt) {
 	ctx := context.Background()
 	method := normalizeMethod(a.Method)
-	var rle *pacer.RateLimitError
-	refused := a.Err != nil && errors.As(a.Err, &rle)
+	refused := a.Err != nil && isRefusal(a.Err)
 	canceled := !refused && a.Status == 0 && a.Latency == 0 && isContextError(a.Err)
 
 	result := WaitAdmitted
@@ -191,31 +203,27 @@ func (o *Observer) Record(a pacer.Attempt) {
 	case canceled:
 		result = WaitCanceled
 	}
-	o.wait.Record(ctx, a.Wait.Seconds(), metric.WithAttributeSet(o.set(setKey{endpoint: a.Endpoint, result: result})))
+	o.wait.Record(ctx, a.Wait.Seconds(), o.opts(setKey{endpoint: a.Endpoint, result: result}).rec...)
 
 	if a.Retry > 0 {
-		o.retries.Add(ctx, 1, o.endpointMethod(a.Endpoint, method))
+		o.retries.Add(ctx, 1, o.opts(setKey{endpoint: a.Endpoint, method: method}).add...)
 	}
 	switch {
 	case refused:
-		o.refusals.Add(ctx, 1, o.endpointMethod(a.Endpoint, method))
+		o.refusals.Add(ctx, 1, o.opts(setKey{endpoint: a.Endpoint, method: method}).add...)
 	case a.Status != 0:
-		attrs := metric.WithAttributeSet(o.set(setKey{endpoint: a.Endpoint, method: method, status: a.Status}))
-		o.requests.Add(ctx, 1, attrs)
+		attrs := o.opts(setKey{endpoint: a.Endpoint, method: method, status: a.Status}).add
+		o.requests.Add(ctx, 1, attrs...)
 		if a.Throttled {
-			o.throttled.Add(ctx, 1, attrs)
+			o.throttled.Add(ctx, 1, attrs...)
 		}
 	case a.Err != nil && !canceled:
 		// The base transport failed. Attempt does not say whether an error
 		// came from the base transport or from before sending: a context
 		// error with no time spent sending is taken for a canceled wait, and
 		// a replayed body's GetBody failing (rare) counts as sent.
-		o.requests.Add(ctx, 1, metric.WithAttributeSet(o.set(setKey{endpoint: a.Endpoint, method: method, errType: errorType(a.Err)})))
+		o.requests.Add(ctx, 1, o.opts(setKey{endpoint: a.Endpoint, method: method, errType: errorType(a.Err)}).add...)
 	}
-}
-
-func (o *Observer) endpointMethod(endpoint, method string) metric.MeasurementOption {
-	return metric.WithAttributeSet(o.set(setKey{endpoint: endpoint, method: method}))
 }
 
 // setKey identifies an attribute set; zero fields are absent attributes.
@@ -224,10 +232,13 @@ type setKey struct {
 	status                                   int
 }
 
-// set returns the attribute set of k plus the static attributes, cached.
-func (o *Observer) set(k setKey) attribute.Set {
-	if s, ok := o.sets.Load(k); ok {
-		return s.(attribute.Set)
+// opts returns the options of k's attribute set (plus the static
+// attributes), from the cache when it is there.
+func (o *Observer) opts(k setKey) *attrOpts {
+	if m := o.sets.Load(); m != nil {
+		if a, ok := (*m)[k]; ok {
+			return a
+		}
 	}
 	kvs := make([]attribute.KeyValue, 0, len(o.static)+4)
 	kvs = append(kvs, o.static...)
@@ -247,13 +258,34 @@ func (o *Observer) set(k setKey) attribute.Set {
 	if k.quota != "" {
 		kvs = append(kvs, AttrQuotaName.String(k.quota))
 	}
-	s := attribute.NewSet(kvs...)
-	if o.setsLen.Load() < maxCachedSets {
-		if _, loaded := o.sets.LoadOrStore(k, s); !loaded {
-			o.setsLen.Add(1)
+	opt := metric.WithAttributeSet(attribute.NewSet(kvs...))
+	a := &attrOpts{add: []metric.AddOption{opt}, rec: []metric.RecordOption{opt}, obs: []metric.ObserveOption{opt}}
+
+	o.setsMu.Lock()
+	defer o.setsMu.Unlock()
+	old := o.sets.Load()
+	if old != nil {
+		if cached, ok := (*old)[k]; ok {
+			return cached // built meanwhile by another goroutine
+		}
+		if len(*old) >= maxCachedSets {
+			return a
 		}
 	}
-	return s
+	m := make(map[setKey]*attrOpts, 1+lenOf(old))
+	if old != nil {
+		maps.Copy(m, *old)
+	}
+	m[k] = a
+	o.sets.Store(&m)
+	return a
+}
+
+func lenOf(m *map[setKey]*attrOpts) int {
+	if m == nil {
+		return 0
+	}
+	return len(*m)
 }
 
 // Watch registers a callback that observes the gauges of the package
@@ -277,21 +309,21 @@ func (o *Observer) Watch(t *pacer.Transport) (metric.Registration, error) {
 
 func (o *Observer) observe(obs metric.Observer, stats []pacer.EndpointStats) {
 	for _, s := range stats {
-		ep := metric.WithAttributeSet(o.set(setKey{endpoint: s.Key}))
+		ep := o.opts(setKey{endpoint: s.Key}).obs
 		if s.Limit != pacer.Inf {
-			obs.ObserveFloat64(o.rateLimit, float64(s.Limit), ep)
+			obs.ObserveFloat64(o.rateLimit, float64(s.Limit), ep...)
 		}
-		obs.ObserveInt64(o.queued, int64(s.Waiting), ep)
-		obs.ObserveInt64(o.active, int64(s.InFlight), ep)
+		obs.ObserveInt64(o.queued, int64(s.Waiting), ep...)
+		obs.ObserveInt64(o.active, int64(s.InFlight), ep...)
 		for _, q := range s.LastInfo.Quotas {
 			name := q.Name
 			if name == "" {
 				name = "default"
 			}
-			qa := metric.WithAttributeSet(o.set(setKey{endpoint: s.Key, quota: name}))
-			obs.ObserveFloat64(o.quotaRemaining, q.Remaining, qa)
+			qa := o.opts(setKey{endpoint: s.Key, quota: name}).obs
+			obs.ObserveFloat64(o.quotaRemaining, q.Remaining, qa...)
 			if q.Limit > 0 {
-				obs.ObserveFloat64(o.quotaLimit, q.Limit, qa)
+				obs.ObserveFloat64(o.quotaLimit, q.Limit, qa...)
 			}
 		}
 	}
@@ -309,6 +341,14 @@ func normalizeMethod(m string) string {
 		return m
 	}
 	return "_OTHER"
+}
+
+// isRefusal reports whether err is pacer's refusal to wait. It is not
+// inlined into Record so that its errors.As target is allocated only when
+// there is an error.
+func isRefusal(err error) bool {
+	var rle *pacer.RateLimitError
+	return errors.As(err, &rle)
 }
 
 func isContextError(err error) bool {

@@ -227,3 +227,28 @@ func TestInvalidConfigurationPanicsNamingIt(t *testing.T) {
 	h := newHarness(t)
 	assert.PanicsWithValue(t, "pacerotel: Watch(nil Transport)", func() { h.obs.Watch(nil) })
 }
+
+// Record is on every request's path: with the SDK's default aggregations it
+// must not allocate once an endpoint's attribute sets are built.
+func TestRecordDoesNotAllocateOnceWarm(t *testing.T) {
+	if testing.CoverMode() != "" {
+		t.Skip("coverage instrumentation allocates")
+	}
+	h := newHarness(t)
+	a := pacer.Attempt{Endpoint: endpoint, Method: http.MethodGet, Retry: 1, Wait: time.Second,
+		Latency: time.Millisecond, Status: http.StatusTooManyRequests, Throttled: true}
+	h.obs.Record(a)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { h.obs.Record(a) }))
+}
+
+func BenchmarkRecord(b *testing.B) {
+	h := newHarness(b)
+	a := pacer.Attempt{Endpoint: endpoint, Method: http.MethodGet, Wait: time.Millisecond,
+		Latency: time.Millisecond, Status: http.StatusOK}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			h.obs.Record(a)
+		}
+	})
+}
