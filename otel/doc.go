@@ -40,12 +40,15 @@
 //	    exhausted quota or a Retry-After.
 //	    Attributes: pacer.endpoint, http.request.method, http.response.status_code.
 //	pacer.client.retries                counter, {retry}
-//	    Retries of throttled requests the transport decided on (equal to the
-//	    sum of [pacer.EndpointStats].Retries).
+//	    Retries of throttled requests the transport decided on (the sum of
+//	    pacer.EndpointStats.Retries).
 //	    Attributes: pacer.endpoint, http.request.method.
 //	pacer.client.refusals               counter, {request}
 //	    Requests refused at once with a *pacer.RateLimitError because their
-//	    wait would pass MaxWait or the context's deadline.
+//	    wait would pass MaxWait or the context's deadline. A retry refused
+//	    before its wait began (its Retry-After already too late) reaches no
+//	    observer in this version of pacer: pacer.EndpointStats.Refused
+//	    counts it, this counter does not.
 //	    Attributes: pacer.endpoint, http.request.method.
 //
 // Observed by the callback [Observer.Watch] registers, from
@@ -82,12 +85,12 @@
 //     attempt go), "refused" (a *pacer.RateLimitError, at once), "canceled"
 //     (the request's context ended while it waited).
 //   - pacer.quota.name: the quota's name from the headers ("requests",
-//     "tokens", an IETF policy name, …), as in [pacer.Quota] Name; "default"
-//     when the server named none.
+//     "tokens", an IETF policy name, …), the Name of a [pacer.Quota];
+//     "default" when the server named none.
 //   - http.request.method, http.response.status_code, error.type: as the
-//     HTTP semantic conventions define them; a method outside RFC 9110's and
-//     PATCH is recorded as "_OTHER"; error.type is "timeout", "canceled", or
-//     the Go type of the base transport's error.
+//     HTTP semantic conventions define them; a method other than RFC
+//     9110's, PATCH and QUERY is recorded as "_OTHER"; error.type is
+//     "timeout", "canceled", or the Go type of the base transport's error.
 //
 // The wait histogram's bucket boundaries are the semantic conventions'
 // advice for HTTP durations (0.005 s … 10 s) extended to 30, 60 and 300 s,
