@@ -188,8 +188,9 @@ func NewObserver(meter metric.Meter, opts ...Option) (*Observer, error) {
 }
 
 // Record records one attempt; pass it to [pacer.WithObserver]. It runs on
-// the request's goroutine and only adds to instruments: no lock is held, and
-// the attribute sets of an endpoint are built once.
+// the request's goroutine and only adds to instruments, without allocating:
+// an attribute combination is built once, under a short lock, the first
+// time it is seen, and read lock-free after that.
 func (o *Observer) Record(a pacer.Attempt) {
 	ctx := context.Background()
 	method := normalizeMethod(a.Method)
