@@ -5,7 +5,9 @@
 // program publishes both with the standard library's expvar (served at
 // /debug/vars by any server on http.DefaultServeMux) and prints them after
 // running 80 requests against a simulated API. The comments show the same
-// wiring for Prometheus and OpenTelemetry.
+// wiring for Prometheus and OpenTelemetry; the separate module
+// github.com/pacer-go/pacer/otel (directory otel/) does the OpenTelemetry
+// wiring for you, with documented metric names, and exports to Prometheus.
 //
 //	go run ./examples/metrics
 package main
