@@ -32,8 +32,11 @@ type AdaptiveConfig struct {
 	// MaxWait bounds how long Wait may block: a longer wait fails at once with
 	// *RateLimitError, before any sleeping. 0 means only the context bounds it.
 	MaxWait time.Duration
-	// MaxDelay caps any pause the server asks for, by Retry-After or by an
-	// exhausted quota's reset; 0 means DefaultMaxDelay.
+	// MaxDelay bounds every wait: a Retry-After longer than it is capped to
+	// it; a spent quota whose reset is further away is refused at once with
+	// a *RateLimitError carrying the reset when the quota's window explains
+	// the reset (an hourly or daily quota), and looked at again with one
+	// request after MaxDelay when nothing does. 0 means DefaultMaxDelay.
 	MaxDelay time.Duration
 	// SlowStart is how many requests may be in flight before the endpoint's
 	// first response, so a large fan-out onto an exhausted quota costs one 429,
@@ -273,7 +276,13 @@ func (a *Adaptive) wait(ctx context.Context, cost float64) error {
 			}
 			if err := a.tooLong(ctx, now, at); err != nil {
 				release()
-				return err
+				if a.settled() {
+					return err
+				}
+				if werr := a.awaitChange(ctx, min(at.Sub(now), time.Second)); werr != nil {
+					return refusal(err, werr)
+				}
+				continue
 			}
 		}
 		granted, err := a.waitBucket(ctx, a.req, 1)
@@ -318,7 +327,13 @@ func (a *Adaptive) wait(ctx context.Context, cost float64) error {
 			continue
 		}
 		if err := a.tooLong(ctx, now, retryAt); err != nil {
-			return err
+			if a.settled() {
+				return err
+			}
+			if werr := a.awaitChange(ctx, min(retryAt.Sub(now), time.Second)); werr != nil {
+				return refusal(err, werr)
+			}
+			continue
 		}
 		if err := a.awaitChange(ctx, retryAt.Sub(now)); err != nil {
 			return err
@@ -403,6 +418,30 @@ func (a *Adaptive) abandon(cost float64) {
 	a.wakeResponseWaiters()
 }
 
+// settled reports whether no request of this limiter is in flight. While
+// some are, a spent budget may not be final: it counts them as unseen
+// though the server may already have counted them (the last requests of a
+// job that fits the quota exactly), and their answers may free some. A wait
+// too long to take is refused only once they are in (or at the caller's
+// deadline). Read under mu: a response settles its request and sets the
+// budgets under mu, so the count is never seen at zero before the last
+// response's figures are in.
+func (a *Adaptive) settled() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.inflight.Load() == 0
+}
+
+// refusal is what a wait for requests in flight returns when ctx ends:
+// the *RateLimitError that was held back if the deadline passed (it wraps
+// context.DeadlineExceeded), the context's error if it was cancelled.
+func refusal(held, ctxErr error) error {
+	if errors.Is(ctxErr, context.DeadlineExceeded) {
+		return held
+	}
+	return ctxErr
+}
+
 // tooLong returns a *RateLimitError when a request could start only at at,
 // past MaxWait or ctx's deadline.
 func (a *Adaptive) tooLong(ctx context.Context, now, at time.Time) error {
@@ -414,6 +453,11 @@ func (a *Adaptive) tooLong(ctx context.Context, now, at time.Time) error {
 		return a.rateLimitError(at, context.DeadlineExceeded)
 	}
 	if a.cfg.MaxWait > 0 && wait > a.cfg.MaxWait {
+		return a.rateLimitError(at, nil)
+	}
+	if wait > a.cfg.MaxDelay {
+		// No wait is longer than MaxDelay: a daily quota spent this
+		// morning is refused at once, with its reset, not slept on.
 		return a.rateLimitError(at, nil)
 	}
 	return nil

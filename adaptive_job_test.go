@@ -2,7 +2,6 @@ package pacer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -107,9 +106,8 @@ func (j job) run(t *testing.T, opts ...Option) jobResult {
 					}
 					if err != nil {
 						errs.Add(1)
-						var rle *RateLimitError
-						if !errors.As(err, &rle) {
-							t.Logf("caller error: %v", err)
+						if errs.Load() == 1 {
+							t.Logf("first caller error: %v", err)
 						}
 						continue
 					}

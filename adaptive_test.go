@@ -99,11 +99,17 @@ func TestAdaptiveSpendsWhatTheQuotaAffordsAtOnce(t *testing.T) {
 		assert.Equal(t, ModeHeaders, st.Mode)
 		assert.Equal(t, Inf, st.Limit, "no pacing while the quota affords the work")
 		start := time.Now()
-		for range 599 {
-			admit(t, a, 0)
+		permits := make([]Permit, 599)
+		for i := range permits {
+			var err error
+			permits[i], err = a.Acquire(context.Background(), 0)
+			require.NoError(t, err)
 		}
 		assert.Zero(t, time.Since(start), "all that is left goes at once")
 		assert.Equal(t, 0.0, budgetOf(a, "requests"))
+		for i := range permits {
+			permits[i].Done(Outcome{Status: http.StatusOK, Info: quota(600, float64(598-i), time.Minute)})
+		}
 		// The next waits for the reset (plus rollGuard): the window is spent.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

@@ -30,8 +30,9 @@ type Quota struct {
 	// Reset is the absolute time the window resets (or, for the IETF fields,
 	// the time more quota becomes available); zero if unknown. It is computed
 	// as now plus an offset, so it carries now's monotonic clock reading; it
-	// is never before now and never after now plus the parser's cap
-	// (DefaultMaxDelay for ParseHeaders).
+	// is never before now and never after now plus [MaxResetHorizon]: a
+	// daily or monthly quota's reset is reported as stated, and what to wait
+	// for is the limiter's decision (bounded by its MaxDelay).
 	Reset time.Time
 	// Window is the policy's window length; 0 if unknown. Only a policy
 	// parameter (w=, window=) sets it: a reset alone says when the current
@@ -69,14 +70,19 @@ type Info struct {
 // hour at most. The Transport has an option to change it.
 const DefaultMaxDelay = time.Hour
 
+// MaxResetHorizon is the farthest reset [ParseHeaders] reports: a month and
+// a day, so that monthly quotas (billing periods) are read as stated. A
+// farther one is a misread unit or a broken clock and is clamped to it.
+const MaxResetHorizon = 32 * 24 * time.Hour
+
 const (
 	// epochFloor is the smallest number taken for an epoch timestamp
 	// (2001-09-09 in seconds); smaller numbers are seconds from now.
 	epochFloor = 1e9
 	// epochSlack is how far from now an absolute reset may lie and still be
-	// believed (or the cap, if larger). Farther ones come from a skewed clock
-	// or a misread unit and are ignored rather than guessed at.
-	epochSlack = 24 * time.Hour
+	// believed: MaxResetHorizon. Farther ones come from a skewed clock or a
+	// misread unit and are ignored rather than guessed at.
+	epochSlack = MaxResetHorizon
 	// maxWindowSeconds bounds a policy window (w=) to one leap year.
 	maxWindowSeconds = 366 * 24 * 3600
 	maxQuotas        = 16
@@ -112,16 +118,16 @@ const (
 //   - Remaining above Limit is clamped to Limit. Where only Used and one of
 //     Limit or Remaining are given, the other is derived.
 //   - A numeric reset is an epoch in seconds, else an epoch in milliseconds,
-//     if it lands within a day of now (within the cap, if that is longer);
-//     otherwise, if below 1e9, it is seconds from now; otherwise it is
-//     ignored, never guessed into a reset years away. Go durations (`6m0s`,
-//     `12ms`) are from now; RFC 3339 and HTTP dates are absolute and must
-//     also land within a day of now. A reset in the past means the window
-//     has already reset: Reset is now. Resets beyond the cap (DefaultMaxDelay
-//     unless the Transport sets another) are clamped to it: a client then
-//     spends a long window's quota early rather than wait blind, and learns
-//     better from the next response. Discord's -Reset-After, being relative
-//     and immune to clock skew, wins over its -Reset.
+//     if it lands within MaxResetHorizon of now; otherwise, if below 1e9, it
+//     is seconds from now; otherwise it is ignored, never guessed into a
+//     reset years away. Go durations (`6m0s`, `12ms`) are from now; RFC 3339
+//     and HTTP dates are absolute and must also land within MaxResetHorizon
+//     of now. A reset in the past means the window has already reset: Reset
+//     is now. Resets are not clamped to the wait cap: an hourly or daily
+//     quota's reset is reported as stated, and the limiter decides what to
+//     believe and how long to wait (never past its MaxDelay). Discord's
+//     -Reset-After, being relative and immune to clock skew, wins over its
+//     -Reset.
 //   - Retry-After is delta seconds (decimals accepted) or an HTTP-date in any
 //     of RFC 9110's three forms; a date in the past means 0. Waits beyond the
 //     cap, absurdly long digit strings included, are clamped to it.
@@ -166,7 +172,7 @@ func parseHeaders(h http.Header, now time.Time, maxDelay time.Duration) (Info, b
 	if maxDelay <= 0 {
 		maxDelay = DefaultMaxDelay
 	}
-	p := headerParser{now: now, maxDelay: maxDelay, slack: max(epochSlack, maxDelay)}
+	p := headerParser{now: now, resetCap: max(MaxResetHorizon, maxDelay), slack: max(epochSlack, maxDelay)}
 	var info Info
 	for _, f := range [...]field{fRetryAfterMs, fMsRetryAfterMs, fRetryAfter} {
 		if v := fs.first(f); v != "" {
@@ -246,7 +252,7 @@ func parseRetryAfter(v string, now time.Time, maxDelay time.Duration) (time.Dura
 // headerParser accumulates the quotas of one response.
 type headerParser struct {
 	now      time.Time
-	maxDelay time.Duration
+	resetCap time.Duration // the farthest reset reported: MaxResetHorizon, or the wait cap if longer
 	slack    time.Duration
 	quotas   [maxQuotas]Quota
 	n        int
@@ -375,7 +381,7 @@ func (p *headerParser) resetNumber(v float64) (time.Time, bool) {
 	for _, epoch := range [...]float64{v, v / 1000} {
 		if d := epoch - nowSec; d >= -slack && d <= slack {
 			// Microseconds are as fine as any server's clock.
-			return p.now.Add(min(clampSeconds(d, p.maxDelay).Round(time.Microsecond), p.maxDelay)), true
+			return p.now.Add(min(clampSeconds(d, p.resetCap).Round(time.Microsecond), p.resetCap)), true
 		}
 	}
 	if v < epochFloor {
@@ -384,19 +390,19 @@ func (p *headerParser) resetNumber(v float64) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// after returns now plus s seconds, clamped to [now, now+maxDelay].
+// after returns now plus s seconds, clamped to [now, now+resetCap].
 func (p *headerParser) after(s float64) time.Time {
-	return p.now.Add(clampSeconds(s, p.maxDelay))
+	return p.now.Add(clampSeconds(s, p.resetCap))
 }
 
 // at converts an absolute reset: believed within p.slack of now, a past one
-// meaning now, a later one clamped to now+maxDelay.
+// meaning now, a later one clamped to now+resetCap.
 func (p *headerParser) at(t time.Time) (time.Time, bool) {
 	d := t.Sub(p.now)
 	if d < -p.slack || d > p.slack {
 		return time.Time{}, false
 	}
-	return p.now.Add(min(max(d, 0), p.maxDelay)), true
+	return p.now.Add(min(max(d, 0), p.resetCap)), true
 }
 
 // clampSeconds converts s seconds (possibly +Inf) to a Duration in

@@ -73,8 +73,8 @@ func TestParseHeadersIETFDraft08AndLater(t *testing.T) {
 		{"zero and absurd windows ignored", now, http.Header{
 			"Ratelimit-Policy": {`"a";q=1;w=0, "b";q=2;w=999999999999`},
 		}, quotas(q("a", 1, 1, noReset, 0), q("b", 2, 2, noReset, 0))},
-		{"state beyond the cap clamped", now, http.Header{"Ratelimit": {`"x";r=1;t=86399`}},
-			quotas(q("x", 0, 1, now.Add(DefaultMaxDelay), 0))},
+		{"state a day ahead reported as stated", now, http.Header{"Ratelimit": {`"x";r=1;t=86399`}},
+			quotas(q("x", 0, 1, now.Add(86399*time.Second), 0))},
 		{"remaining above the quota clamped", now, http.Header{
 			"Ratelimit": {`"burst";r=500`}, "Ratelimit-Policy": {`"burst";q=100`},
 		}, quotas(q("burst", 100, 100, noReset, 0))},

@@ -102,8 +102,10 @@ func TestParseHeadersGitHub(t *testing.T) {
 			Info{Quotas: []Quota{q("", 5000, 4997, noReset, 0)}, Bucket: "core"}},
 		{"epoch a year ago ignored", ghNow, github("X-Ratelimit-Reset", "1634596381"),
 			Info{Quotas: []Quota{q("", 5000, 4997, noReset, 0)}, Bucket: "core"}},
-		{"epoch twenty hours ahead clamped to the cap", ghNow, github("X-Ratelimit-Reset", "1666203181"),
-			Info{Quotas: []Quota{q("", 5000, 4997, ghNow.Add(DefaultMaxDelay), 0)}, Bucket: "core"}},
+		{"epoch twenty hours ahead reported as stated", ghNow, github("X-Ratelimit-Reset", "1666203181"),
+			Info{Quotas: []Quota{q("", 5000, 4997, ghNow.Add(20*time.Hour+13*time.Minute), 0)}, Bucket: "core"}},
+		{"epoch forty days ahead ignored", ghNow, github("X-Ratelimit-Reset", "1669592701"),
+			Info{Quotas: []Quota{q("", 5000, 4997, noReset, 0)}, Bucket: "core"}},
 		{"resource with spaces ignored", ghNow, github("X-Ratelimit-Resource", "core search"),
 			Info{Quotas: []Quota{q("", 5000, 4997, reset, 0)}}},
 		{"overlong resource ignored", ghNow, github("X-Ratelimit-Resource", strings.Repeat("c", 257)),
@@ -125,9 +127,9 @@ func TestParseHeadersXRedditWhoopLemlist(t *testing.T) {
 		{"Reddit negative remaining", xNow, http.Header{
 			"X-Ratelimit-Used": {"1"}, "X-Ratelimit-Remaining": {"-599.0"}, "X-Ratelimit-Reset": {"583"},
 		}, Info{}},
-		{"Reddit delta reset beyond the cap", xNow, http.Header{
+		{"Reddit delta reset beyond MaxResetHorizon", xNow, http.Header{
 			"X-Ratelimit-Remaining": {"5"}, "X-Ratelimit-Reset": {"99999999"},
-		}, quotas(q("", 0, 5, xNow.Add(DefaultMaxDelay), 0))},
+		}, quotas(q("", 0, 5, xNow.Add(MaxResetHorizon), 0))},
 		{"Whoop list limit with windows", xNow, http.Header{
 			"X-Ratelimit-Limit": {"100, 100;window=60, 10000;window=86400"}, "X-Ratelimit-Remaining": {"98"},
 			"X-Ratelimit-Reset": {"45"},
@@ -226,7 +228,7 @@ func TestParseHeadersOpenAI(t *testing.T) {
 		{"milliseconds", now, openAI("12ms", "20ms"), both(12*time.Millisecond, 20*time.Millisecond)},
 		{"fractional seconds of compatible providers", now, openAI("2m59.56s", "7.66s"),
 			both(2*time.Minute+59560*time.Millisecond, 7660*time.Millisecond)},
-		{"hours, minutes and seconds", now, openAI("1h2m3s", "0s"), both(DefaultMaxDelay, 0)},
+		{"hours, minutes and seconds", now, openAI("1h2m3s", "0s"), both(time.Hour+2*time.Minute+3*time.Second, 0)},
 		{"micro- and nanoseconds", now, openAI("5us", "7µs9ns"), both(5*time.Microsecond, 7009*time.Nanosecond)},
 		{"Azure integer seconds and retry-after-ms", now, func() http.Header {
 			h := openAI("1", "60")
@@ -279,6 +281,10 @@ func TestParseHeadersAnthropic(t *testing.T) {
 		{"reset two days ahead", now, http.Header{
 			"Anthropic-Ratelimit-Requests-Remaining": {"49"},
 			"Anthropic-Ratelimit-Requests-Reset":     {"2025-08-23T12:40:59Z"},
+		}, quotas(q("requests", 0, 49, now.Add(48*time.Hour+59*time.Second), 0))},
+		{"reset forty days ahead", now, http.Header{
+			"Anthropic-Ratelimit-Requests-Remaining": {"49"},
+			"Anthropic-Ratelimit-Requests-Reset":     {"2025-09-30T12:40:59Z"},
 		}, quotas(q("requests", 0, 49, noReset, 0))},
 		{"reset an hour ago", now, http.Header{
 			"Anthropic-Ratelimit-Requests-Remaining": {"49"},
@@ -306,7 +312,9 @@ func TestParseHeadersShopify(t *testing.T) {
 	})
 }
 
-func TestParseHeadersClampsToTheTransportCap(t *testing.T) {
+// The Transport's cap bounds Retry-After; resets are reported as stated (up
+// to MaxResetHorizon): how long to wait for one is the limiter's decision.
+func TestParseHeadersClampsRetryAfterToTheTransportCap(t *testing.T) {
 	now := ghNow
 	h := http.Header{
 		"Retry-After":           {"7200"},
@@ -317,23 +325,27 @@ func TestParseHeadersClampsToTheTransportCap(t *testing.T) {
 	info, ok := parseHeaders(h, now, 10*time.Minute)
 	require.True(t, ok)
 	assert.Equal(t, 10*time.Minute, info.RetryAfter)
-	assert.Equal(t, now.Add(10*time.Minute), info.Quotas[0].Reset)
+	assert.Equal(t, now.Add(33*time.Minute), info.Quotas[0].Reset, "a reset is not a wait: not clamped")
 
 	info, _ = parseHeaders(h, now, 0)
 	assert.Equal(t, DefaultMaxDelay, info.RetryAfter, "a cap of 0 means DefaultMaxDelay")
 	assert.Equal(t, now.Add(33*time.Minute), info.Quotas[0].Reset)
 }
 
-// With a cap longer than a day, epochs up to the cap away are still believed.
-func TestParseHeadersWidensTheEpochWindowWithTheCap(t *testing.T) {
+// Daily and monthly quotas' resets are believed; farther epochs are misread
+// units or broken clocks, and a cap longer than MaxResetHorizon widens it.
+func TestParseHeadersBelievesResetsUpToAMonthAway(t *testing.T) {
 	now := ghNow
 	h := http.Header{"X-Ratelimit-Remaining": {"1"}, "X-Ratelimit-Reset": {"1666254781"}} // 34 h ahead
-	info, _ := parseHeaders(h, now, 48*time.Hour)
+	info, _ := parseHeaders(h, now, 0)
 	require.Len(t, info.Quotas, 1)
 	assert.Equal(t, now.Add(34*time.Hour+33*time.Minute), info.Quotas[0].Reset)
 
-	info, _ = parseHeaders(h, now, 0)
-	assert.True(t, info.Quotas[0].Reset.IsZero(), "beyond a day with the default cap: ignored")
+	far := http.Header{"X-Ratelimit-Remaining": {"1"}, "X-Ratelimit-Reset": {"1669592701"}} // 40 days ahead
+	info, _ = parseHeaders(far, now, 0)
+	assert.True(t, info.Quotas[0].Reset.IsZero(), "beyond MaxResetHorizon: ignored")
+	info, _ = parseHeaders(far, now, 60*24*time.Hour)
+	assert.False(t, info.Quotas[0].Reset.IsZero(), "a cap longer than MaxResetHorizon widens it")
 }
 
 func TestParseHeadersOrdersConventionsAndKeepsAtMost16Quotas(t *testing.T) {

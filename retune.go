@@ -218,8 +218,9 @@ func (a *Adaptive) learn(status int, info Info, own bool, cost float64) {
 }
 
 // sane clamps what a caller (not necessarily parseHeaders) says about a
-// quota: counts must be finite and not negative, the reset within MaxDelay,
-// the window positive. A quota it cannot use is dropped.
+// quota: counts must be finite and not negative, the reset within
+// MaxResetHorizon (how long to wait for it is decided when waiting: see
+// quotaWindow.explains), the window positive. A quota it cannot use is dropped.
 func (a *Adaptive) sane(q Quota, now time.Time) (Quota, bool) {
 	finite := func(v float64) bool { return v >= 0 && !math.IsInf(v, 1) } // false for NaN
 	if !finite(q.Remaining) || !finite(q.Limit) || len(a.windows) >= maxWindows && a.find(q.Name) == nil {
@@ -231,8 +232,8 @@ func (a *Adaptive) sane(q Quota, now time.Time) (Quota, bool) {
 	if q.Window < 0 {
 		q.Window = 0
 	}
-	if !q.Reset.IsZero() && q.Reset.Sub(now) > a.cfg.MaxDelay {
-		q.Reset = now.Add(a.cfg.MaxDelay)
+	if !q.Reset.IsZero() && q.Reset.Sub(now) > MaxResetHorizon {
+		q.Reset = now.Add(MaxResetHorizon)
 	}
 	return q, true
 }
@@ -255,7 +256,7 @@ func (a *Adaptive) window(name string) *quotaWindow {
 	if w := a.find(name); w != nil {
 		return w
 	}
-	w := newQuotaWindow(name, a.epoch, a.safety)
+	w := newQuotaWindow(name, a.epoch, a.safety, a.cfg.MaxDelay)
 	// With a Store the fleet spends this quota together, through the
 	// store's bucket at the rate each limiter derives: spread from the
 	// start, not taken at once by whichever process asks first.

@@ -43,9 +43,10 @@ type quotaWindow struct {
 	// keep is what a charge must leave in the budget besides the debt: a
 	// smooth quota's last unit, which another client may be taking while
 	// our request travels (its refill hides that client from the drift).
-	keep   atomic.Int64
-	epoch  time.Time
-	safety float64 // a refill, being an estimate, is only believed this much
+	keep     atomic.Int64
+	epoch    time.Time
+	safety   float64       // a refill, being an estimate, is only believed this much
+	maxDelay time.Duration // the longest wait for a reset nothing explains
 
 	// most is the largest single charge the quota can ever take (its limit,
 	// milli-units): a cost above it is charged as this much, or it would wait
@@ -121,8 +122,16 @@ func toMilli(v float64) int64 {
 
 func isTokenQuota(name string) bool { return strings.Contains(strings.ToLower(name), "token") }
 
-func newQuotaWindow(name string, epoch time.Time, safety float64) *quotaWindow {
-	return &quotaWindow{name: name, tokens: isTokenQuota(name), jitter: 250 * time.Millisecond, epoch: epoch, safety: safety}
+func newQuotaWindow(name string, epoch time.Time, safety float64, maxDelay time.Duration) *quotaWindow {
+	return &quotaWindow{name: name, tokens: isTokenQuota(name), jitter: 250 * time.Millisecond, epoch: epoch, safety: safety, maxDelay: maxDelay}
+}
+
+// explains reports whether the window's length, stated or learned, accounts
+// for the time to its reset: within 5% and a second of rounding, stated
+// resets of a window of that length are believed however far away (an
+// hourly quota's 40 minutes, a daily one's 20 hours).
+func (w *quotaWindow) explains(now time.Time) bool {
+	return w.window > 0 && w.reset.Sub(now) <= w.window+w.window/20+time.Second
 }
 
 // debt is what others have taken, by the drift, since the budget was last
@@ -293,8 +302,10 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, fed, admitted floa
 		// A reset that moves later as the quota is spent is the time until
 		// a bucket is full again (OpenAI's token buckets): it refills as it
 		// goes, and the deficit over that time is its refill rate.
+		// (Limit − Remaining) over the time to full is the refill rate, from
+		// one response's consistent figures: no baseline, no noise.
 		w.kind = kindSmooth
-		w.drift = max(w.drift, (w.limitOrPeak()-q.Remaining)/q.Reset.Sub(now).Seconds())
+		w.drift = (w.limitOrPeak() - q.Remaining) / q.Reset.Sub(now).Seconds()
 		w.stamp, w.reset = laterOf(w.stamp, q.Reset), laterOf(w.reset, q.Reset)
 	default:
 		// The lowest Remaining of a window that counts down is the freshest
@@ -671,6 +682,25 @@ func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64, p
 		// One request is out (the gate holds the rest) to learn the quota.
 		return math.Inf(1), time.Time{}
 	}
+	if avail >= unit && w.kind == kindSmooth {
+		// A quota that refills as it goes (a token bucket, a sliding
+		// window) has no reset to wait for: what is left plus what refills
+		// before the stated reset is spread to it, as it refills. Taken at
+		// once, its refill would have to be guessed between responses.
+		span := noResetSpan.Seconds()
+		switch {
+		case !w.reset.IsZero():
+			span = max(w.reset.Sub(now).Seconds(), 1e-3)
+		case w.window > 0:
+			span = w.window.Seconds()
+		}
+		floor := safety * unit / span
+		if avail >= 2*unit {
+			// Its refill is only seen through responses: keep sampling.
+			floor = max(floor, unit/w.reprobe().Seconds())
+		}
+		return max(safety*(avail+w.drift*span)/span, floor), time.Time{}
+	}
 	if avail >= unit && w.shared {
 		// Others spend from this quota too, and they may be spending at
 		// once as well: two clients that each take what is left at once
@@ -714,6 +744,16 @@ func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64, p
 		return max(safety*w.drift, minRate), time.Time{}
 	case !w.reset.IsZero() && w.kind != kindSmooth:
 		pause = w.reset.Add(rollGuard)
+		if pause.Sub(now) > w.maxDelay && !w.explains(now) {
+			// A reset nothing explains (no window stated or learned that
+			// long) is believed only up to maxDelay: then one request
+			// looks. One a window explains is believed, however far: the
+			// caller is refused at once with the reset (see tooLong).
+			if w.probeAt.IsZero() {
+				w.probeAt = now.Add(w.maxDelay)
+			}
+			pause = w.probeAt
+		}
 	case !w.reset.IsZero():
 		// A quota that does not refill at its reset comes back by and by,
 		// as others' and earlier spending ages out: look again with one

@@ -257,12 +257,15 @@ func limitOf(tr *pacer.Transport) string {
 			ep = e
 		}
 	}
+	if wait := time.Until(ep.PausedUntil); wait > 0 {
+		return fmt.Sprintf("quota spent, next in %.1fs (%s)", wait.Seconds(), ep.Mode)
+	}
 	return fmt.Sprintf("limit %s (%s)", formatLimit(ep.Limit), ep.Mode)
 }
 
 func formatLimit(l pacer.Limit) string {
 	if l == pacer.Inf {
-		return "none yet"
+		return "none, the quota affords it"
 	}
 	return fmt.Sprintf("%.1f/s", float64(l))
 }
