@@ -195,3 +195,46 @@ func TestQuotaBoundJobFollowsTheFastest429FreeSchedule(t *testing.T) {
 		})
 	}
 }
+
+// An endpoint that answers every request 429, with quota headers that say
+// there is room and nothing that says until when: each call still returns
+// within a bounded time, and the waits do not grow from call to call.
+func TestPersistent429WithoutAResetIsLookedAtOnceAMinute(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var sent []time.Time
+		var mu sync.Mutex
+		base := transportFunc(func(r *http.Request) (*http.Response, error) {
+			mu.Lock()
+			sent = append(sent, time.Now())
+			mu.Unlock()
+			h := http.Header{}
+			h.Set("X-Ratelimit-Limit-Requests", "5000")
+			h.Set("X-Ratelimit-Remaining-Requests", "4999")
+			h.Set("X-Ratelimit-Reset-Requests", "12ms")
+			return &http.Response{StatusCode: http.StatusTooManyRequests, Header: h, Body: http.NoBody, Request: r}, nil
+		})
+		client := &http.Client{Transport: NewTransport(base)}
+		var worst time.Duration
+		for range 20 {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/v1/chat", nil)
+			start := time.Now()
+			resp, err := client.Do(req)
+			if err == nil {
+				resp.Body.Close()
+			}
+			worst = max(worst, time.Since(start))
+			cancel()
+		}
+		t.Logf("worst call %v, %d requests sent", worst, len(sent))
+		// Looks at most probeMaxLook apart, plus the probing floor's
+		// spacing (MinLimit 0.5/s) and the retry's jitter: 10 s is ample.
+		// Without the cap they doubled: 20 minutes apart after 8 refusals.
+		const look = probeMaxLook + 10*time.Second
+		for i := 1; i < len(sent); i++ {
+			assert.LessOrEqual(t, sent[i].Sub(sent[i-1]), look, "looks at most a minute apart")
+		}
+		// A call is its first attempt and three retries.
+		assert.LessOrEqual(t, worst, 5*look, "no call waits more than its attempts' capped looks")
+	})
+}

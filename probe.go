@@ -98,7 +98,15 @@ const (
 	probeMaxCycle    = 2 * time.Minute
 	probeGoodputSpan = time.Minute
 	probeMinBackoff  = 100 * time.Millisecond
-	probeMaxBackoff  = time.Second // or a quarter of the time closed, if longer
+	probeMaxBackoff  = time.Second // or a quarter of the time closed, if longer, up to probeMaxLook
+	// probeMaxLook caps the wait between looks at an endpoint that keeps
+	// refusing with nothing saying until when: one request a minute. A
+	// minute is what GitHub documents for its secondary limits (wait at
+	// least a minute), one look a minute costs a server nothing, and a
+	// longer wait only delays noticing that it recovered: without the cap
+	// the waits doubled without bound (calls took 20 minutes after eight
+	// refusals, hours after twelve).
+	probeMaxLook = time.Minute
 )
 
 // meter counts one completed request at now.
@@ -193,7 +201,7 @@ func (p *probe) throttle(now time.Time, inflight int64, rtt time.Duration) time.
 		if p.closed || p.observed <= p.closeAt || now.Sub(p.lastEventAt) < gap {
 			p.eventCount++
 			if p.closed && p.observed > p.closeAt {
-				p.backoff = min(2*p.backoff, max(probeMaxBackoff, now.Sub(p.closedAt)/4))
+				p.backoff = min(2*p.backoff, max(probeMaxBackoff, now.Sub(p.closedAt)/4), probeMaxLook)
 				return now.Add(p.backoff)
 			}
 			return time.Time{}
