@@ -39,8 +39,10 @@ type AdaptiveConfig struct {
 	// request after MaxDelay when nothing does. 0 means DefaultMaxDelay.
 	MaxDelay time.Duration
 	// SlowStart is how many requests may be in flight before the endpoint's
-	// first response, so a large fan-out onto an exhausted quota costs one 429,
-	// not one per request; 0 means 1.
+	// first response; 0 means DefaultSlowStart. It bounds what a large
+	// fan-out onto an exhausted quota costs (that many 429s, not one per
+	// request) without holding back the first round of a worker pool of
+	// that size; 1 is the most careful, at a round trip for every job.
 	SlowStart int
 	// Logger receives a debug record when the limit is retuned and a warning
 	// for each throttled response; nil means no logging.
@@ -189,10 +191,19 @@ func (cfg AdaptiveConfig) normalize() AdaptiveConfig {
 	case cfg.SlowStart < 0:
 		bad("SlowStart", cfg.SlowStart, "≥ 0")
 	case cfg.SlowStart == 0:
-		cfg.SlowStart = 1
+		cfg.SlowStart = DefaultSlowStart
 	}
 	return cfg
 }
+
+// DefaultSlowStart is how many requests may be in flight to an endpoint
+// before its first response, by default. 16 is the worker count of a
+// typical fan-out (and of the jobs pacer is measured on): its first round
+// goes at once, as without a limiter, while a fan-out of thousands onto a
+// quota someone else spent costs 16 429s, not thousands. With 1 (the old
+// default) every job waited a round trip first: 2× the unpaced time for a
+// job of one round.
+const DefaultSlowStart = 16
 
 // Modes reported in AdaptiveStats.Mode.
 const (
@@ -418,6 +429,15 @@ func (a *Adaptive) abandon(cost float64) {
 	a.wakeResponseWaiters()
 }
 
+// heldSlots is the in-flight count a caller holding a slow-start or look
+// slot (held) accounts for itself.
+func heldSlots(held bool) int64 {
+	if held {
+		return 1
+	}
+	return 0
+}
+
 // settled reports whether no request of this limiter is in flight. While
 // some are, a spent budget may not be final: it counts them as unseen
 // though the server may already have counted them (the last requests of a
@@ -638,7 +658,14 @@ func (a *Adaptive) charge(cost float64, now time.Time, held *bool) (ok bool, ret
 			a.retune(now)
 			if w.budget.Load() < amount+w.debt(now) {
 				retryAt = now
-				if !w.probing {
+				switch {
+				case w.probing && a.inflight.Load() == heldSlots(*held):
+					// The look was taken but nothing is out: its answer
+					// will not come (a request abandoned, failed, or
+					// answered about another window). Look again.
+					w.startProbe(float64(amount) / milli)
+					retryAt = time.Time{}
+				case !w.probing:
 					retryAt = laterOf(now, w.wakeAt)
 				}
 			}

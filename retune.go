@@ -317,6 +317,7 @@ func (a *Adaptive) retune(now time.Time) {
 			unit = max(float64(a.avgCost.Load())/milli, 1)
 			unseen = inflightCost
 		}
+		w.ageDrift(now)
 		w.applyDrift(now)
 		if w.known && !w.reset.IsZero() && !now.Before(w.reset.Add(rollGuard)) {
 			w.roll(now, unseen, unit, s, float64(a.admitted.Load()))

@@ -96,7 +96,7 @@ func NewTransport(base http.RoundTripper, opts ...Option) *Transport {
 		safety:       0.9,
 		maxDelay:     DefaultMaxDelay,
 		retries:      DefaultRetries,
-		slowStart:    1,
+		slowStart:    DefaultSlowStart,
 		idleTTL:      DefaultIdleTTL,
 		maxEndpoints: DefaultMaxEndpoints,
 	}
@@ -314,8 +314,9 @@ func WithRetryNonIdempotent() Option {
 }
 
 // WithSlowStart sets how many requests may be in flight to an endpoint
-// before its first response arrives (default 1): a fan-out of a thousand
-// requests onto an exhausted quota then costs one 429, not a thousand.
+// before its first response arrives (default [DefaultSlowStart]): a fan-out
+// of a thousand requests onto an exhausted quota then costs n 429s, not a
+// thousand. 1 is the most careful, at a round trip for every job.
 func WithSlowStart(n int) Option {
 	if n < 1 {
 		panic(fmt.Sprintf("pacer: WithSlowStart(%d): must be >= 1", n))

@@ -83,6 +83,8 @@ type quotaWindow struct {
 	// the noise, or a 429 the budget did not expect). It is then spread
 	// to the reset, not spent at once.
 	shared bool
+	// measuredAt is when a response last measured the drift (see ageDrift).
+	measuredAt time.Time
 	// refused marks the response being observed as a 429: a refusal says
 	// nothing about whether the quota jumped back at its reset.
 	refused  bool
@@ -196,6 +198,11 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, fed, admitted floa
 	case timed && !q.Reset.After(now):
 		// The window it describes is over (parsers map past resets to now).
 		return
+	}
+	if !timed && w.kind == kindUnknown {
+		// A quota with no reset (Shopify's leaky bucket) refills as it
+		// goes: nothing to wait for, no window to spend at once.
+		w.kind = kindSmooth
 	}
 	w.applyDrift(now)
 	eff := max(q.Remaining-unseen-max(-w.drift, 0)*age.Seconds(), 0)
@@ -501,6 +508,7 @@ func (w *quotaWindow) measureDrift(now time.Time, eff, admitted, unseen float64,
 	}
 	w.drift = gap / span.Seconds()
 	w.drift = max(w.drift, -w.maxDrain(span, admitted-w.anchorA))
+	w.measuredAt = now
 	if w.drift < 0 {
 		w.shared = true
 	}
@@ -527,6 +535,25 @@ func (w *quotaWindow) maxDrain(span time.Duration, ours float64) float64 {
 	}
 	over := max(span, win)
 	return max(limit*over.Seconds()/win.Seconds()-max(ours, 0), 0) / over.Seconds()
+}
+
+// ageDrift halves a drift no response has confirmed for a window (a second
+// at least): others' spending measured once, in a burst at the start, must
+// not hold this client back forever once nobody spends (every client
+// reserving for the others' old burst starves them all; no one then sends
+// the requests whose answers would correct it).
+func (w *quotaWindow) ageDrift(now time.Time) {
+	span := max(w.window, time.Second)
+	if w.drift == 0 || w.measuredAt.IsZero() || now.Sub(w.measuredAt) < span {
+		return
+	}
+	for now.Sub(w.measuredAt) >= span && w.drift != 0 {
+		w.drift /= 2
+		if math.Abs(w.drift) < 1e-3 {
+			w.drift = 0
+		}
+		w.measuredAt = w.measuredAt.Add(span)
+	}
 }
 
 // applyDrift moves the budget by the drift since it was last applied. A
@@ -609,6 +636,13 @@ func (w *quotaWindow) roll(now time.Time, inflight, unit, safety, admitted float
 		}
 	} else {
 		w.reset = time.Time{}
+	}
+	if w.probing {
+		// A look is already due or out: the window it will describe is
+		// the new one. Starting over would take its budget back, and a
+		// window shorter than the wait for the look (a reset of 12 ms on
+		// every refusal) would roll it away forever.
+		return
 	}
 	// Even a quota known to refill at its reset is not refilled by the
 	// model: one request looks first, and its response sets the budget of
@@ -787,6 +821,7 @@ func (w *quotaWindow) reprobe() time.Duration {
 func (w *quotaWindow) startProbe(unit float64) {
 	w.probing = true
 	w.drain.Store(0)
+	w.keep.Store(0) // nothing is kept back from the look
 	if w.tokens {
 		w.budget.Store(max(toMilli(unit), w.most.Load()))
 		return
