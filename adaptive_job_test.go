@@ -152,6 +152,7 @@ func TestJobWithinTheRemainingQuotaRunsAsFastAsWithoutALimiter(t *testing.T) {
 		{style: apisim.StyleGitHub, limit: 5000, window: time.Hour, spent: 1000, n: 4000},
 		{style: apisim.StyleGitHub, limit: 10000, window: 24 * time.Hour, spent: 2000, n: 300},
 		{style: apisim.StyleGitHub, limit: 5000, window: time.Minute, n: 200},
+		{style: apisim.StyleGitHub, limit: 600, window: time.Minute, spent: 120, n: 480},
 		{style: apisim.StyleIETF, limit: 600, window: time.Minute, n: 120},
 		{style: apisim.StyleIETF, limit: 10000, window: 24 * time.Hour, spent: 500, n: 9500},
 		{style: apisim.StyleOpenAI, limit: 500, window: time.Minute, n: 500},

@@ -174,7 +174,13 @@ func (a *Adaptive) learn(status int, info Info, own bool, cost float64) {
 			w.kind = kindRefill
 		}
 		w.refused = status == http.StatusTooManyRequests
-		w.observe(q, now, unseen, float64(fed), admitted, horizon, rtt)
+		// With feeding limiters, requests charged elsewhere land in this
+		// quota at any time: less left than the budget proves nothing.
+		slack := float64(fed)
+		if a.feeders.Load() != nil {
+			slack = math.Inf(1)
+		}
+		w.observe(q, now, unseen, slack, admitted, horizon, rtt)
 		w.refused = false
 		a.share.observed(w)
 		w.mentioned = true

@@ -656,6 +656,19 @@ func (w *quotaWindow) roll(now time.Time, inflight, unit, safety, admitted float
 	// the look waits for two units of that (2 × window/limit: one, and
 	// one for the rounding of the reset and of the server's count), so it
 	// does not meet a 429. A fixed window loses 2/limit of a window, once.
+	//
+	// A window that ends with room left needs no look: whatever it is, the
+	// next one has at least that much (a fixed window refills, a sliding
+	// one's count carries across the boundary unchanged), less two units
+	// for the rounding of the reset and of the server's count. The first
+	// response of the new window then sets the budget. Below-quota traffic
+	// so crosses resets without waiting for anything. (Not a shared one:
+	// spread over the new window, a small carried budget would starve it of
+	// the responses that bring the new window's figures.)
+	if carry := w.units() - w.reserve(safety) - 2*unit; carry >= unit && !w.shared {
+		w.budget.Store(toMilli(carry + w.reserve(safety)))
+		return
+	}
 	if w.kind == kindUnknown && win > 0 && w.limitOrPeak() >= 1 {
 		w.probeAt = now.Add(time.Duration(2 * float64(win) / w.limitOrPeak()))
 		w.budget.Store(0)

@@ -1,0 +1,287 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/internal/apisim"
+)
+
+// The below-quota benchmark: what a client far from its quota feels, in
+// virtual time (testing/synctest) so that hourly and daily windows run in
+// milliseconds, against the in-memory apisim transport. It complements the
+// saturated, real-time table of the adapt command.
+//
+//	cd bench && go test ./adapt -run TestBelowQuota -v                      # tables in the log
+//	cd bench && go test ./adapt -run TestBelowQuota -args -jobs.md ../bench/JOBS.md
+var jobsMD = flag.String("jobs.md", "", "write the below-quota tables to this markdown file")
+
+const (
+	jobWorkers = 16
+	jobLatency = 50 * time.Millisecond
+)
+
+// quotaShape is one API quota a job runs against: a fifth of it is already
+// spent by someone else when the job starts.
+type quotaShape struct {
+	style  apisim.Style
+	limit  int
+	window time.Duration
+}
+
+func (q quotaShape) spent() int     { return q.limit / 5 }
+func (q quotaShape) remaining() int { return q.limit - q.spent() }
+func (q quotaShape) String() string {
+	return fmt.Sprintf("%s %d/%s", q.style, q.limit, shortDuration(q.window))
+}
+
+func shortDuration(d time.Duration) string {
+	switch d {
+	case time.Minute:
+		return "min"
+	case time.Hour:
+		return "h"
+	case 24 * time.Hour:
+		return "day"
+	}
+	return d.String()
+}
+
+// jobClients are the clients of the below-quota tables: pacer, no limiter,
+// and a user's hand-made x/time/rate limiter at the documented quota.
+var jobClients = []clientKind{clientPacer, clientPlain, clientXRate, clientRetryable}
+
+// jobRun is one job's outcome.
+type jobRun struct {
+	elapsed          time.Duration
+	errors, late429s int
+}
+
+// runJob sends n requests from jobWorkers workers through kind against a
+// fresh server of shape q, and reports when the last one finished.
+func runJob(t *testing.T, q quotaShape, kind clientKind, n int) jobRun {
+	var r jobRun
+	synctest.Test(t, func(t *testing.T) {
+		srv := apisim.New(apisim.Config{Style: q.style, Limit: q.limit, Window: q.window, Latency: jobLatency})
+		rt := srv.Transport()
+		for range q.spent() { // someone else's spending, before the job
+			req, _ := http.NewRequest(http.MethodGet, "http://other.test/v1/x", nil)
+			resp, err := rt.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+		before := len(srv.Events())
+		client, err := newClient(kind, rt, scenario{Quota: q.limit, Window: q.window})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kind == clientPacer && q.window > pacer.DefaultMaxDelay {
+			// By default no wait is longer than an hour: a job that needs
+			// tomorrow's quota is refused at once, with the reset. One that
+			// means to wait says so.
+			client = &http.Client{Transport: pacer.NewTransport(rt, pacer.WithMaxDelay(2*q.window))}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 4*q.window)
+		defer cancel()
+		var next, errs atomic.Int64
+		start := time.Now()
+		var wg sync.WaitGroup
+		for range jobWorkers {
+			wg.Go(func() {
+				for next.Add(1) <= int64(n) {
+					req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/v1/x", nil)
+					resp, err := client.Do(req)
+					if err != nil {
+						errs.Add(1)
+						continue
+					}
+					if resp.StatusCode != http.StatusOK {
+						errs.Add(1)
+					}
+					resp.Body.Close()
+				}
+			})
+		}
+		wg.Wait()
+		r.elapsed = time.Since(start)
+		r.errors = int(errs.Load())
+		events := srv.Events()[before:]
+		if len(events) > 0 {
+			first := events[0].At.Add(jobLatency)
+			for _, e := range events {
+				if e.Status == http.StatusTooManyRequests && !e.At.Before(first) {
+					r.late429s++
+				}
+			}
+		}
+		client.CloseIdleConnections()
+	})
+	return r
+}
+
+// unpaced is a job's time with no limiter and no quota: rounds of
+// jobWorkers requests, one latency each.
+func unpaced(n int) time.Duration {
+	return time.Duration((n+jobWorkers-1)/jobWorkers) * jobLatency
+}
+
+// fastest is the 429-free lower bound: what is left of the current window at
+// once, each later window's limit at its start.
+func fastest(q quotaShape, n int) time.Duration {
+	if n <= q.remaining() {
+		return unpaced(n)
+	}
+	rest := n - q.remaining()
+	windows := (rest + q.limit - 1) / q.limit
+	last := rest - (windows-1)*q.limit
+	untilReset := q.window - time.Duration(q.spent())*jobLatency
+	return untilReset + time.Duration(windows-1)*q.window + unpaced(last)
+}
+
+// TestBelowQuotaJobsAndPoissonLoad measures the two below-quota figures of
+// issue 11 (job time against job size on minute, hour and day windows;
+// added delay against Poisson load) for pacer and the peers, and holds
+// pacer to the targets: a job within the remaining quota within 1.25× its
+// unpaced time, a quota-bound one within 1.10× of the fastest 429-free
+// schedule, no caller errors and no 429 after the first response; at
+// Poisson loads up to half the quota, p99 added delay at most 100 ms.
+func TestBelowQuotaJobsAndPoissonLoad(t *testing.T) {
+	shapes := []quotaShape{
+		{apisim.StyleGitHub, 600, time.Minute},
+		{apisim.StyleIETF, 600, time.Minute},
+		{apisim.StyleOpenAI, 600, time.Minute},
+		{apisim.StyleGitHub, 5000, time.Hour},
+		{apisim.StyleIETF, 5000, time.Hour},
+		{apisim.StyleOpenAI, 5000, time.Hour},
+		{apisim.StyleGitHub, 10000, 24 * time.Hour},
+		{apisim.StyleIETF, 10000, 24 * time.Hour},
+	}
+	sizes := []float64{0.02, 0.10, 0.50, 1.00, 3.00}
+	var md strings.Builder
+	md.WriteString("### Job time ÷ unpaced time (÷ fastest 429-free schedule for jobs above the quota)\n\n")
+	md.WriteString("16 workers, 50 ms per request, a fifth of the quota already spent by someone else; job sizes as a share of the remaining quota. `e` = caller errors, `t` = 429s after the first response. pacer runs with zero configuration, except `WithMaxDelay(48h)` on day windows: by default no wait is longer than an hour, so a job that needs tomorrow's quota is refused at once with the reset.\n\n")
+	md.WriteString("| quota | client |")
+	for _, s := range sizes {
+		fmt.Fprintf(&md, " %g%% |", 100*s)
+	}
+	md.WriteString("\n| --- | --- |" + strings.Repeat(" ---: |", len(sizes)) + "\n")
+	for _, q := range shapes {
+		for _, kind := range jobClients {
+			fmt.Fprintf(&md, "| %s | %s |", q, kind)
+			for _, s := range sizes {
+				n := max(1, int(math.Round(s*float64(q.remaining()))))
+				r := runJob(t, q, kind, n)
+				base := unpaced(n)
+				if n > q.remaining() {
+					base = fastest(q, n)
+				}
+				ratio := r.elapsed.Seconds() / base.Seconds()
+				cell := fmt.Sprintf(" %.2f×", ratio)
+				if r.errors > 0 || r.late429s > 0 {
+					cell += fmt.Sprintf(" (e %d, t %d)", r.errors, r.late429s)
+				}
+				md.WriteString(cell + " |")
+				if kind != clientPacer {
+					continue
+				}
+				limit := 1.25
+				if n > q.remaining() {
+					limit = 1.10
+				}
+				if ratio > limit || r.errors > 0 || r.late429s > 0 {
+					t.Errorf("pacer, %s, job of %g%% (%d requests): %.2f× (limit %.2f×), %d errors, %d late 429s",
+						q, 100*s, n, ratio, limit, r.errors, r.late429s)
+				}
+			}
+			md.WriteString("\n")
+		}
+	}
+
+	md.WriteString("\n### Added delay under Poisson arrivals\n\n")
+	md.WriteString("Open-loop Poisson arrivals for 3 minutes against a 600/min GitHub-style quota, 50 ms per request: the delay each request sees beyond the server's own time, and the 429s it gets.\n\n")
+	md.WriteString("| load | client | p50 added | p99 added | 429s | caller errors |\n| ---: | --- | ---: | ---: | ---: | ---: |\n")
+	for _, load := range []float64{0.10, 0.50, 0.80, 1.20} {
+		for _, kind := range []clientKind{clientPacer, clientPlain, clientXRate} {
+			p := runPoisson(t, kind, load)
+			fmt.Fprintf(&md, "| %.0f%% | %s | %v | %v | %d | %d |\n", 100*load, kind, p.p50.Round(time.Millisecond), p.p99.Round(time.Millisecond), p.throttled, p.errors)
+			if kind == clientPacer && load <= 0.5 && p.p99 > 100*time.Millisecond {
+				t.Errorf("pacer at %.0f%% of the quota: p99 added delay %v > 100ms", 100*load, p.p99)
+			}
+		}
+	}
+	t.Log("\n" + md.String())
+	if *jobsMD != "" {
+		if err := os.WriteFile(*jobsMD, []byte(md.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+type poissonRun struct {
+	p50, p99          time.Duration
+	throttled, errors int
+}
+
+// runPoisson sends requests at Poisson arrivals of load × the quota's rate
+// for three windows and measures each one's added delay.
+func runPoisson(t *testing.T, kind clientKind, load float64) poissonRun {
+	var p poissonRun
+	synctest.Test(t, func(t *testing.T) {
+		const limit, window = 600, time.Minute
+		srv := apisim.New(apisim.Config{Style: apisim.StyleGitHub, Limit: limit, Window: window, Latency: jobLatency})
+		client, err := newClient(kind, srv.Transport(), scenario{Quota: limit, Window: window})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(7, uint64(load*100)))
+		rate := load * limit / window.Seconds()
+		end := time.Now().Add(3 * window)
+		var mu sync.Mutex
+		var added []time.Duration
+		var errs atomic.Int64
+		var wg sync.WaitGroup
+		for time.Now().Before(end) {
+			time.Sleep(time.Duration(rng.ExpFloat64() / rate * float64(time.Second)))
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*window)
+				defer cancel()
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/v1/x", nil)
+				start := time.Now()
+				resp, err := client.Do(req)
+				if err != nil {
+					errs.Add(1)
+					return
+				}
+				resp.Body.Close()
+				mu.Lock()
+				added = append(added, time.Since(start)-jobLatency)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		slices.Sort(added)
+		if len(added) > 0 {
+			p.p50 = added[len(added)/2]
+			p.p99 = added[min(len(added)-1, len(added)*99/100)]
+		}
+		p.throttled = srv.Stats().Throttled
+		p.errors = int(errs.Load())
+		client.CloseIdleConnections()
+	})
+	return p
+}
