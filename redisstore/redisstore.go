@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -175,21 +176,29 @@ type Store struct {
 	probeInterval time.Duration
 	logger        *slog.Logger
 
-	mu       sync.Mutex
-	keys     map[string]*keyState
-	refunds  map[string]giveBack          // tokens to return, per key
-	updates  map[string]pacer.SharedState // publishes not yet sent, per key
-	down     bool
-	probeAt  time.Time
+	// fallback paces the keys of shards that are down. It is never replaced:
+	// its buckets (one per key) carry over from one outage to the next, so a
+	// shard that flaps does not hand out a fresh burst at each failure.
 	fallback *pacer.MemoryStore
-	closed   bool
+
+	single   *shard      // the only shard of a client without shards; nil for a cluster
+	unrouted *shard      // a cluster's keys until its slot map is loaded; nil otherwise
+	routed   atomic.Bool // a cluster client's slot map is loaded
+
+	mu      sync.Mutex
+	keys    map[string]*keyState
+	refunds map[string]giveBack          // tokens to return, per key
+	updates map[string]pacer.SharedState // publishes not yet sent, per key
+	shards  map[string]*shard            // by address
+	routing chan struct{}                // closed when the slot map load in flight ends
+	closed  bool
 
 	flushMu sync.Mutex // one drain of refunds and updates at a time
 	wake    chan struct{}
 	quit    chan struct{}
 	wg      sync.WaitGroup
 
-	calls, reservations, leased, fallbacks, failures atomic.Int64
+	calls, reservations, leased, fallbacks, failures, outages atomic.Int64
 }
 
 var _ pacer.Store = (*Store)(nil)
@@ -213,12 +222,24 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 		keys:          make(map[string]*keyState),
 		refunds:       make(map[string]giveBack),
 		updates:       make(map[string]pacer.SharedState),
+		shards:        make(map[string]*shard),
 		fallback:      pacer.NewMemoryStore(),
 		wake:          make(chan struct{}, 1),
 		quit:          make(chan struct{}),
 	}
 	for _, o := range opts {
 		o(s)
+	}
+	switch c := client.(type) {
+	case *redis.ClusterClient:
+		s.unrouted = newShard("", nil)
+		s.shards[""] = s.unrouted
+	case *redis.Client:
+		s.single = newShard(c.Options().Addr, c)
+		s.shards[s.single.addr] = s.single
+	default: // Ring, or a client of the caller's own: probed through itself
+		s.single = newShard("", nil)
+		s.shards[""] = s.single
 	}
 	s.wg.Add(1)
 	go s.loop()
@@ -227,19 +248,27 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 
 // Stats counts what a Store did since New.
 type Stats struct {
-	Reservations int64   // Reserve calls answered (granted or refused)
-	Calls        int64   // Redis script calls, reservations, leases, refunds and publishes alike
-	Leased       int64   // reservations served from a local lease, without a Redis call
-	Fallbacks    int64   // reservations served by the local fallback limiter
-	Failures     int64   // Redis calls that failed
-	Down         bool    // Redis is considered unreachable now
-	Held         float64 // tokens booked in leases and not handed out yet
+	Reservations int64    // Reserve calls answered (granted or refused)
+	Calls        int64    // Redis script calls: reservations, leases, refunds, publishes and probes alike
+	Leased       int64    // reservations served from a local lease, without a Redis call
+	Fallbacks    int64    // reservations served by the local fallback limiter
+	Failures     int64    // Redis calls that failed
+	Outages      int64    // times a shard (the one Redis, or a cluster master) was found down
+	Down         bool     // some shard is considered unreachable now
+	DownShards   []string // the addresses of those shards, sorted
+	Held         float64  // tokens booked in leases and not handed out yet
 }
 
 // Stats returns the store's counters.
 func (s *Store) Stats() Stats {
 	s.mu.Lock()
-	down := s.down
+	var down []string
+	for _, sh := range s.shards {
+		if sh.down {
+			down = append(down, sh.addr)
+		}
+	}
+	slices.Sort(down)
 	keys := make([]*keyState, 0, len(s.keys))
 	for _, ks := range s.keys {
 		keys = append(keys, ks)
@@ -258,7 +287,9 @@ func (s *Store) Stats() Stats {
 		Leased:       s.leased.Load(),
 		Fallbacks:    s.fallbacks.Load(),
 		Failures:     s.failures.Load(),
-		Down:         down,
+		Outages:      s.outages.Load(),
+		Down:         len(down) > 0,
+		DownShards:   down,
 	}
 }
 
@@ -296,12 +327,13 @@ func (s *Store) Cancel(key string, r pacer.StoreRequest) {
 	if !(r.Tokens > 0) || math.IsInf(r.Tokens, 0) {
 		return
 	}
+	sh := s.shardOf(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return
 	}
-	if s.down {
+	if sh.down {
 		s.fallback.Cancel(key, s.scaled(r))
 		return
 	}
@@ -329,7 +361,7 @@ func intervalOf(limit pacer.Limit) float64 {
 
 // Publish implements [pacer.Store]. The update applies to this process at
 // once and reaches Redis in the background, moments later; updates made
-// while Redis is unreachable stay local.
+// while the key's shard is unreachable stay local.
 func (s *Store) Publish(ctx context.Context, key string, st pacer.SharedState) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -344,6 +376,7 @@ func (s *Store) Publish(ctx context.Context, key string, st pacer.SharedState) e
 	}
 	ks := s.keyState(key)
 	remnant := ks.learn(time.Now(), st)
+	sh := s.shardOf(key)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -351,7 +384,7 @@ func (s *Store) Publish(ctx context.Context, key string, st pacer.SharedState) e
 		return ErrClosed
 	}
 	_ = s.fallback.Publish(ctx, key, st)
-	if s.down {
+	if sh.down {
 		ks.sent()
 		return nil
 	}
@@ -399,59 +432,60 @@ func (s *Store) Close() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout*4)
 	defer cancel()
-	if s.isDown() {
-		return nil
-	}
 	return s.drain(ctx)
 }
 
 // reserveRedis books b for key with one script call, on a goroutine of its
-// own so that the caller can leave when ctx ends even if the client ignores
-// contexts (go-redis does unless ContextTimeoutEnabled). If the caller left
-// and tokens were booked, they are returned.
-func (s *Store) reserveRedis(ctx context.Context, key string, b booking) (reply, time.Time, error) {
-	type result struct {
-		r   reply
-		at  time.Time
-		err error
-	}
-	done := make(chan result, 1)
-	var left atomic.Bool
+// own so that the caller can leave when ctx ends, or when the key's shard is
+// found down meanwhile, even if the client ignores contexts (go-redis does
+// unless ContextTimeoutEnabled). If the caller left and tokens were booked,
+// they are returned.
+func (s *Store) reserveRedis(ctx context.Context, h health, key string, b booking) (reply, time.Time, error) {
+	const (
+		pending = iota
+		left    // the caller left: the call undoes its own booking
+		settled // the call ended first: a caller that leaves undoes it
+	)
+	var (
+		res   reply
+		at    time.Time
+		err   error
+		done  = make(chan struct{})
+		state atomic.Int32
+	)
+	booked := func() bool { return err == nil && res.ok && b.tokens > 0 && b.interval > 0 }
 	if !s.goAsync(func() {
 		opCtx, cancel := context.WithTimeout(context.Background(), s.timeout)
-		r, err := s.runReserve(opCtx, key, b)
+		res, err = s.runReserve(opCtx, s.client, h.sh.addr, key, b)
 		cancel()
+		at = time.Now()
 		if err != nil {
-			s.failed(err)
-		} else if left.Load() && r.ok && b.tokens > 0 && b.interval > 0 {
-			s.undo(key, b)
+			s.failed(h, key, err)
 		}
-		done <- result{r, time.Now(), err}
+		if !state.CompareAndSwap(pending, settled) && booked() {
+			s.undo(key, h.sh, b)
+		}
+		close(done)
 	}) {
 		return reply{}, time.Time{}, ErrClosed
 	}
-	select {
-	case res := <-done:
-		return res.r, res.at, res.err
-	case <-ctx.Done():
-		left.Store(true)
-		// If the call finished in the meantime, its result is ours to undo.
-		select {
-		case res := <-done:
-			if res.err == nil && res.r.ok && b.tokens > 0 && b.interval > 0 {
-				s.undo(key, b)
+	if werr := s.await(ctx, h, key, done); werr != nil {
+		if !state.CompareAndSwap(pending, left) {
+			<-done // settled: the result is ours to undo
+			if booked() {
+				s.undo(key, h.sh, b)
 			}
-		default:
 		}
-		return reply{}, time.Time{}, ctx.Err()
+		return reply{}, time.Time{}, werr
 	}
+	return res, at, err
 }
 
 // undo returns the tokens of a booking nobody will use.
-func (s *Store) undo(key string, b booking) {
+func (s *Store) undo(key string, sh *shard, b booking) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.closed && !s.down {
+	if !s.closed && !sh.down {
 		s.giveBackLocked(key, giveBack{tokens: b.tokens, secs: b.tokens * b.interval})
 	}
 }
@@ -467,22 +501,29 @@ func (s *Store) goAsync(fn func()) bool {
 	return true
 }
 
-// degraded answers a reservation while Redis is unreachable.
-func (s *Store) degraded(ctx context.Context, key string, r pacer.StoreRequest, cause error) (pacer.StoreGrant, error) {
+// degraded answers a reservation whose shard is unreachable, or whose call
+// failed with cause.
+func (s *Store) degraded(ctx context.Context, key string, r pacer.StoreRequest, sh *shard, cause error) (pacer.StoreGrant, error) {
 	s.mu.Lock()
-	closed, probeAt, fallback := s.closed, s.probeAt, s.fallback
+	closed, probeAt := s.closed, sh.probeAt
+	if cause == nil {
+		cause = sh.cause
+	}
 	s.mu.Unlock()
 	if closed {
 		return pacer.StoreGrant{}, ErrClosed
 	}
 	if s.mode == FailClosed {
 		if cause == nil {
-			cause = errors.New("redisstore: redis unreachable")
+			cause = &ShardError{Shard: sh.addr, Err: errors.New("unreachable")}
+		}
+		if !probeAt.After(time.Now()) {
+			probeAt = time.Now().Add(s.probeInterval)
 		}
 		return pacer.StoreGrant{}, &pacer.RateLimitError{Endpoint: key, RetryAt: probeAt, Err: cause}
 	}
 	s.fallbacks.Add(1)
-	return fallback.Reserve(ctx, key, s.scaled(r))
+	return s.fallback.Reserve(ctx, key, s.scaled(r))
 }
 
 func (s *Store) scaled(r pacer.StoreRequest) pacer.StoreRequest {
