@@ -27,7 +27,7 @@ type Cluster struct {
 // loaded test machine, which would otherwise get masters marked failed.
 const ClusterNodeTimeout = 2 * time.Second
 
-// StartCluster starts masters nodes, joins them into one cluster with the
+// StartCluster starts masters nodes (at least 3, as redis-cli requires), joins them into one cluster with the
 // slots split evenly, and waits until every node reports cluster_state:ok.
 // args are extra redis-server arguments for every node. By default the nodes
 // keep serving the slots they own while another master is down
