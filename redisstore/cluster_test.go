@@ -155,10 +155,12 @@ func testClusterOutage(t *testing.T, c *redistest.Cluster, mode redisstore.Failu
 		return out
 	}
 
+	stalls := meterStalls(t)
 	const perCall = 150 * time.Millisecond
 	var (
 		stop       atomic.Bool
-		outage     atomic.Bool
+		gate       sync.RWMutex // held for reading by each call: phases change between calls
+		outage     bool
 		counts     [2]outageCounts // [0] live keys, [1] keys on the killed master, during the outage
 		worst      atomic.Int64    // longest time past its context of any call
 		wg         sync.WaitGroup
@@ -169,6 +171,7 @@ func testClusterOutage(t *testing.T, c *redistest.Cluster, mode redisstore.Failu
 		wg.Go(func() {
 			for i := g; !stop.Load(); i++ {
 				key := fmt.Sprintf("k%d", i%48)
+				gate.RLock()
 				ctx, cancel := context.WithTimeout(context.Background(), perCall)
 				start := time.Now()
 				gr, err := s.Reserve(ctx, key, r)
@@ -178,7 +181,7 @@ func testClusterOutage(t *testing.T, c *redistest.Cluster, mode redisstore.Failu
 				}
 				var rle *pacer.RateLimitError
 				cl := &outageCounts{}
-				if outage.Load() {
+				if outage {
 					cl = &counts[0]
 					if isDead[key] {
 						cl = &counts[1]
@@ -196,6 +199,7 @@ func testClusterOutage(t *testing.T, c *redistest.Cluster, mode redisstore.Failu
 					cl.other.Add(1)
 					unexpected.Store(fmt.Sprint(err), true)
 				}
+				gate.RUnlock()
 				time.Sleep(time.Millisecond)
 			}
 		})
@@ -206,12 +210,16 @@ func testClusterOutage(t *testing.T, c *redistest.Cluster, mode redisstore.Failu
 		10*time.Second, time.Millisecond, "reservations use Redis while the cluster is up")
 	require.False(t, s.Stats().Down)
 
-	liveBefore := calls.count(prefixed(live))
-	outage.Store(true)
+	gate.Lock()
+	liveBefore, fallbacksBefore := calls.count(prefixed(live)), s.Stats().Fallbacks
+	outage = true
+	gate.Unlock()
 	victim.Kill()
 	time.Sleep(2 * time.Second) // the workload runs meanwhile
-	outage.Store(false)
-	liveRedis := calls.count(prefixed(live)) - liveBefore
+	gate.Lock()
+	outage = false
+	liveRedis, fallbacks := calls.count(prefixed(live))-liveBefore, s.Stats().Fallbacks-fallbacksBefore
+	gate.Unlock()
 	st := s.Stats()
 	victim.Restart()
 	c.WaitOK()
@@ -223,13 +231,15 @@ func testClusterOutage(t *testing.T, c *redistest.Cluster, mode redisstore.Failu
 	wg.Wait()
 
 	lv, dd := &counts[0], &counts[1]
-	liveFallbacks := lv.granted.Load() - int64(liveRedis)
+	// Every grant on a key of the killed master is a fallback: the rest are
+	// on live keys.
+	liveFallbacks := fallbacks - dd.granted.Load()
 	t.Logf("%v, during the 2 s outage: live-shard keys: %d calls, %d through Redis, %d fallbacks, %d refused, "+
 		"%d ended at their context; killed-shard keys: %d calls, %d granted, %d refused, %d ended at their context; "+
-		"warnings %d, worst overrun past the context %v; stats at the end of the outage %+v",
+		"warnings %d, worst overrun past the context %v (worst stall of the machine %v); stats at the end of the outage %+v",
 		mode, lv.calls.Load(), liveRedis, liveFallbacks, lv.refused.Load(), lv.ctxEnded.Load(),
 		dd.calls.Load(), dd.granted.Load(), dd.refused.Load(), dd.ctxEnded.Load(),
-		logs.count("level=WARN"), time.Duration(worst.Load()), st)
+		logs.count("level=WARN"), time.Duration(worst.Load()), stalls.worst(), st)
 	unexpected.Range(func(k, _ any) bool { t.Errorf("unexpected error: %v", k); return true })
 
 	assert.Zero(t, lv.refused.Load(), "no refusal on keys of live masters")
@@ -243,7 +253,38 @@ func testClusterOutage(t *testing.T, c *redistest.Cluster, mode redisstore.Failu
 		assert.Positive(t, dd.refused.Load(), "keys on the killed master are refused")
 		assert.Zero(t, dd.granted.Load())
 	}
-	assert.LessOrEqual(t, time.Duration(worst.Load()), 50*time.Millisecond, "no call outlives its context by more than 50 ms")
+	// A machine that stalls the test for longer stalls any code: the bound is
+	// 50 ms past the worst stall of a goroutine that only sleeps.
+	assert.LessOrEqual(t, time.Duration(worst.Load()), 50*time.Millisecond+stalls.worst(),
+		"no call outlives its context by more than 50 ms (worst stall of the machine: %v)", stalls.worst())
 	assert.Equal(t, 1, logs.count("level=WARN"), "one warning for the outage, no flapping:\n%s", logs.buf.String())
 	assert.Equal(t, 1, strings.Count(logs.buf.String(), "reachable again"))
+}
+
+// stallMeter measures how late a goroutine that sleeps 1 ms at a time wakes
+// up: on a loaded machine, the scheduler's stalls delay every call alike.
+type stallMeter struct{ max atomic.Int64 }
+
+func (m *stallMeter) worst() time.Duration { return time.Duration(m.max.Load()) }
+
+// meterStalls runs a stallMeter until the test ends.
+func meterStalls(t *testing.T) *stallMeter {
+	m := &stallMeter{}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			start := time.Now()
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			if late := int64(time.Since(start) - time.Millisecond); late > m.max.Load() {
+				m.max.Store(late)
+			}
+		}
+	})
+	t.Cleanup(func() { close(done); wg.Wait() })
+	return m
 }

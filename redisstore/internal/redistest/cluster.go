@@ -51,9 +51,17 @@ func StartCluster(t testing.TB, masters int, args ...string) *Cluster {
 		c.Nodes = append(c.Nodes, s)
 		create = append(create, s.Addr)
 	}
-	out, err := exec.Command(cli, append(create, "--cluster-yes")...).CombinedOutput()
+	// redis-cli waits for the nodes to agree with no end of its own.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, cli, append(create, "--cluster-yes")...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("redistest: redis-cli --cluster create: %v\n%s", err, out)
+		var views []string
+		for _, s := range c.Nodes {
+			v, err := s.do("CLUSTER", "NODES")
+			views = append(views, fmt.Sprintf("%s: %v %v", s.Addr, v, err))
+		}
+		t.Fatalf("redistest: redis-cli --cluster create: %v\n%s\nnodes:\n%s", err, out, strings.Join(views, "\n"))
 	}
 	c.WaitOK()
 	return c
