@@ -244,7 +244,7 @@ func (s *Store) probe(sh *shard) {
 	gen, key, node := sh.gen, sh.probeKey, sh.node
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
-	err := s.ask(ctx, sh, key, node)
+	movedTo, err := s.ask(ctx, sh, key, node)
 	cancel()
 
 	s.mu.Lock()
@@ -263,31 +263,51 @@ func (s *Store) probe(sh *shard) {
 	sh.gen++
 	sh.downCh = make(chan struct{})
 	sh.cause = nil
+	if movedTo != "" {
+		s.logger.Info("redisstore: the keys of this Redis shard have another master now, sharing quotas",
+			"shard", sh.addr, "master", movedTo)
+		return
+	}
 	s.logger.Info("redisstore: Redis reachable again, sharing quotas", "shard", sh.addr)
 }
 
-// ask is the probe's question to sh; nil means the shard serves its keys.
-func (s *Store) ask(ctx context.Context, sh *shard, key string, node *redis.Client) error {
+// ask is the probe's question to sh: a nil error means the shard serves its
+// keys, or they have moved to another master (movedTo).
+func (s *Store) ask(ctx context.Context, sh *shard, key string, node *redis.Client) (movedTo string, err error) {
 	if sh == s.unrouted {
-		return s.loadSlots(ctx)
+		return "", s.loadSlots(ctx)
 	}
-	if sh != s.single && s.shardOf(key) != sh {
+	if cur := s.shardOf(key); sh != s.single && cur != sh {
 		// The key's slot has another master now (a replica took over, or it
 		// was resharded): its keys have left this shard.
-		return nil
+		return cur.addr, nil
 	}
 	var c redis.Scripter = s.client
 	if node != nil {
 		// A refused dial fails the probe at once, without the client's dial
 		// retries.
 		if err := s.dial(node.Options()); err != nil {
-			return err
+			s.reloadSlots()
+			return "", err
 		}
 		c = node
 	}
-	_, err := s.runReserve(ctx, c, sh.addr, key, booking{maxWait: -1})
+	_, err = s.runReserve(ctx, c, sh.addr, key, booking{maxWait: -1})
 	if errors.Is(err, ErrRedirected) {
-		return nil // the node answers, and the slot has moved on: the client follows it
+		return "", nil // the node answers, and the slot has moved on: the client follows it
 	}
-	return err
+	if err != nil {
+		s.reloadSlots()
+	}
+	return "", err
+}
+
+// reloadSlots has a cluster client reload its slot map in the background.
+// A client reloads it by itself on MOVED or ASK answers, and otherwise only
+// every 10 s; but while a master is down the store sends it nothing but
+// probes, which would not learn of a replica that took over until then.
+func (s *Store) reloadSlots() {
+	if cc, ok := s.client.(*redis.ClusterClient); ok {
+		cc.ReloadState(context.Background())
+	}
 }

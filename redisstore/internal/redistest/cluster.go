@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,13 +13,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Cluster is a Redis Cluster of masters without replicas, each a Server on
-// free loopback ports (client and bus), created with `redis-cli --cluster
-// create`.
+// Cluster is a Redis Cluster of masters (with or without a replica each),
+// each node a Server on free loopback ports (client and bus), created with
+// `redis-cli --cluster create`.
 type Cluster struct {
 	Nodes []*Server
 
-	t testing.TB
+	t        testing.TB
+	replicas int // in all
 }
 
 // ClusterNodeTimeout is the cluster-node-timeout of the nodes: how long a
@@ -36,16 +38,29 @@ const ClusterNodeTimeout = 2 * time.Second
 // (CLUSTERDOWN) once a master is marked failed.
 func StartCluster(t testing.TB, masters int, args ...string) *Cluster {
 	t.Helper()
+	return startCluster(t, masters, 0, args)
+}
+
+// StartClusterWithReplicas is StartCluster with one replica per master,
+// which takes over when its master fails (ClusterNodeTimeout after the
+// master stops answering, and a second or so of election).
+func StartClusterWithReplicas(t testing.TB, masters int, args ...string) *Cluster {
+	t.Helper()
+	return startCluster(t, masters, 1, args)
+}
+
+func startCluster(t testing.TB, masters, replicas int, args []string) *Cluster {
+	t.Helper()
 	cli := lookPath(t, "REDIS_CLI", "redis-cli")
-	c := &Cluster{t: t}
+	c := &Cluster{t: t, replicas: masters * replicas}
 	nodeArgs := append([]string{
 		"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 		"--cluster-port", "{bus}",
 		"--cluster-node-timeout", strconv.Itoa(int(ClusterNodeTimeout.Milliseconds())),
 		"--cluster-require-full-coverage", "no",
 	}, args...)
-	create := []string{"--cluster", "create"}
-	for range masters {
+	create := []string{"--cluster", "create", "--cluster-replicas", strconv.Itoa(replicas)}
+	for range masters * (1 + replicas) {
 		s := start(t, nodeArgs)
 		t.Cleanup(s.Kill)
 		c.Nodes = append(c.Nodes, s)
@@ -56,12 +71,7 @@ func StartCluster(t testing.TB, masters int, args ...string) *Cluster {
 	defer cancel()
 	out, err := exec.CommandContext(ctx, cli, append(create, "--cluster-yes")...).CombinedOutput()
 	if err != nil {
-		var views []string
-		for _, s := range c.Nodes {
-			v, err := s.do("CLUSTER", "NODES")
-			views = append(views, fmt.Sprintf("%s: %v %v", s.Addr, v, err))
-		}
-		t.Fatalf("redistest: redis-cli --cluster create: %v\n%s\nnodes:\n%s", err, out, strings.Join(views, "\n"))
+		t.Fatalf("redistest: redis-cli --cluster create: %v\n%s\nnodes:\n%s", err, out, c.Describe())
 	}
 	c.WaitOK()
 	return c
@@ -95,7 +105,10 @@ func (c *Cluster) Node(addr string) *Server {
 }
 
 // WaitOK waits until every node answers and reports cluster_state:ok, with
-// all of them agreeing on who owns each slot; it fails the test after 20 s.
+// all of them agreeing on who owns each slot and knowing every replica as
+// one, and every replica in sync with its master; it fails the test after
+// 20 s. (Replicas learn their role after the slots are assigned: a master
+// killed before the others know its replica as one is not failed over.)
 func (c *Cluster) WaitOK() {
 	c.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
@@ -125,6 +138,20 @@ func (c *Cluster) notOK() string {
 		if err != nil {
 			return fmt.Sprintf("%s: %v", s.Addr, err)
 		}
+		nodes, err := s.do("CLUSTER", "NODES")
+		if err != nil {
+			return fmt.Sprintf("%s: %v", s.Addr, err)
+		}
+		if n := countReplicas(nodes.(string)); n != c.replicas {
+			return fmt.Sprintf("%s knows %d replicas of %d", s.Addr, n, c.replicas)
+		}
+		repl, err := s.do("INFO", "replication")
+		if err != nil {
+			return fmt.Sprintf("%s: %v", s.Addr, err)
+		}
+		if r := repl.(string); strings.Contains(r, "role:slave") && !strings.Contains(r, "master_link_status:up") {
+			return s.Addr + ": replica not in sync"
+		}
 		view := fmt.Sprint(slots)
 		if first == "" {
 			first = view
@@ -133,6 +160,28 @@ func (c *Cluster) notOK() string {
 		}
 	}
 	return ""
+}
+
+// Describe returns each node's CLUSTER NODES, for a test's failure message.
+func (c *Cluster) Describe() string {
+	var views []string
+	for _, s := range c.Nodes {
+		v, err := s.do("CLUSTER", "NODES")
+		views = append(views, fmt.Sprintf("%s: %v %v", s.Addr, v, err))
+	}
+	return strings.Join(views, "\n")
+}
+
+// countReplicas counts the replicas in a CLUSTER NODES answer: lines whose
+// flags (the third field) say slave.
+func countReplicas(nodes string) int {
+	n := 0
+	for line := range strings.Lines(nodes) {
+		if f := strings.Fields(line); len(f) > 2 && slices.Contains(strings.Split(f[2], ","), "slave") {
+			n++
+		}
+	}
+	return n
 }
 
 // ID returns the node's cluster node ID.
