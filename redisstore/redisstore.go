@@ -1,7 +1,7 @@
 // Package redisstore is a [pacer.Store] on Redis: processes that use one
-// Redis (and one key prefix) share their rate-limit buckets, learned limits
-// and Retry-After pauses, so N replicas calling one API with one key pace
-// against one quota instead of overshooting it N-fold.
+// Redis, or one Redis Cluster (and one key prefix), share their rate-limit
+// buckets, learned limits and Retry-After pauses, so N replicas calling one
+// API with one key pace against one quota instead of overshooting it N-fold.
 //
 // Each reservation is one Lua script run (GCRA, atomic, on the Redis clock;
 // loaded once and called by its SHA). At high rates a process books a lease
@@ -11,16 +11,45 @@
 // and those left unused by the end of the lease go back to the bucket. Keys
 // expire once idle.
 //
-// When Redis is unreachable the store either falls back to a local limiter
-// per process ([FailOpen], the default: it warns once and switches back by
-// itself when Redis answers again) or refuses requests with a
-// *pacer.RateLimitError wrapping the Redis error ([FailClosed]). No call
-// blocks longer than its context: each Redis call also has its own timeout
-// ([WithTimeout]).
+// # Key layout and Redis Cluster
+//
+// Each store key (an endpoint) is one Redis hash, named prefix + key
+// ([WithPrefix]), and every script touches that one key, so the store works
+// unchanged on a *redis.ClusterClient: the key's hash slot, and so its
+// master, comes from the whole name, and endpoints spread over the masters.
+// Keep braces out of the prefix: when a name has a {…} hash tag, Redis
+// computes the slot from the tag alone, so a prefix such as "{pacer}:" puts
+// every key on one slot,
+// hence one master, which then carries all the load and takes every key
+// down with it. (Keys that contain braces themselves, such as URL templates,
+// group by the braced text the same way.)
+//
+// # Failures
+//
+// The store tracks the health of each shard: the master that owns a key's
+// slot, or the one Redis of a plain client. While a shard is unreachable, the
+// keys on it either fall back to a local limiter per process ([FailOpen], the
+// default: it warns once per outage and switches back by itself when the
+// shard answers again) or are refused with a *pacer.RateLimitError wrapping
+// a *[ShardError] ([FailClosed]); keys on the other masters keep using Redis.
+// A master that refuses connections is noticed within milliseconds, one that
+// stalls after [WithTimeout]. Probes ask the failed master itself, with a
+// keyed command ([WithProbeInterval]). No call blocks longer than its
+// context: each Redis call also has its own timeout.
+//
+// On a cluster, a replica that takes over a failed master brings its keys
+// back to Redis within moments. With Redis's default
+// cluster-require-full-coverage yes, though, the whole cluster refuses keyed
+// commands (CLUSTERDOWN, [ErrClusterDown]) once it has marked a master
+// failed (after cluster-node-timeout), so every key falls back until the
+// master is back or replaced; set cluster-require-full-coverage no to keep
+// the other masters serving. While a slot moves between masters the client
+// follows the MOVED and ASK redirections, and each bucket moves with its key.
 //
 // Usage, with the Transport sharing every endpoint's quota:
 //
 //	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+//	// or: rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"10.0.0.1:6379", "10.0.0.2:6379"}})
 //	store := redisstore.New(rdb)
 //	defer store.Close()
 //	client := &http.Client{Transport: pacer.NewTransport(nil, pacer.WithStore(store))}
@@ -54,15 +83,17 @@ const (
 // ErrClosed is returned by calls on a Store after Close.
 var ErrClosed = errors.New("redisstore: store closed")
 
-// FailureMode says what a Store does while Redis is unreachable.
+// FailureMode says what a Store does with the keys of a shard (the one Redis,
+// or a cluster master) while it is unreachable.
 type FailureMode int
 
 const (
 	// FailOpen paces each process with a local limiter at
-	// [WithFallbackShare] of the limit until Redis answers again.
+	// [WithFallbackShare] of the limit until the shard answers again.
 	FailOpen FailureMode = iota
 	// FailClosed refuses reservations with a *pacer.RateLimitError whose Err
-	// is the Redis error and whose RetryAt is the next reconnection attempt.
+	// is a *[ShardError] (what failed, on which master) and whose RetryAt is
+	// the shard's next probe.
 	FailClosed
 )
 
@@ -80,13 +111,15 @@ func (m FailureMode) String() string {
 type Option func(*Store)
 
 // WithPrefix sets the prefix of every Redis key the store writes (default
-// [DefaultPrefix]); stores with different prefixes share nothing.
+// [DefaultPrefix]); stores with different prefixes share nothing. On a Redis
+// Cluster, keep braces out of it: a {…} hash tag in the prefix puts every key
+// on one master.
 func WithPrefix(prefix string) Option {
 	return func(s *Store) { s.prefix = prefix }
 }
 
 // WithTimeout bounds each Redis call (default [DefaultTimeout]). A call that
-// takes longer counts as a Redis failure.
+// takes longer counts as a failure of the key's shard ([ErrTimeout]).
 func WithTimeout(d time.Duration) Option {
 	if d <= 0 {
 		panic(fmt.Sprintf("redisstore: WithTimeout(%v): timeout must be > 0", d))
@@ -124,8 +157,8 @@ func WithMaxLease(n int) Option {
 	return func(s *Store) { s.maxLease = float64(n) }
 }
 
-// WithFailureMode sets what happens while Redis is unreachable (default
-// [FailOpen]).
+// WithFailureMode sets what happens to the keys of a shard while it is
+// unreachable (default [FailOpen]).
 func WithFailureMode(m FailureMode) Option {
 	if m != FailOpen && m != FailClosed {
 		panic(fmt.Sprintf("redisstore: WithFailureMode(%v): unknown mode", m))
@@ -134,8 +167,10 @@ func WithFailureMode(m FailureMode) Option {
 }
 
 // WithFallbackShare sets the fraction of each limit (and burst) a process
-// uses on its own while Redis is unreachable in [FailOpen] mode, in (0, 1];
-// default 1. With N processes, 1/N keeps their sum within the quota.
+// uses on its own while the key's shard is unreachable in [FailOpen] mode, in
+// (0, 1]; default 1. With N processes, 1/N keeps their sum within the quota.
+// The local buckets last across outages: a shard that fails again moments
+// after it came back does not hand out a fresh burst.
 func WithFallbackShare(f float64) Option {
 	if !(f > 0 && f <= 1) {
 		panic(fmt.Sprintf("redisstore: WithFallbackShare(%v): share must be in (0, 1]", f))
@@ -143,8 +178,11 @@ func WithFallbackShare(f float64) Option {
 	return func(s *Store) { s.share = f }
 }
 
-// WithProbeInterval sets how often an unreachable Redis is tried again
-// (default [DefaultProbeInterval]).
+// WithProbeInterval sets how often an unreachable shard is tried again
+// (default [DefaultProbeInterval]). A probe runs the reservation script,
+// booking nothing, on a key of that shard, sent to its master alone: a PING
+// would prove nothing on a cluster, where another node may answer it, and
+// where a master answers it even while it refuses keyed commands.
 func WithProbeInterval(d time.Duration) Option {
 	if d <= 0 {
 		panic(fmt.Sprintf("redisstore: WithProbeInterval(%v): interval must be > 0", d))
@@ -152,7 +190,7 @@ func WithProbeInterval(d time.Duration) Option {
 	return func(s *Store) { s.probeInterval = d }
 }
 
-// WithLogger sets where the store reports losing and regaining Redis
+// WithLogger sets where the store reports losing and regaining each shard
 // (default slog.Default()).
 func WithLogger(l *slog.Logger) Option {
 	if l == nil {
@@ -203,8 +241,10 @@ type Store struct {
 
 var _ pacer.Store = (*Store)(nil)
 
-// New returns a Store on client. It talks to Redis only when used; the
-// client stays owned by the caller (Close does not close it).
+// New returns a Store on client: a *redis.Client, a *redis.ClusterClient
+// (health per master), or any other UniversalClient (one health for all
+// keys). It talks to Redis only when used; the client stays owned by the
+// caller (Close does not close it).
 func New(client redis.UniversalClient, opts ...Option) *Store {
 	if client == nil {
 		panic("redisstore: New(nil client)")
@@ -252,7 +292,7 @@ type Stats struct {
 	Calls        int64    // Redis script calls: reservations, leases, refunds, publishes and probes alike
 	Leased       int64    // reservations served from a local lease, without a Redis call
 	Fallbacks    int64    // reservations served by the local fallback limiter
-	Failures     int64    // Redis calls that failed
+	Failures     int64    // Redis calls that failed, and connection checks a master refused
 	Outages      int64    // times a shard (the one Redis, or a cluster master) was found down
 	Down         bool     // some shard is considered unreachable now
 	DownShards   []string // the addresses of those shards, sorted
