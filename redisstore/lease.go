@@ -227,7 +227,9 @@ func (s *Store) runFetch(h health, key string, ks *keyState, f *fetch, b booking
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
 	f.r, f.origin, f.err = r, origin, err
-	ks.inflight = nil
+	if ks.inflight == f { // a caller that gave up on a down shard may have started another
+		ks.inflight = nil
+	}
 	close(f.done)
 	if err != nil {
 		return

@@ -19,10 +19,9 @@
 // master, comes from the whole name, and endpoints spread over the masters.
 // Keep braces out of the prefix: when a name has a {…} hash tag, Redis
 // computes the slot from the tag alone, so a prefix such as "{pacer}:" puts
-// every key on one slot,
-// hence one master, which then carries all the load and takes every key
-// down with it. (Keys that contain braces themselves, such as URL templates,
-// group by the braced text the same way.)
+// every key on one slot, hence one master, which then carries all the load
+// and takes every key down with it. (Keys that contain braces themselves,
+// such as URL templates, group by the braced text the same way.)
 //
 // # Failures
 //
