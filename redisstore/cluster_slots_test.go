@@ -210,7 +210,7 @@ func TestClusterDownIsNotMistakenForHealth(t *testing.T) {
 		}
 		return down == 2
 	}, 5*redistest.ClusterNodeTimeout, 20*time.Millisecond, "the live masters' keys are refused with CLUSTERDOWN once the cluster is down")
-	t.Logf("cluster down %v after the kill", time.Since(start).Round(time.Millisecond))
+	t.Logf("cluster down %v after the kill; log:\n%s", time.Since(start).Round(time.Millisecond), logs.buf.String())
 
 	// 20 probe intervals: the live masters answer PING, but not keyed
 	// commands; their probes must not bring them back.

@@ -149,8 +149,10 @@ func (s *Store) loadSlots(ctx context.Context) error {
 
 // await waits until done is closed (nil), ctx ends (its error), or the shard
 // of h goes down (the failure that took it down). A call still pending after
-// refusedCheckAfter has its master checked for refused connections, so that
-// a dead master is noticed at once rather than after the store's timeout.
+// refusedCheckAfter has its master checked for refused connections, and
+// again every dialCheckSpacing (a check made for another call moments before
+// the master died proves nothing), so that a dead master is noticed at once
+// rather than after the store's timeout.
 func (s *Store) await(ctx context.Context, h health, key string, done <-chan struct{}) error {
 	timer := time.NewTimer(min(refusedCheckAfter, s.timeout/4))
 	defer timer.Stop()
@@ -169,6 +171,7 @@ func (s *Store) await(ctx context.Context, h health, key string, done <-chan str
 			return s.healthOf(h.sh).causeOr(errors.New("redisstore: Redis unreachable"))
 		case <-timer.C:
 			s.checkRefused(h, key)
+			timer.Reset(dialCheckSpacing)
 		}
 	}
 }
