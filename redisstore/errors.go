@@ -35,8 +35,8 @@ var (
 // client's own error.
 type ShardError struct {
 	// Shard is the host:port of the master that owns the key's slot (of the
-	// one Redis for a client without shards); "" when a cluster client could
-	// not load the slot map.
+	// one Redis for a plain client); "" when a cluster client could not load
+	// its slot map, or for a client with no one address (a Ring).
 	Shard string
 	// Kind is ErrRefused, ErrTimeout, ErrClusterDown or ErrRedirected; nil
 	// for any other failure.

@@ -294,7 +294,7 @@ type Stats struct {
 	Failures     int64    // Redis calls that failed, and connection checks a master refused
 	Outages      int64    // times a shard (the one Redis, or a cluster master) was found down
 	Down         bool     // some shard is considered unreachable now
-	DownShards   []string // the addresses of those shards, sorted
+	DownShards   []string // their addresses, sorted ("": a cluster's slot map could not be loaded)
 	Held         float64  // tokens booked in leases and not handed out yet
 }
 
