@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -22,6 +23,33 @@ func ExampleNew() {
 
 	client := &http.Client{Transport: pacer.NewTransport(nil, pacer.WithStore(store))}
 	resp, err := client.Get("https://api.example.com/v1/items")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+}
+
+// On a Redis Cluster, each endpoint's bucket lives on the master that owns
+// its key's slot; when a master fails, only the endpoints on it fall back
+// (or are refused, with FailClosed), and the others keep sharing their quota.
+// The prefix has no {…} hash tag: one would put every key on one master.
+func ExampleNew_cluster() {
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs: []string{"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"},
+	})
+	defer rdb.Close()
+	store := redisstore.New(rdb, redisstore.WithPrefix("myapp:pacer:"),
+		redisstore.WithFailureMode(redisstore.FailClosed))
+	defer store.Close()
+
+	client := &http.Client{Transport: pacer.NewTransport(nil, pacer.WithStore(store))}
+	resp, err := client.Get("https://api.example.com/v1/items")
+	var se *redisstore.ShardError
+	if errors.As(err, &se) && errors.Is(se, redisstore.ErrRefused) {
+		fmt.Println("the master of this endpoint's slot is down:", se.Shard)
+		return
+	}
 	if err != nil {
 		fmt.Println(err)
 		return

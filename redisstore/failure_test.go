@@ -263,3 +263,95 @@ func TestClosedStoreRefusesWork(t *testing.T) {
 	assert.ErrorIs(t, s.Publish(context.Background(), "k", pacer.SharedState{Pause: time.Second}), redisstore.ErrClosed)
 	s.Cancel("k", pacer.StoreRequest{Tokens: 1, Limit: 1, Burst: 1}) // no-op, no panic
 }
+
+// TestErrorsSayWhatHappened checks the kind of each failure: a dead Redis
+// refuses connections (noticed within milliseconds, not after the timeout or
+// the client's 5 dials 100 ms apart), a stalled one does not answer in time,
+// and a master asked about a slot it does not own redirects.
+func TestErrorsSayWhatHappened(t *testing.T) {
+	r := pacer.StoreRequest{Tokens: 1, Limit: 1, Burst: 1}
+	reserve := func(t *testing.T, s *redisstore.Store, key string) (*redisstore.ShardError, time.Duration) {
+		t.Helper()
+		start := time.Now()
+		_, err := s.Reserve(context.Background(), key, r)
+		took := time.Since(start)
+		var rle *pacer.RateLimitError
+		require.ErrorAs(t, err, &rle)
+		var se *redisstore.ShardError
+		require.ErrorAs(t, rle.Err, &se)
+		return se, took
+	}
+	t.Run("Refused", func(t *testing.T) {
+		srv := redistest.Start(t)
+		s := newStore(t, srv, redisstore.WithPrefix(uniquePrefix()), redisstore.WithFailureMode(redisstore.FailClosed),
+			redisstore.WithTimeout(time.Second), redisstore.WithProbeInterval(time.Hour))
+		srv.Kill()
+		se, took := reserve(t, s, "k")
+		assert.ErrorIs(t, se, redisstore.ErrRefused)
+		assert.Equal(t, srv.Addr, se.Shard)
+		assert.Less(t, took, 250*time.Millisecond, "a refused connection fails fast, not after the 1 s timeout")
+		assert.Contains(t, se.Error(), "connection refused")
+	})
+	t.Run("Timeout", func(t *testing.T) {
+		srv := redistest.Start(t)
+		s := newStore(t, srv, redisstore.WithPrefix(uniquePrefix()), redisstore.WithFailureMode(redisstore.FailClosed),
+			redisstore.WithTimeout(200*time.Millisecond), redisstore.WithProbeInterval(time.Hour))
+		srv.Freeze()
+		defer srv.Thaw()
+		se, took := reserve(t, s, "k")
+		assert.ErrorIs(t, se, redisstore.ErrTimeout)
+		assert.NotErrorIs(t, se, context.DeadlineExceeded, "a slow Redis is not the caller's deadline")
+		assert.GreaterOrEqual(t, took, 200*time.Millisecond)
+		srv.Thaw()
+	})
+	t.Run("Redirected", func(t *testing.T) {
+		c := redistest.StartCluster(t, 3)
+		cc := c.Client(t)
+		prefix := uniquePrefix()
+		// A plain client on the master that does not own the key's slot: it
+		// answers MOVED, and follows no redirection.
+		other := c.Nodes[0]
+		if masterOf(t, cc, prefix+"k") == other.Addr {
+			other = c.Nodes[1]
+		}
+		s := newStore(t, &redistest.Server{Addr: other.Addr}, redisstore.WithPrefix(prefix),
+			redisstore.WithFailureMode(redisstore.FailClosed), redisstore.WithLeaseWindow(0))
+		se, _ := reserve(t, s, "k")
+		assert.ErrorIs(t, se, redisstore.ErrRedirected)
+		assert.Contains(t, se.Error(), "MOVED")
+		assert.False(t, s.Stats().Down, "a redirection says nothing about the master's health")
+	})
+}
+
+// TestFallbackKeepsItsStateAcrossOutages: a Redis that flaps must not hand
+// out the fallback's full burst at each failure. At 0.5 tokens per second
+// with a burst of 4, the first outage spends the burst; the second, a moment
+// later, finds it still spent.
+func TestFallbackKeepsItsStateAcrossOutages(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newStore(t, srv, redisstore.WithPrefix(uniquePrefix()), redisstore.WithTimeout(time.Second),
+		redisstore.WithProbeInterval(20*time.Millisecond))
+	r := pacer.StoreRequest{Tokens: 1, Limit: 0.5, Burst: 4}
+	immediate := func() int {
+		n := 0
+		for range 4 {
+			g, err := s.Reserve(context.Background(), "k", r)
+			require.NoError(t, err)
+			if g.OK && g.Delay == 0 {
+				n++
+			}
+		}
+		return n
+	}
+	srv.Kill()
+	first := time.Now()
+	assert.Equal(t, 4, immediate(), "the first outage starts with the full burst")
+	require.True(t, s.Stats().Down)
+	srv.Restart()
+	require.Eventually(t, func() bool { return !s.Stats().Down }, 5*time.Second, 5*time.Millisecond)
+	srv.Kill()
+	n := immediate()
+	allowed := int(time.Since(first).Seconds()*0.5) + 1 // refilled since the first outage, rounded up
+	assert.LessOrEqual(t, n, allowed, "the second outage finds the burst spent")
+	assert.EqualValues(t, 2, s.Stats().Outages)
+}

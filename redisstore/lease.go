@@ -82,9 +82,13 @@ func (s *Store) keyState(key string) *keyState {
 }
 
 // reserve serves r from the lease of key, or books in Redis (a lease sized to
-// local demand when leases are on), or falls back when Redis is down.
-// maxWait < 0 means unbounded.
+// local demand when leases are on), or falls back when the key's shard is
+// down. maxWait < 0 means unbounded.
 func (s *Store) reserve(ctx context.Context, key string, r pacer.StoreRequest, maxWait time.Duration) (pacer.StoreGrant, error) {
+	s.route(ctx)
+	if err := ctx.Err(); err != nil {
+		return pacer.StoreGrant{}, err
+	}
 	ks := s.keyState(key)
 	interval := 0.0
 	if r.Limit != pacer.Inf {
@@ -118,21 +122,25 @@ func (s *Store) reserve(ctx context.Context, key string, r pacer.StoreRequest, m
 		}
 		if leasing && ks.inflight != nil {
 			f := ks.inflight
+			h := s.healthOf(s.shardOf(key))
 			ks.mu.Unlock()
-			select {
-			case <-f.done:
-			case <-ctx.Done():
+			err := s.await(ctx, h, key, f.done)
+			if err != nil && ctx.Err() != nil {
 				return pacer.StoreGrant{}, ctx.Err()
 			}
 			ks.mu.Lock()
 			now = time.Now()
+			if err != nil {
+				break // the shard is down: no use waiting for the fetch
+			}
 			continue
 		}
 		break
 	}
-	if s.isDown() {
+	h := s.healthOf(s.shardOf(key))
+	if h.down {
 		ks.mu.Unlock()
-		return s.degraded(ctx, key, r, nil)
+		return s.degraded(ctx, key, r, h.sh, nil)
 	}
 	b := booking{tokens: r.Tokens, burst: r.Burst, maxWait: maxWait, first: r.Tokens}
 	if book {
@@ -146,12 +154,12 @@ func (s *Store) reserve(ctx context.Context, key string, r pacer.StoreRequest, m
 
 	if !leasing {
 		ks.mu.Unlock()
-		res, origin, err := s.reserveRedis(ctx, key, b)
+		res, origin, err := s.reserveRedis(ctx, h, key, b)
 		if err != nil {
 			if ctx.Err() != nil {
 				return pacer.StoreGrant{}, ctx.Err()
 			}
-			return s.degraded(ctx, key, r, err)
+			return s.degraded(ctx, key, r, h.sh, err)
 		}
 		ks.mu.Lock()
 		ks.read(origin, res)
@@ -163,16 +171,14 @@ func (s *Store) reserve(ctx context.Context, key string, r pacer.StoreRequest, m
 	f := &fetch{done: make(chan struct{}), first: r.Tokens}
 	ks.inflight = f
 	ks.mu.Unlock()
-	if !s.goAsync(func() { s.runFetch(key, ks, f, b, r.Limit) }) {
+	if !s.goAsync(func() { s.runFetch(h, key, ks, f, b, r.Limit) }) {
 		ks.mu.Lock()
 		ks.inflight = nil
 		close(f.done)
 		ks.mu.Unlock()
 		return pacer.StoreGrant{}, ErrClosed
 	}
-	select {
-	case <-f.done:
-	case <-ctx.Done():
+	if err := s.await(ctx, h, key, f.done); err != nil && ctx.Err() != nil {
 		ks.mu.Lock()
 		select {
 		case <-f.done: // finished meanwhile: the starter's tokens were taken for it
@@ -186,9 +192,19 @@ func (s *Store) reserve(ctx context.Context, key string, r pacer.StoreRequest, m
 		}
 		ks.mu.Unlock()
 		return pacer.StoreGrant{}, ctx.Err()
+	} else if err != nil { // the shard went down
+		ks.mu.Lock()
+		select {
+		case <-f.done: // finished meanwhile: its answer stands
+		default:
+			f.abandoned = true
+			ks.mu.Unlock()
+			return s.degraded(ctx, key, r, h.sh, err)
+		}
+		ks.mu.Unlock()
 	}
 	if f.err != nil {
-		return s.degraded(ctx, key, r, f.err)
+		return s.degraded(ctx, key, r, h.sh, f.err)
 	}
 	ks.mu.Lock()
 	g := ks.grant(time.Now(), f.origin, f.r, r.Tokens, interval)
@@ -199,19 +215,21 @@ func (s *Store) reserve(ctx context.Context, key string, r pacer.StoreRequest, m
 // runFetch books b in Redis and installs the result as the key's lease, even
 // if every caller waiting for it has left: the tokens then serve the next
 // ones, or go back at the lease's deadline.
-func (s *Store) runFetch(key string, ks *keyState, f *fetch, b booking, limit pacer.Limit) {
+func (s *Store) runFetch(h health, key string, ks *keyState, f *fetch, b booking, limit pacer.Limit) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
-	r, err := s.runReserve(ctx, key, b)
+	r, err := s.runReserve(ctx, s.client, h.sh.addr, key, b)
 	cancel()
 	origin := time.Now()
 	if err != nil {
-		s.failed(err)
+		s.failed(h, key, err)
 	}
 
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
 	f.r, f.origin, f.err = r, origin, err
-	ks.inflight = nil
+	if ks.inflight == f { // a caller that gave up on a down shard may have started another
+		ks.inflight = nil
+	}
 	close(f.done)
 	if err != nil {
 		return

@@ -1,7 +1,7 @@
 // Package redisstore is a [pacer.Store] on Redis: processes that use one
-// Redis (and one key prefix) share their rate-limit buckets, learned limits
-// and Retry-After pauses, so N replicas calling one API with one key pace
-// against one quota instead of overshooting it N-fold.
+// Redis, or one Redis Cluster (and one key prefix), share their rate-limit
+// buckets, learned limits and Retry-After pauses, so N replicas calling one
+// API with one key pace against one quota instead of overshooting it N-fold.
 //
 // Each reservation is one Lua script run (GCRA, atomic, on the Redis clock;
 // loaded once and called by its SHA). At high rates a process books a lease
@@ -11,16 +11,44 @@
 // and those left unused by the end of the lease go back to the bucket. Keys
 // expire once idle.
 //
-// When Redis is unreachable the store either falls back to a local limiter
-// per process ([FailOpen], the default: it warns once and switches back by
-// itself when Redis answers again) or refuses requests with a
-// *pacer.RateLimitError wrapping the Redis error ([FailClosed]). No call
-// blocks longer than its context: each Redis call also has its own timeout
-// ([WithTimeout]).
+// # Key layout and Redis Cluster
+//
+// Each store key (an endpoint) is one Redis hash, named prefix + key
+// ([WithPrefix]), and every script touches that one key, so the store works
+// unchanged on a *redis.ClusterClient: the key's hash slot, and so its
+// master, comes from the whole name, and endpoints spread over the masters.
+// Keep braces out of the prefix: when a name has a {…} hash tag, Redis
+// computes the slot from the tag alone, so a prefix such as "{pacer}:" puts
+// every key on one slot, hence one master, which then carries all the load
+// and takes every key down with it. (Keys that contain braces themselves,
+// such as URL templates, group by the braced text the same way.)
+//
+// # Failures
+//
+// The store tracks the health of each shard: the master that owns a key's
+// slot, or the one Redis of a plain client. While a shard is unreachable, the
+// keys on it either fall back to a local limiter per process ([FailOpen], the
+// default: it warns once per outage and switches back by itself when the
+// shard answers again) or are refused with a *pacer.RateLimitError wrapping
+// a *[ShardError] ([FailClosed]); keys on the other masters keep using Redis.
+// A master that refuses connections is noticed within milliseconds, one that
+// stalls after [WithTimeout]. Probes ask the failed master itself, with a
+// keyed command ([WithProbeInterval]). No call blocks longer than its
+// context: each Redis call also has its own timeout.
+//
+// On a cluster, a replica that takes over a failed master brings its keys
+// back to Redis within moments. With Redis's default
+// cluster-require-full-coverage yes, though, the whole cluster refuses keyed
+// commands (CLUSTERDOWN, [ErrClusterDown]) once it has marked a master
+// failed (after cluster-node-timeout), so every key falls back until the
+// master is back or replaced; set cluster-require-full-coverage no to keep
+// the other masters serving. While a slot moves between masters the client
+// follows the MOVED and ASK redirections, and each bucket moves with its key.
 //
 // Usage, with the Transport sharing every endpoint's quota:
 //
 //	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+//	// or: rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"10.0.0.1:6379", "10.0.0.2:6379"}})
 //	store := redisstore.New(rdb)
 //	defer store.Close()
 //	client := &http.Client{Transport: pacer.NewTransport(nil, pacer.WithStore(store))}
@@ -32,6 +60,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,15 +82,17 @@ const (
 // ErrClosed is returned by calls on a Store after Close.
 var ErrClosed = errors.New("redisstore: store closed")
 
-// FailureMode says what a Store does while Redis is unreachable.
+// FailureMode says what a Store does with the keys of a shard (the one Redis,
+// or a cluster master) while it is unreachable.
 type FailureMode int
 
 const (
 	// FailOpen paces each process with a local limiter at
-	// [WithFallbackShare] of the limit until Redis answers again.
+	// [WithFallbackShare] of the limit until the shard answers again.
 	FailOpen FailureMode = iota
 	// FailClosed refuses reservations with a *pacer.RateLimitError whose Err
-	// is the Redis error and whose RetryAt is the next reconnection attempt.
+	// is a *[ShardError] (what failed, on which master) and whose RetryAt is
+	// the shard's next probe.
 	FailClosed
 )
 
@@ -79,13 +110,15 @@ func (m FailureMode) String() string {
 type Option func(*Store)
 
 // WithPrefix sets the prefix of every Redis key the store writes (default
-// [DefaultPrefix]); stores with different prefixes share nothing.
+// [DefaultPrefix]); stores with different prefixes share nothing. On a Redis
+// Cluster, keep braces out of it: a {…} hash tag in the prefix puts every key
+// on one master.
 func WithPrefix(prefix string) Option {
 	return func(s *Store) { s.prefix = prefix }
 }
 
 // WithTimeout bounds each Redis call (default [DefaultTimeout]). A call that
-// takes longer counts as a Redis failure.
+// takes longer counts as a failure of the key's shard ([ErrTimeout]).
 func WithTimeout(d time.Duration) Option {
 	if d <= 0 {
 		panic(fmt.Sprintf("redisstore: WithTimeout(%v): timeout must be > 0", d))
@@ -123,8 +156,8 @@ func WithMaxLease(n int) Option {
 	return func(s *Store) { s.maxLease = float64(n) }
 }
 
-// WithFailureMode sets what happens while Redis is unreachable (default
-// [FailOpen]).
+// WithFailureMode sets what happens to the keys of a shard while it is
+// unreachable (default [FailOpen]).
 func WithFailureMode(m FailureMode) Option {
 	if m != FailOpen && m != FailClosed {
 		panic(fmt.Sprintf("redisstore: WithFailureMode(%v): unknown mode", m))
@@ -133,8 +166,10 @@ func WithFailureMode(m FailureMode) Option {
 }
 
 // WithFallbackShare sets the fraction of each limit (and burst) a process
-// uses on its own while Redis is unreachable in [FailOpen] mode, in (0, 1];
-// default 1. With N processes, 1/N keeps their sum within the quota.
+// uses on its own while the key's shard is unreachable in [FailOpen] mode, in
+// (0, 1]; default 1. With N processes, 1/N keeps their sum within the quota.
+// The local buckets last across outages: a shard that fails again moments
+// after it came back does not hand out a fresh burst.
 func WithFallbackShare(f float64) Option {
 	if !(f > 0 && f <= 1) {
 		panic(fmt.Sprintf("redisstore: WithFallbackShare(%v): share must be in (0, 1]", f))
@@ -142,8 +177,11 @@ func WithFallbackShare(f float64) Option {
 	return func(s *Store) { s.share = f }
 }
 
-// WithProbeInterval sets how often an unreachable Redis is tried again
-// (default [DefaultProbeInterval]).
+// WithProbeInterval sets how often an unreachable shard is tried again
+// (default [DefaultProbeInterval]). A probe runs the reservation script,
+// booking nothing, on a key of that shard, sent to its master alone: a PING
+// would prove nothing on a cluster, where another node may answer it, and
+// where a master answers it even while it refuses keyed commands.
 func WithProbeInterval(d time.Duration) Option {
 	if d <= 0 {
 		panic(fmt.Sprintf("redisstore: WithProbeInterval(%v): interval must be > 0", d))
@@ -151,7 +189,7 @@ func WithProbeInterval(d time.Duration) Option {
 	return func(s *Store) { s.probeInterval = d }
 }
 
-// WithLogger sets where the store reports losing and regaining Redis
+// WithLogger sets where the store reports losing and regaining each shard
 // (default slog.Default()).
 func WithLogger(l *slog.Logger) Option {
 	if l == nil {
@@ -175,27 +213,37 @@ type Store struct {
 	probeInterval time.Duration
 	logger        *slog.Logger
 
-	mu       sync.Mutex
-	keys     map[string]*keyState
-	refunds  map[string]giveBack          // tokens to return, per key
-	updates  map[string]pacer.SharedState // publishes not yet sent, per key
-	down     bool
-	probeAt  time.Time
+	// fallback paces the keys of shards that are down. It is never replaced:
+	// its buckets (one per key) carry over from one outage to the next, so a
+	// shard that flaps does not hand out a fresh burst at each failure.
 	fallback *pacer.MemoryStore
-	closed   bool
+
+	single   *shard      // the only shard of a client without shards; nil for a cluster
+	unrouted *shard      // a cluster's keys until its slot map is loaded; nil otherwise
+	routed   atomic.Bool // a cluster client's slot map is loaded
+
+	mu      sync.Mutex
+	keys    map[string]*keyState
+	refunds map[string]giveBack          // tokens to return, per key
+	updates map[string]pacer.SharedState // publishes not yet sent, per key
+	shards  map[string]*shard            // by address
+	routing chan struct{}                // closed when the slot map load in flight ends
+	closed  bool
 
 	flushMu sync.Mutex // one drain of refunds and updates at a time
 	wake    chan struct{}
 	quit    chan struct{}
 	wg      sync.WaitGroup
 
-	calls, reservations, leased, fallbacks, failures atomic.Int64
+	calls, reservations, leased, fallbacks, failures, outages atomic.Int64
 }
 
 var _ pacer.Store = (*Store)(nil)
 
-// New returns a Store on client. It talks to Redis only when used; the
-// client stays owned by the caller (Close does not close it).
+// New returns a Store on client: a *redis.Client, a *redis.ClusterClient
+// (health per master), or any other UniversalClient (one health for all
+// keys). It talks to Redis only when used; the client stays owned by the
+// caller (Close does not close it).
 func New(client redis.UniversalClient, opts ...Option) *Store {
 	if client == nil {
 		panic("redisstore: New(nil client)")
@@ -213,12 +261,24 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 		keys:          make(map[string]*keyState),
 		refunds:       make(map[string]giveBack),
 		updates:       make(map[string]pacer.SharedState),
+		shards:        make(map[string]*shard),
 		fallback:      pacer.NewMemoryStore(),
 		wake:          make(chan struct{}, 1),
 		quit:          make(chan struct{}),
 	}
 	for _, o := range opts {
 		o(s)
+	}
+	switch c := client.(type) {
+	case *redis.ClusterClient:
+		s.unrouted = newShard("", nil)
+		s.shards[""] = s.unrouted
+	case *redis.Client:
+		s.single = newShard(c.Options().Addr, c)
+		s.shards[s.single.addr] = s.single
+	default: // Ring, or a client of the caller's own: probed through itself
+		s.single = newShard("", nil)
+		s.shards[""] = s.single
 	}
 	s.wg.Add(1)
 	go s.loop()
@@ -227,19 +287,27 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 
 // Stats counts what a Store did since New.
 type Stats struct {
-	Reservations int64   // Reserve calls answered (granted or refused)
-	Calls        int64   // Redis script calls, reservations, leases, refunds and publishes alike
-	Leased       int64   // reservations served from a local lease, without a Redis call
-	Fallbacks    int64   // reservations served by the local fallback limiter
-	Failures     int64   // Redis calls that failed
-	Down         bool    // Redis is considered unreachable now
-	Held         float64 // tokens booked in leases and not handed out yet
+	Reservations int64    // Reserve calls answered (granted or refused)
+	Calls        int64    // Redis script calls: reservations, leases, refunds, publishes and probes alike
+	Leased       int64    // reservations served from a local lease, without a Redis call
+	Fallbacks    int64    // reservations served by the local fallback limiter
+	Failures     int64    // Redis calls that failed, and connection checks a master refused
+	Outages      int64    // times a shard (the one Redis, or a cluster master) was found down
+	Down         bool     // some shard is considered unreachable now
+	DownShards   []string // their addresses, sorted ("": a cluster's slot map could not be loaded)
+	Held         float64  // tokens booked in leases and not handed out yet
 }
 
 // Stats returns the store's counters.
 func (s *Store) Stats() Stats {
 	s.mu.Lock()
-	down := s.down
+	var down []string
+	for _, sh := range s.shards {
+		if sh.down {
+			down = append(down, sh.addr)
+		}
+	}
+	slices.Sort(down)
 	keys := make([]*keyState, 0, len(s.keys))
 	for _, ks := range s.keys {
 		keys = append(keys, ks)
@@ -258,7 +326,9 @@ func (s *Store) Stats() Stats {
 		Leased:       s.leased.Load(),
 		Fallbacks:    s.fallbacks.Load(),
 		Failures:     s.failures.Load(),
-		Down:         down,
+		Outages:      s.outages.Load(),
+		Down:         len(down) > 0,
+		DownShards:   down,
 	}
 }
 
@@ -296,12 +366,13 @@ func (s *Store) Cancel(key string, r pacer.StoreRequest) {
 	if !(r.Tokens > 0) || math.IsInf(r.Tokens, 0) {
 		return
 	}
+	sh := s.shardOf(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return
 	}
-	if s.down {
+	if sh.down {
 		s.fallback.Cancel(key, s.scaled(r))
 		return
 	}
@@ -329,7 +400,7 @@ func intervalOf(limit pacer.Limit) float64 {
 
 // Publish implements [pacer.Store]. The update applies to this process at
 // once and reaches Redis in the background, moments later; updates made
-// while Redis is unreachable stay local.
+// while the key's shard is unreachable stay local.
 func (s *Store) Publish(ctx context.Context, key string, st pacer.SharedState) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -344,6 +415,7 @@ func (s *Store) Publish(ctx context.Context, key string, st pacer.SharedState) e
 	}
 	ks := s.keyState(key)
 	remnant := ks.learn(time.Now(), st)
+	sh := s.shardOf(key)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -351,7 +423,7 @@ func (s *Store) Publish(ctx context.Context, key string, st pacer.SharedState) e
 		return ErrClosed
 	}
 	_ = s.fallback.Publish(ctx, key, st)
-	if s.down {
+	if sh.down {
 		ks.sent()
 		return nil
 	}
@@ -399,59 +471,60 @@ func (s *Store) Close() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout*4)
 	defer cancel()
-	if s.isDown() {
-		return nil
-	}
 	return s.drain(ctx)
 }
 
 // reserveRedis books b for key with one script call, on a goroutine of its
-// own so that the caller can leave when ctx ends even if the client ignores
-// contexts (go-redis does unless ContextTimeoutEnabled). If the caller left
-// and tokens were booked, they are returned.
-func (s *Store) reserveRedis(ctx context.Context, key string, b booking) (reply, time.Time, error) {
-	type result struct {
-		r   reply
-		at  time.Time
-		err error
-	}
-	done := make(chan result, 1)
-	var left atomic.Bool
+// own so that the caller can leave when ctx ends, or when the key's shard is
+// found down meanwhile, even if the client ignores contexts (go-redis does
+// unless ContextTimeoutEnabled). If the caller left and tokens were booked,
+// they are returned.
+func (s *Store) reserveRedis(ctx context.Context, h health, key string, b booking) (reply, time.Time, error) {
+	const (
+		pending = iota
+		left    // the caller left: the call undoes its own booking
+		settled // the call ended first: a caller that leaves undoes it
+	)
+	var (
+		res   reply
+		at    time.Time
+		err   error
+		done  = make(chan struct{})
+		state atomic.Int32
+	)
+	booked := func() bool { return err == nil && res.ok && b.tokens > 0 && b.interval > 0 }
 	if !s.goAsync(func() {
 		opCtx, cancel := context.WithTimeout(context.Background(), s.timeout)
-		r, err := s.runReserve(opCtx, key, b)
+		res, err = s.runReserve(opCtx, s.client, h.sh.addr, key, b)
 		cancel()
+		at = time.Now()
 		if err != nil {
-			s.failed(err)
-		} else if left.Load() && r.ok && b.tokens > 0 && b.interval > 0 {
-			s.undo(key, b)
+			s.failed(h, key, err)
 		}
-		done <- result{r, time.Now(), err}
+		if !state.CompareAndSwap(pending, settled) && booked() {
+			s.undo(key, h.sh, b)
+		}
+		close(done)
 	}) {
 		return reply{}, time.Time{}, ErrClosed
 	}
-	select {
-	case res := <-done:
-		return res.r, res.at, res.err
-	case <-ctx.Done():
-		left.Store(true)
-		// If the call finished in the meantime, its result is ours to undo.
-		select {
-		case res := <-done:
-			if res.err == nil && res.r.ok && b.tokens > 0 && b.interval > 0 {
-				s.undo(key, b)
+	if werr := s.await(ctx, h, key, done); werr != nil {
+		if !state.CompareAndSwap(pending, left) {
+			<-done // settled: the result is ours to undo
+			if booked() {
+				s.undo(key, h.sh, b)
 			}
-		default:
 		}
-		return reply{}, time.Time{}, ctx.Err()
+		return reply{}, time.Time{}, werr
 	}
+	return res, at, err
 }
 
 // undo returns the tokens of a booking nobody will use.
-func (s *Store) undo(key string, b booking) {
+func (s *Store) undo(key string, sh *shard, b booking) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.closed && !s.down {
+	if !s.closed && !sh.down {
 		s.giveBackLocked(key, giveBack{tokens: b.tokens, secs: b.tokens * b.interval})
 	}
 }
@@ -467,22 +540,29 @@ func (s *Store) goAsync(fn func()) bool {
 	return true
 }
 
-// degraded answers a reservation while Redis is unreachable.
-func (s *Store) degraded(ctx context.Context, key string, r pacer.StoreRequest, cause error) (pacer.StoreGrant, error) {
+// degraded answers a reservation whose shard is unreachable, or whose call
+// failed with cause.
+func (s *Store) degraded(ctx context.Context, key string, r pacer.StoreRequest, sh *shard, cause error) (pacer.StoreGrant, error) {
 	s.mu.Lock()
-	closed, probeAt, fallback := s.closed, s.probeAt, s.fallback
+	closed, probeAt := s.closed, sh.probeAt
+	if cause == nil {
+		cause = sh.cause
+	}
 	s.mu.Unlock()
 	if closed {
 		return pacer.StoreGrant{}, ErrClosed
 	}
 	if s.mode == FailClosed {
 		if cause == nil {
-			cause = errors.New("redisstore: redis unreachable")
+			cause = &ShardError{Shard: sh.addr, Err: errors.New("unreachable")}
+		}
+		if !probeAt.After(time.Now()) {
+			probeAt = time.Now().Add(s.probeInterval)
 		}
 		return pacer.StoreGrant{}, &pacer.RateLimitError{Endpoint: key, RetryAt: probeAt, Err: cause}
 	}
 	s.fallbacks.Add(1)
-	return fallback.Reserve(ctx, key, s.scaled(r))
+	return s.fallback.Reserve(ctx, key, s.scaled(r))
 }
 
 func (s *Store) scaled(r pacer.StoreRequest) pacer.StoreRequest {

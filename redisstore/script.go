@@ -2,10 +2,8 @@ package redisstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
-	"net"
 	"strconv"
 	"time"
 
@@ -154,24 +152,27 @@ func (r reply) at(j, interval float64) float64 {
 	return max(r.pause, r.base+j*interval, 0)
 }
 
-func (s *Store) runReserve(ctx context.Context, key string, b booking) (reply, error) {
+// runReserve runs the reservation script for key through c (the store's
+// client, or a master's own client for a probe); errors are *ShardError
+// naming shard.
+func (s *Store) runReserve(ctx context.Context, c redis.Scripter, shard, key string, b booking) (reply, error) {
 	s.calls.Add(1)
 	maxWait := int64(-1)
 	if b.maxWait >= 0 {
 		maxWait = b.maxWait.Microseconds()
 	}
-	res, err := reserveScript.Run(ctx, s.client, []string{s.prefix + key},
+	res, err := reserveScript.Run(ctx, c, []string{s.prefix + key},
 		formatFloat(b.tokens), formatFloat(b.interval*1e6), b.burst, maxWait,
 		formatFloat(b.first), formatFloat(b.refund.tokens), s.idleTTL.Milliseconds(),
 		formatFloat(b.refund.secs*1e6),
 	).Slice()
 	if err != nil {
-		return reply{}, callError(ctx, err)
+		return reply{}, classify(ctx, shard, err)
 	}
 	return parseReply(res)
 }
 
-func (s *Store) runPublish(ctx context.Context, key string, st pacer.SharedState) error {
+func (s *Store) runPublish(ctx context.Context, shard, key string, st pacer.SharedState) error {
 	s.calls.Add(1)
 	limit := ""
 	if st.Limit > 0 {
@@ -180,21 +181,7 @@ func (s *Store) runPublish(ctx context.Context, key string, st pacer.SharedState
 	err := publishScript.Run(ctx, s.client, []string{s.prefix + key},
 		limit, max(st.Burst, 1), st.Pause.Microseconds(), s.idleTTL.Milliseconds(),
 	).Err()
-	return callError(ctx, err)
-}
-
-// callError describes a failed Redis call. A call cut off by its timeout
-// says so without wrapping context.DeadlineExceeded: it is Redis that was
-// slow, not the caller's deadline that passed.
-func callError(ctx context.Context, err error) error {
-	if err == nil {
-		return nil
-	}
-	var ne net.Error
-	if ctx.Err() != nil || errors.As(err, &ne) && ne.Timeout() {
-		return fmt.Errorf("redisstore: Redis did not answer in time (%v)", err)
-	}
-	return fmt.Errorf("redisstore: %w", err)
+	return classify(ctx, shard, err)
 }
 
 func parseReply(res []any) (reply, error) {

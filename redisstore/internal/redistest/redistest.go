@@ -1,9 +1,10 @@
 // Package redistest runs throwaway redis-server processes for tests: each on
 // a free loopback port, without persistence, killed when the test ends.
 //
-// A missing redis-server skips the test, except in CI (CI=true), where it
-// fails it: CI must install it (.ci/run does). Set REDIS_SERVER to use a
-// binary outside PATH.
+// A missing redis-server (or redis-cli, for a cluster) skips the test,
+// except in CI (CI=true), where it fails it: CI must install them (.ci/run
+// does; Debian's redis-server package brings redis-cli along). Set
+// REDIS_SERVER and REDIS_CLI to use binaries outside PATH.
 package redistest
 
 import (
@@ -14,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -30,6 +32,8 @@ type Server struct {
 	t      testing.TB
 	binary string
 	port   int
+	args   []string // extra redis-server arguments
+	dir    string   // working directory, kept across Restart (a cluster node's nodes.conf lives here)
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -40,9 +44,16 @@ type Server struct {
 // when there is none.
 func Binary(t testing.TB) string {
 	t.Helper()
-	name := os.Getenv("REDIS_SERVER")
+	return lookPath(t, "REDIS_SERVER", "redis-server")
+}
+
+// lookPath finds a Redis program (named by env, or def), skipping t when it
+// is missing, or failing it in CI.
+func lookPath(t testing.TB, env, def string) string {
+	t.Helper()
+	name := os.Getenv(env)
 	if name == "" {
-		name = "redis-server"
+		name = def
 	}
 	path, err := exec.LookPath(name)
 	if err == nil {
@@ -61,11 +72,23 @@ func Binary(t testing.TB) string {
 // ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{t: t, binary: Binary(t)}
+	return start(t, nil)
+}
+
+// start starts a server with extra arguments; args may hold "{bus}", which
+// is replaced by a second free port (a cluster node's bus port).
+func start(t testing.TB, args []string) *Server {
+	t.Helper()
+	s := &Server{t: t, binary: Binary(t), dir: t.TempDir()}
 	var err error
 	for range 5 { // a free port can be taken between probing and binding
 		s.port = freePort(t)
 		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
+		s.args = make([]string, len(args))
+		bus := strconv.Itoa(freePort(t))
+		for i, a := range args {
+			s.args[i] = strings.ReplaceAll(a, "{bus}", bus)
+		}
 		if err = s.start(); err == nil {
 			break
 		}
@@ -88,10 +111,10 @@ func freePort(t testing.TB) int {
 
 func (s *Server) start() error {
 	out := new(bytes.Buffer)
-	cmd := exec.Command(s.binary,
+	cmd := exec.Command(s.binary, append([]string{
 		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", s.t.TempDir(),
-		"--daemonize", "no", "--loglevel", "warning")
+		"--save", "", "--appendonly", "no", "--dir", s.dir,
+		"--daemonize", "no", "--loglevel", "warning"}, s.args...)...)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s: %w", s.binary, err)
@@ -165,7 +188,8 @@ func (s *Server) Kill() {
 	<-exited // the port is free again once the process is gone
 }
 
-// Restart starts the server again on the same port, empty.
+// Restart starts the server again on the same port, empty (a cluster node
+// keeps its identity and slots: they are in its nodes.conf).
 func (s *Server) Restart() {
 	s.t.Helper()
 	if err := s.start(); err != nil {
