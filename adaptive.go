@@ -58,29 +58,56 @@ type AdaptiveConfig struct {
 	Store Store
 }
 
-// Adaptive is a rate limiter for one endpoint whose rate follows what the
-// server says: a [Bucket] for requests (and one for the tokens of
-// token-denominated quotas) retuned after every response.
+// Adaptive is a rate limiter for one endpoint whose limits follow what the
+// server says.
 //
-// With rate-limit headers it spreads safety × remaining quota evenly over the
-// time left until the quota resets; the tightest quota binds. Requests that
-// are admitted but not yet observed count against every figure the server
-// reports, and a budget per quota, charged as requests are admitted, holds
-// every request once the quota is spent, until its reset. After a reset with
-// no newer response it runs at safety × limit / window. What changes a quota
-// besides this client (another process spending from it, or a sliding window
-// or token bucket refilling it) is measured as a drift and allowed for; a
-// quota seen not to refill at its reset is re-checked with single requests.
-// Retry-After pauses the endpoint. Servers that send no headers and only answer 429 or 503 are
-// probed with a CUBIC fallback (see Mode "probing"); until the first throttle
-// such a server is not limited at all.
+// The rule. Each quota the server states (a name, its Remaining, its reset)
+// has a budget: the lowest Remaining the current window has reported, less
+// every request of ours in flight (the server may not have counted them
+// yet), charged as requests are admitted. A request whose cost fits in the
+// budget of every quota it is charged to goes at once: while the quota
+// affords the work, the limiter is as fast as no limiter. A request that
+// does not fit waits for the quota to come back: for a window that refills,
+// its reset (then one request looks at the new window, and its answer sets
+// the new budget); for one that refills as it goes (a token bucket, a
+// sliding window, a leaky bucket, told apart by their headers and their
+// answers), its refill, spread to its reset. A quota others are seen
+// spending from (less left than our own spending explains) is spread evenly
+// to its reset, and what they spend until then is left to them: two clients
+// that each took what is left at once would take it twice. A token quota
+// keeps (1 − SafetyFactor) of its limit back for cost estimates that fall
+// short; a request quota counts exactly and is spent to its last unit.
 //
-// Use: every Wait that returns nil must be followed by exactly one Observe,
-// with the response's status and parsed headers, once the request finished;
-// the request counts as in flight until then.
+// So a job within the remaining quota runs at the speed of the server, a
+// saturated client spends each window to its end with no 429 after the first
+// response, and a job larger than the quota follows the fastest schedule
+// that has none: what is left now, then each window's quota as it opens.
 //
-// All methods are safe for concurrent use. Wait does not take a lock while
-// the limiter is not binding; Observe takes one briefly, never across a sleep.
+// Bounds. No wait is longer than MaxDelay: a quota whose reset is further
+// away is refused at once with a [*RateLimitError] carrying the reset when
+// the quota's window explains it (an hourly or daily quota), and looked at
+// with one request after MaxDelay when nothing does; a server that keeps
+// answering 429 with nothing saying until when is looked at no more than
+// once a minute. Retry-After pauses the endpoint (capped at MaxDelay).
+// Servers that send no quota headers and answer 429 or 503 are probed with a
+// CUBIC fallback (Mode "probing"); until the first throttle such a server
+// is not limited at all. Before the first response at most SlowStart
+// requests are in flight.
+//
+// Use: [Adaptive.Acquire] returns a [Permit]; settle it exactly once, with
+// Done and what the response said, or with Abandon if the request was not
+// sent (its charge is given back). The request counts as in flight until
+// then.
+//
+// Locks. mu guards the learned state (the quotas, their budgets' updates,
+// the probe, the pause); a request's admission (its charges and its entry in
+// the in-flight count) and a response's application both happen under it,
+// so every request is either counted as in flight or already applied. gateMu
+// guards only the slow-start gate and the wake-up channels and is never held
+// while taking mu. No logging or Store call runs under mu. Read methods
+// (Stats) change nothing.
+//
+// All methods are safe for concurrent use.
 type Adaptive struct {
 	cfg    AdaptiveConfig
 	safety float64
@@ -92,6 +119,10 @@ type Adaptive struct {
 	share *storeShare // nil without a Store
 
 	feeders atomic.Pointer[[]*Adaptive] // limiters whose requests may land in this quota (feed)
+
+	// outbox holds what must happen once mu is released: log records and
+	// Store publishes (user code and I/O never run under mu). Guarded by mu.
+	outbox []func()
 
 	started      atomic.Bool  // a response arrived: slow start is over
 	gated        atomic.Bool  // in-flight cap active (slow start, or probing a new window)
@@ -274,7 +305,7 @@ func (a *Adaptive) wait(ctx context.Context, cost float64) error {
 		if a.nanos(now) >= a.checkAt.Load() {
 			a.mu.Lock()
 			a.retune(now)
-			a.mu.Unlock()
+			a.unlock()
 		}
 		// The request bucket's waitN enforces MaxWait and the deadline by
 		// itself, taking nothing when it fails. A spent budget, or a second
@@ -315,7 +346,7 @@ func (a *Adaptive) wait(ctx context.Context, cost float64) error {
 			if now = time.Now(); a.nanos(now) >= a.checkAt.Load() {
 				a.mu.Lock()
 				a.retune(now)
-				a.mu.Unlock()
+				a.unlock()
 			}
 		}
 		charged, retryAt := a.charge(cost, now, &held)
@@ -424,9 +455,22 @@ func (a *Adaptive) abandon(cost float64) {
 	if m := toMilli(cost); m > 0 {
 		a.admittedCost.Add(-m)
 	}
-	a.mu.Unlock()
+	a.unlock()
 	a.wakeGate()
 	a.wakeResponseWaiters()
+}
+
+// later queues f to run once mu is released; called with mu held.
+func (a *Adaptive) later(f func()) { a.outbox = append(a.outbox, f) }
+
+// unlock releases mu, then runs what was queued under it (later).
+func (a *Adaptive) unlock() {
+	out := a.outbox
+	a.outbox = nil
+	a.mu.Unlock()
+	for _, f := range out {
+		f()
+	}
 }
 
 // heldSlots is the in-flight count a caller holding a slow-start or look
@@ -448,7 +492,7 @@ func heldSlots(held bool) int64 {
 // response's figures are in.
 func (a *Adaptive) settled() bool {
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	defer a.unlock()
 	return a.inflight.Load() == 0
 }
 
@@ -486,7 +530,7 @@ func (a *Adaptive) tooLong(ctx context.Context, now, at time.Time) error {
 func (a *Adaptive) rateLimitError(at time.Time, cause error) *RateLimitError {
 	a.mu.Lock()
 	info := a.lastInfo
-	a.mu.Unlock()
+	a.unlock()
 	return &RateLimitError{Endpoint: a.cfg.Key, RetryAt: at, Info: info, Err: cause}
 }
 
@@ -616,7 +660,7 @@ func (a *Adaptive) noteCost(cost float64) float64 {
 		if a.tokensTracked() {
 			a.mu.Lock()
 			a.retune(time.Now())
-			a.mu.Unlock()
+			a.unlock()
 		}
 	}
 	return cost
@@ -638,7 +682,7 @@ func (a *Adaptive) charge(cost float64, now time.Time, held *bool) (ok bool, ret
 		return true, time.Time{}
 	}
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	defer a.unlock()
 	ws := *a.charges.Load()
 	for i, w := range ws {
 		amount := a.amount(w, cost)
@@ -691,7 +735,7 @@ func (a *Adaptive) spentUntil(cost float64) time.Time {
 		if amount := a.amount(w, cost); amount > 0 && w.budget.Load() < amount {
 			a.mu.Lock()
 			at = laterOf(at, w.wakeAt)
-			a.mu.Unlock()
+			a.unlock()
 		}
 	}
 	return at

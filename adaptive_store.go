@@ -181,7 +181,7 @@ func (s *storeShare) adopt(a *Adaptive, now time.Time, st SharedState) {
 			a.paused = until // not pauseLocked: it is already shared
 			a.req.PauseUntil(until)
 		}
-		a.mu.Unlock()
+		a.unlock()
 	}
 }
 
@@ -203,8 +203,8 @@ func (s *storeShare) observed(w *quotaWindow) {
 
 // learned publishes the request limit and burst this limiter derived from
 // its own responses, when they changed. Unknown (Inf) limits are not
-// published: they would erase what others know. Called with a.mu held after
-// every retune; Store.Publish does not wait for I/O.
+// published: they would erase what others know. Called after a retune,
+// once a.mu is released (Adaptive.later).
 func (s *storeShare) learned(limit Limit, burst int) {
 	if s == nil || limit == Inf || !(limit > 0) {
 		return

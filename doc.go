@@ -6,10 +6,11 @@
 // that keeps a token bucket per endpoint (per host by default, per route
 // pattern when configured), reads every rate-limit header convention real APIs
 // send (IETF RateLimit/RateLimit-Policy, X-RateLimit-*, OpenAI, Anthropic,
-// GitHub, Discord, Shopify, Retry-After) and retunes each bucket to spend the
-// remaining quota evenly until it resets, scaled by a safety factor. Servers
-// that only answer 429 are probed with an additive-increase,
-// multiplicative-decrease fallback.
+// GitHub, Discord, Shopify, Retry-After). A request the quota affords goes
+// at once, as without a limiter; only demand that would run a quota out
+// before its reset waits (see [Adaptive] for the rule). Servers that only
+// answer 429 are probed with an additive-increase, multiplicative-decrease
+// fallback.
 //
 // Zero configuration is already useful:
 //

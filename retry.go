@@ -137,6 +137,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			drain(resp.Body)
 			lim.refused.Add(1)
 			t.logRefused(ctx, key, rle)
+			// The retry that will not be sent is an attempt refused, like
+			// one refused before its first try: observers count it.
+			t.report(Attempt{Endpoint: key, Method: req.Method, Retry: n + 1, Err: rle})
 			return nil, rle
 		}
 		drain(resp.Body)

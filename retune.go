@@ -119,7 +119,7 @@ func (a *Adaptive) learn(status int, info Info, own bool, cost float64) {
 	now := time.Now()
 	a.mu.Lock()
 	defer a.wakeResponseWaiters()
-	defer a.mu.Unlock()
+	defer a.unlock()
 	fed := a.fed()
 	others := a.inflight.Load() + fed
 	if own {
@@ -214,10 +214,13 @@ func (a *Adaptive) learn(status int, info Info, own bool, cost float64) {
 				a.pauseLocked(hold)
 			}
 		}
-		if a.cfg.Logger != nil {
-			a.cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn, "pacer: throttled",
-				slog.String("endpoint", a.cfg.Key), slog.Int("status", status),
-				slog.Duration("retry_after", info.RetryAfter))
+		if l := a.cfg.Logger; l != nil {
+			key, retryAfter := a.cfg.Key, info.RetryAfter
+			a.later(func() {
+				l.LogAttrs(context.Background(), slog.LevelWarn, "pacer: throttled",
+					slog.String("endpoint", key), slog.Int("status", status),
+					slog.Duration("retry_after", retryAfter))
+			})
 		}
 	}
 	a.retune(now)
@@ -298,7 +301,9 @@ func (a *Adaptive) pauseLocked(t time.Time) {
 	if t.After(a.paused) {
 		a.paused = t
 		a.req.PauseUntil(t)
-		a.share.paused(t)
+		if a.share != nil {
+			a.later(func() { a.share.paused(t) })
+		}
 	}
 }
 
@@ -458,19 +463,23 @@ func (a *Adaptive) apply(b *Bucket, rate float64, burst, need int, what string) 
 	old := b.Limit()
 	if (old != Inf) != (limit != Inf) || float64(limit) < float64(old)*0.99 || float64(limit) > float64(old)*1.02 {
 		b.SetLimit(limit)
-		if a.cfg.Logger != nil && significant(old, limit) {
-			a.cfg.Logger.LogAttrs(context.Background(), slog.LevelDebug, "pacer: retuned",
-				slog.String("endpoint", a.cfg.Key), slog.String("quota", what),
-				slog.Float64("old", float64(old)), slog.Float64("new", float64(limit)),
-				slog.String("mode", a.mode))
+		if l := a.cfg.Logger; l != nil && significant(old, limit) {
+			key, mode := a.cfg.Key, a.mode
+			a.later(func() {
+				l.LogAttrs(context.Background(), slog.LevelDebug, "pacer: retuned",
+					slog.String("endpoint", key), slog.String("quota", what),
+					slog.Float64("old", float64(old)), slog.Float64("new", float64(limit)),
+					slog.String("mode", mode))
+			})
 		}
 	}
 	// A burst below need (the largest cost seen) would refuse a request.
 	if old := b.Burst(); old != burst && (old < need || old < 10 || burst < old*9/10 || burst > old*11/10) {
 		b.SetBurst(burst)
 	}
-	if b == a.req {
-		a.share.learned(b.Limit(), b.Burst())
+	if b == a.req && a.share != nil {
+		limit, burst := b.Limit(), b.Burst()
+		a.later(func() { a.share.learned(limit, burst) })
 	}
 }
 
@@ -506,7 +515,7 @@ func (a *Adaptive) nextAllowed() time.Time {
 	at := a.req.nextAt(1)
 	a.mu.Lock()
 	at = laterOf(at, a.heldUntilLocked())
-	a.mu.Unlock()
+	a.unlock()
 	return laterOf(now, at)
 }
 
@@ -536,7 +545,7 @@ func (a *Adaptive) Stats() AdaptiveStats {
 	if at := a.heldUntilLocked(); at.After(now) {
 		st.PausedUntil = at
 	}
-	a.mu.Unlock()
+	a.unlock()
 	st.LastInfo.Quotas = slices.Clone(st.LastInfo.Quotas)
 	st.Limit, st.Burst, st.Tokens = a.req.Limit(), a.req.Burst(), a.req.Tokens()
 	st.Waiting = int(a.waiting.Load())

@@ -45,10 +45,9 @@
 //	    Attributes: pacer.endpoint, http.request.method.
 //	pacer.client.refusals               counter, {request}
 //	    Requests refused at once with a *pacer.RateLimitError because their
-//	    wait would pass MaxWait or the context's deadline. A retry refused
-//	    before its wait began (its Retry-After already too late) reaches no
-//	    observer in this version of pacer: pacer.EndpointStats.Refused
-//	    counts it, this counter does not.
+//	    wait would pass MaxWait, MaxDelay or the context's deadline,
+//	    including a retry refused before its wait began (its Retry-After
+//	    already too late), which is not counted as a retry.
 //	    Attributes: pacer.endpoint, http.request.method.
 //
 // Observed by the callback [Observer.Watch] registers, from

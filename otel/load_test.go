@@ -121,24 +121,22 @@ func TestWatchObservesEachEndpointUntilUnregistered(t *testing.T) {
 
 		c := h.collect(t)
 		// The host's limiter and the bucket GitHub's resource header names
-		// ("core") both learnt the quota; the other host is unlimited.
-		rates, remaining, queued := map[string]float64{}, map[string]float64{}, map[string]int64{}
-		var unlimited int
+		// ("core") both learnt the quota; the other host sent no quota.
+		// With 4,999 of 5,000 left nothing is paced: no endpoint has a rate.
+		remaining, queued := map[string]float64{}, map[string]int64{}
 		for _, s := range tr.Stats() {
 			e := pacerotel.AttrEndpoint.String(s.Key)
 			queued[series(e)] = 0
-			if s.Limit == pacer.Inf {
-				unlimited++
+			require.Equal(t, pacer.Inf, s.Limit, "the quota affords the work: unpaced")
+			if len(s.LastInfo.Quotas) == 0 {
 				continue
 			}
-			rates[series(e)] = float64(s.Limit)
 			require.Len(t, s.LastInfo.Quotas, 1)
 			require.Empty(t, s.LastInfo.Quotas[0].Name, "X-RateLimit-* names no quota")
 			remaining[series(e, pacerotel.AttrQuotaName.String("default"))] = 4999
 		}
-		require.Equal(t, 1, unlimited)
-		require.Len(t, rates, 2, "https://quota.test and https://quota.test#core")
-		assert.Equal(t, rates, c.gauge(pacerotel.MetricRateLimit), "the unlimited endpoint has no rate")
+		require.Len(t, remaining, 2, "https://quota.test and https://quota.test#core")
+		assert.Empty(t, c.gauge(pacerotel.MetricRateLimit), "an unpaced endpoint has no rate")
 		assert.Equal(t, remaining, c.gauge(pacerotel.MetricQuotaRemaining))
 		assert.Len(t, c.gauge(pacerotel.MetricQuotaLimit), 2)
 		assert.Equal(t, queued, c.ints(pacerotel.MetricQueuedRequests), "every endpoint is observed")

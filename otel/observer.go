@@ -206,7 +206,7 @@ func (o *Observer) Record(a pacer.Attempt) {
 	}
 	o.wait.Record(ctx, a.Wait.Seconds(), o.opts(setKey{endpoint: a.Endpoint, result: result}).rec...)
 
-	if a.Retry > 0 {
+	if a.Retry > 0 && !refused { // a retry refused before its wait was never sent
 		o.retries.Add(ctx, 1, o.opts(setKey{endpoint: a.Endpoint, method: method}).add...)
 	}
 	switch {
