@@ -1,0 +1,489 @@
+package pacer
+
+import (
+	"context"
+	"errors"
+	"math"
+	"time"
+)
+
+// Admission: Acquire and its Permit, the wait for a request's slot, budget
+// and token, and every bound on that wait.
+
+// wait blocks until one request may start: a slow-start slot, a request
+// token, and cost tokens of any token-denominated quota (cost ≤ 0 charges
+// request quotas only); Acquire's body. It returns nil when the caller may
+// send, and the caller must then settle the request exactly once (observe,
+// or abandon). On cancellation it returns ctx.Err() promptly and refunds
+// what it took. When the wait would exceed MaxWait, MaxDelay or ctx's
+// deadline it returns a *RateLimitError without consuming anything: at
+// once, or, while requests of ours are in flight, once their answers show
+// the quota is spent (see settled).
+func (a *Adaptive) wait(ctx context.Context, cost float64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if !(cost > 0) || math.IsInf(cost, 1) {
+		cost = 0
+	}
+	a.waiting.Add(1)
+	defer a.waiting.Add(-1)
+
+	held := false // in-flight slot taken through the gate
+	release := func() {
+		if held {
+			held = false
+			a.inflight.Add(-1)
+			a.wakeGate()
+		}
+	}
+	cost = a.noteCost(cost)
+	n := int(math.Ceil(cost))
+	for {
+		if !held && a.gated.Load() {
+			var err error
+			if held, err = a.enterGate(ctx); err != nil {
+				return err
+			}
+		}
+		now := time.Now()
+		if a.nanos(now) >= a.checkAt.Load() {
+			a.mu.Lock()
+			a.retune(now)
+			a.unlock()
+		}
+		// The request bucket's waitN enforces MaxWait and the deadline by
+		// itself, taking nothing when it fails. A spent budget, or a second
+		// bucket for tokens, needs the whole wait known up front.
+		tokens := n > 0 && a.tokensTracked()
+		if spent := a.spentUntil(cost); tokens || !spent.IsZero() {
+			at := laterOf(a.req.nextAt(1), spent)
+			if tokens {
+				at = laterOf(at, a.tok.nextAt(n))
+			}
+			if err := a.tooLong(ctx, now, at); err != nil {
+				release()
+				if a.settled() {
+					return err
+				}
+				if werr := a.awaitChange(ctx, min(at.Sub(now), time.Second)); werr != nil {
+					return refusal(err, werr)
+				}
+				continue
+			}
+		}
+		granted, err := a.waitBucket(ctx, a.req, 1)
+		if err != nil {
+			release()
+			return a.annotate(err)
+		}
+		if tokens {
+			if granted, err = a.waitBucket(ctx, a.tok, n); err != nil {
+				release()
+				return a.annotate(err)
+			}
+		}
+		// The budgets are charged only now, at admission: a caller queued in
+		// the bucket must not hold quota of a window that may end first. A
+		// reset may have passed while it waited (the usual end of a pause):
+		// the windows move on first.
+		if granted.After(now) {
+			if now = time.Now(); a.nanos(now) >= a.checkAt.Load() {
+				a.mu.Lock()
+				a.retune(now)
+				a.unlock()
+			}
+		}
+		charged, retryAt := a.charge(cost, now, &held)
+		if charged {
+			break
+		}
+		// A quota's budget is spent. Hold until it can take a request (its
+		// reset, or its refill), or, when that is unknown because a request
+		// is out to learn the quota, until the next response; then start
+		// over: the buckets, paused until then, pace the restart.
+		release()
+		now = time.Now()
+		switch {
+		case retryAt.IsZero():
+			continue
+		case !retryAt.After(now):
+			if err := a.awaitChange(ctx, time.Second); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := a.tooLong(ctx, now, retryAt); err != nil {
+			if a.settled() {
+				return err
+			}
+			if werr := a.awaitChange(ctx, min(retryAt.Sub(now), time.Second)); werr != nil {
+				return refusal(err, werr)
+			}
+			continue
+		}
+		if err := a.awaitChange(ctx, retryAt.Sub(now)); err != nil {
+			return err
+		}
+	}
+	if !held {
+		a.inflight.Add(1)
+	}
+	a.admitted.Add(1)
+	if cost > 0 {
+		a.inflightCost.Add(toMilli(cost))
+		a.admittedCost.Add(toMilli(cost))
+	}
+	return nil
+}
+
+// Permit is one request's admission by [Adaptive.Acquire]. The request
+// counts as in flight, and its cost as charged, until the permit is settled
+// by exactly one call of Done (the request was sent) or Abandon (it was
+// not). Later calls on the same Permit do nothing; a Permit must not be
+// copied before it is settled.
+type Permit struct {
+	a    *Adaptive
+	cost float64
+	live bool
+}
+
+// Acquire waits until one request of the given cost may start and returns
+// its Permit. The request goes at once while every quota the server states
+// affords it; see [Adaptive] for when it waits. cost is the request's
+// estimated cost in the units of token-denominated quotas (≤ 0 charges
+// request quotas only).
+//
+// It returns ctx.Err() promptly when ctx is done while waiting, and a
+// *RateLimitError at once, without waiting or taking anything, when the wait
+// would pass ctx's deadline, MaxWait or MaxDelay. On any error nothing stays
+// charged and there is nothing to settle.
+func (a *Adaptive) Acquire(ctx context.Context, cost float64) (Permit, error) {
+	if err := a.wait(ctx, cost); err != nil {
+		return Permit{}, err
+	}
+	if !(cost > 0) || math.IsInf(cost, 1) {
+		cost = 0
+	}
+	return Permit{a: a, cost: cost, live: true}, nil
+}
+
+// Done settles the permit of a request that was sent: o.Status and o.Info
+// are what the response said (Status 0 when none was obtained: the request
+// stops counting as in flight and nothing is learned, and its cost stays
+// charged, since the server may have counted it). The limiter learns from
+// it at once; Done never blocks.
+func (p *Permit) Done(o Outcome) {
+	if !p.live {
+		return
+	}
+	p.live = false
+	p.a.observeCost(o.Status, o.Info, p.cost)
+}
+
+// Abandon settles the permit of a request that was not sent: its charge is
+// given back to every quota and it stops counting as in flight.
+func (p *Permit) Abandon() {
+	if !p.live {
+		return
+	}
+	p.live = false
+	p.a.abandon(p.cost)
+}
+
+// abandon undoes an admission whose request was never sent.
+func (a *Adaptive) abandon(cost float64) {
+	a.mu.Lock()
+	a.refund(cost)
+	a.settle(cost)
+	a.admitted.Add(-1)
+	if m := toMilli(cost); m > 0 {
+		a.admittedCost.Add(-m)
+	}
+	a.unlock()
+	a.wakeGate()
+	a.wakeResponseWaiters()
+}
+
+// heldSlots is the in-flight count a caller holding a slow-start or look
+// slot (held) accounts for itself.
+func heldSlots(held bool) int64 {
+	if held {
+		return 1
+	}
+	return 0
+}
+
+// settled reports whether no request of this limiter is in flight. While
+// some are, a spent budget may not be final: it counts them as unseen
+// though the server may already have counted them (the last requests of a
+// job that fits the quota exactly), and their answers may free some. A wait
+// too long to take is refused only once they are in (or at the caller's
+// deadline). Read under mu: a response settles its request and sets the
+// budgets under mu, so the count is never seen at zero before the last
+// response's figures are in.
+func (a *Adaptive) settled() bool {
+	a.mu.Lock()
+	defer a.unlock()
+	return a.inflight.Load() == 0
+}
+
+// refusal is what a wait for requests in flight returns when ctx ends:
+// the *RateLimitError that was held back if the deadline passed (it wraps
+// context.DeadlineExceeded), the context's error if it was cancelled.
+func refusal(held, ctxErr error) error {
+	if errors.Is(ctxErr, context.DeadlineExceeded) {
+		return held
+	}
+	return ctxErr
+}
+
+// tooLong returns a *RateLimitError when a request could start only at at,
+// past MaxWait or ctx's deadline.
+func (a *Adaptive) tooLong(ctx context.Context, now, at time.Time) error {
+	wait := at.Sub(now)
+	if wait <= 0 {
+		return nil
+	}
+	if dl, ok := ctx.Deadline(); ok && at.After(dl) {
+		return a.rateLimitError(at, context.DeadlineExceeded)
+	}
+	if a.cfg.MaxWait > 0 && wait > a.cfg.MaxWait {
+		return a.rateLimitError(at, nil)
+	}
+	if wait > a.cfg.MaxDelay {
+		// No wait is longer than MaxDelay: a daily quota spent this
+		// morning is refused at once, with its reset, not slept on.
+		return a.rateLimitError(at, nil)
+	}
+	return nil
+}
+
+func (a *Adaptive) rateLimitError(at time.Time, cause error) *RateLimitError {
+	a.mu.Lock()
+	info := a.lastInfo
+	a.unlock()
+	return &RateLimitError{Endpoint: a.cfg.Key, RetryAt: at, Info: info, Err: cause}
+}
+
+// annotate fills in the endpoint's key and last Info on the bucket's errors.
+func (a *Adaptive) annotate(err error) error {
+	var rle *RateLimitError
+	if errors.As(err, &rle) {
+		return a.rateLimitError(rle.RetryAt, rle.Err)
+	}
+	return err
+}
+
+// awaitChange blocks until the next response or retune that may free a
+// budget, or until d passes (so a response that never comes cannot strand
+// the caller). d is at least minAwait: a budget model that keeps promising
+// "any moment now" must not turn Wait's loop into a busy loop.
+func (a *Adaptive) awaitChange(ctx context.Context, d time.Duration) error {
+	d = max(d, minAwait)
+	a.gateMu.Lock()
+	a.respWaiters++
+	wake := a.respWake
+	a.gateMu.Unlock()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-wake:
+		return nil
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// minAwait is the shortest pause of Wait's loop on a spent budget.
+const minAwait = time.Millisecond
+
+// enterGate waits for an in-flight slot while the gate is up. held reports
+// whether a slot was taken (the in-flight count already includes it).
+func (a *Adaptive) enterGate(ctx context.Context) (held bool, err error) {
+	for {
+		a.gateMu.Lock()
+		if !a.gated.Load() {
+			a.gateMu.Unlock()
+			return false, nil
+		}
+		if a.inflight.Load() < a.gateCap {
+			a.inflight.Add(1)
+			a.gateMu.Unlock()
+			return true, nil
+		}
+		wake := a.gateWake
+		a.gateMu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
+}
+
+// wakeGate lets gate waiters look again (a slot freed or the gate changed).
+func (a *Adaptive) wakeGate() {
+	if !a.gated.Load() {
+		return
+	}
+	a.gateMu.Lock()
+	close(a.gateWake)
+	a.gateWake = make(chan struct{})
+	a.gateMu.Unlock()
+}
+
+// wakeResponseWaiters releases the callers in awaitResponse.
+func (a *Adaptive) wakeResponseWaiters() {
+	a.gateMu.Lock()
+	if a.respWaiters > 0 {
+		a.respWaiters = 0
+		close(a.respWake)
+		a.respWake = make(chan struct{})
+	}
+	a.gateMu.Unlock()
+}
+
+// setGate raises (cap > 0) or lowers (cap 0) the in-flight cap.
+func (a *Adaptive) setGate(cap int64) {
+	a.gateMu.Lock()
+	defer a.gateMu.Unlock()
+	if cap > 0 {
+		a.gateCap = cap
+		a.gated.Store(true)
+		return
+	}
+	if a.gated.Load() {
+		a.gated.Store(false)
+		close(a.gateWake)
+		a.gateWake = make(chan struct{})
+	}
+}
+
+func (a *Adaptive) tokensTracked() bool {
+	c := a.charges.Load()
+	if c == nil {
+		return false
+	}
+	for _, w := range *c {
+		if w.tokens {
+			return true
+		}
+	}
+	return false
+}
+
+// noteCost records the largest cost seen, so the token bucket's burst can
+// always hold one request, and returns cost unchanged.
+func (a *Adaptive) noteCost(cost float64) float64 {
+	m := toMilli(cost)
+	if m > 0 {
+		// A racy EWMA is fine: it only sizes what counts as "spent".
+		if avg := a.avgCost.Load(); avg == 0 {
+			a.avgCost.Store(m)
+		} else {
+			a.avgCost.Store(avg + (m-avg)/16)
+		}
+	}
+	if m > a.maxCost.Load() {
+		a.maxCost.Store(m)
+		if a.tokensTracked() {
+			a.mu.Lock()
+			a.retune(time.Now())
+			a.unlock()
+		}
+	}
+	return cost
+}
+
+// charge takes one request (and cost tokens) from every budgeted quota. On
+// failure nothing stays charged and retryAt is when the exhausted quota's
+// window resets.
+//
+// The charge and the request's entry in the in-flight count (held reports
+// it) happen together under mu, where learn settles responses and sets the
+// budgets: a response is then applied either before the charge (and the
+// budget it sets is charged after) or after it (and counts the request as
+// unseen). Lock-free, a response applied in between would set the budget
+// from a figure that does not count the request, and the charge was lost.
+func (a *Adaptive) charge(cost float64, now time.Time, held *bool) (ok bool, retryAt time.Time) {
+	c := a.charges.Load()
+	if c == nil {
+		return true, time.Time{}
+	}
+	a.mu.Lock()
+	defer a.unlock()
+	ws := *a.charges.Load()
+	for i, w := range ws {
+		amount := a.amount(w, cost)
+		if amount == 0 {
+			continue
+		}
+		if w.budget.Add(-amount) < w.debt(now) {
+			w.budget.Add(amount)
+			for _, u := range ws[:i] {
+				u.budget.Add(a.amount(u, cost))
+			}
+			// The window may have rolled over since the last look, refilling
+			// the budget; retune finds out and otherwise pauses until reset.
+			// retryAt is zero to retry at once, or now when a probe is out
+			// and only its response can tell.
+			now = time.Now()
+			a.retune(now)
+			if w.budget.Load() < amount+w.debt(now) {
+				retryAt = now
+				switch {
+				case w.probing && a.inflight.Load() == heldSlots(*held):
+					// The look was taken but nothing is out: its answer
+					// will not come (a request abandoned, failed, or
+					// answered about another window). Look again.
+					w.startProbe(float64(amount) / milli)
+					retryAt = time.Time{}
+				case !w.probing:
+					retryAt = laterOf(now, w.wakeAt)
+				}
+			}
+			return false, retryAt
+		}
+	}
+	if !*held {
+		a.inflight.Add(1)
+		*held = true
+	}
+	return true, time.Time{}
+}
+
+// spentUntil is when the budgets could take a request of this cost: the
+// reset of a quota that is spent now, else the zero time.
+func (a *Adaptive) spentUntil(cost float64) time.Time {
+	c := a.charges.Load()
+	if c == nil {
+		return time.Time{}
+	}
+	var at time.Time
+	for _, w := range *c {
+		if amount := a.amount(w, cost); amount > 0 && w.budget.Load() < amount {
+			a.mu.Lock()
+			at = laterOf(at, w.wakeAt)
+			a.unlock()
+		}
+	}
+	return at
+}
+
+func (a *Adaptive) amount(w *quotaWindow, cost float64) int64 {
+	if w.tokens {
+		return min(toMilli(cost), w.most.Load())
+	}
+	return milli
+}
+
+func (a *Adaptive) refund(cost float64) {
+	if c := a.charges.Load(); c != nil {
+		for _, w := range *c {
+			w.budget.Add(a.amount(w, cost))
+		}
+	}
+}

@@ -1,0 +1,153 @@
+package pacer
+
+import (
+	"math"
+	"time"
+)
+
+// What changes a quota besides this client: others spending from it
+// (negative drift), or a refill as it goes (positive), measured from the
+// gap between what responses say and what the budget predicted.
+
+// estimateError is the share of a token quota's charges its drift takes
+// for estimate error rather than spending: LLM APIs bill the completion's
+// length, which a caller's estimate (max_tokens, or the prompt plus a
+// guess) misses by tens of percent either way; 0.3 covers the ±30% the
+// scenario tests draw.
+const estimateError = 0.3
+
+// measureDrift compares what a response says with the window's baseline:
+// eff = anchorB - (admitted since) + drift × elapsed.
+// A smooth quota's baseline moves on once it is four minimal spans old.
+//
+// The gap is known only up to the requests in flight at either end: eff
+// subtracts every unseen request, and the server may already have counted
+// some of them (a request is counted when it arrives, observed when its
+// response does). A gap within that noise is no evidence of anyone else, and
+// beyond it only the excess is: without this, the ordinary rise of the
+// in-flight count after slow start reads as another client draining the
+// quota, and its debt makes a job within the quota stop short of it.
+func (w *quotaWindow) measureDrift(now time.Time, eff, admitted, unseen float64, horizon time.Duration) {
+	span := now.Sub(w.anchorAt)
+	minSpan := max(2*horizon, 250*time.Millisecond)
+	if w.window > 0 {
+		minSpan = max(minSpan, w.window/10)
+	}
+	if w.anchorAt.IsZero() {
+		w.anchorAt, w.anchorB, w.anchorA, w.anchorU = now, eff, admitted, unseen
+		return
+	}
+	if span < minSpan {
+		return
+	}
+	gap := eff - (w.anchorB - (admitted - w.anchorA))
+	// Each figure subtracted all its unseen requests, of which the server
+	// had counted between none and all: the gap is off by between minus
+	// the unseen now and plus the unseen at the baseline.
+	down, up := unseen, w.anchorU
+	if w.tokens {
+		// Token costs are estimates: what was charged since the baseline
+		// can be off by a share of itself, and that error is no one's
+		// spending. estimateError is the share allowed for.
+		e := estimateError * max(admitted-w.anchorA, 0)
+		down, up = down+e, up+e
+	}
+	switch {
+	case gap < 0:
+		gap = min(gap+down, 0)
+	default:
+		gap = max(gap-up, 0)
+	}
+	w.drift = gap / span.Seconds()
+	w.drift = max(w.drift, -w.maxDrain(span, admitted-w.anchorA))
+	w.measuredAt = now
+	if w.drift < 0 {
+		w.shared = true
+	}
+	if w.kind == kindSmooth && span >= 4*minSpan {
+		w.anchorAt, w.anchorB, w.anchorA, w.anchorU = now, eff, admitted, unseen
+	}
+}
+
+// maxDrain bounds what others can be spending, units per second, given that
+// we spent ours over span: no more than the quota's long-run rate leaves us
+// (limit − ours per window, over at least a window). A measurement above it
+// is an error of the baseline (a response's figures skewed by requests in
+// flight), and taken as a rate it would be extrapolated to the reset and
+// carried into the next windows. The window's length stands in as the time
+// from the baseline to the reset while unlearned; with neither, no bound.
+func (w *quotaWindow) maxDrain(span time.Duration, ours float64) float64 {
+	win := w.window
+	if win <= 0 && w.reset.After(w.anchorAt) {
+		win = w.reset.Sub(w.anchorAt)
+	}
+	limit := w.limitOrPeak()
+	if win <= 0 || limit <= 0 {
+		return math.Inf(1)
+	}
+	over := max(span, win)
+	return max(limit*over.Seconds()/win.Seconds()-max(ours, 0), 0) / over.Seconds()
+}
+
+// ageDrift halves a drift no response has confirmed for a window (a second
+// at least): others' spending measured once, in a burst at the start, must
+// not hold this client back forever once nobody spends (every client
+// reserving for the others' old burst starves them all; no one then sends
+// the requests whose answers would correct it).
+func (w *quotaWindow) ageDrift(now time.Time) {
+	span := max(w.window, time.Second)
+	if w.drift == 0 || w.measuredAt.IsZero() || now.Sub(w.measuredAt) < span {
+		return
+	}
+	for now.Sub(w.measuredAt) >= span && w.drift != 0 {
+		w.drift /= 2
+		if math.Abs(w.drift) < 1e-3 {
+			w.drift = 0
+		}
+		w.measuredAt = w.measuredAt.Add(span)
+	}
+}
+
+// applyDrift moves the budget by the drift since it was last applied. A
+// refill never takes it above the limit.
+func (w *quotaWindow) applyDrift(now time.Time) {
+	defer func() {
+		if w.probing {
+			w.drain.Store(0) // the probe must go, whatever others spend
+		} else {
+			w.drain.Store(toMilli(-w.drift))
+		}
+		w.drainFrom.Store(int64(w.driftAt.Sub(w.epoch)))
+	}()
+	if w.driftAt.IsZero() || !now.After(w.driftAt) || w.probing {
+		w.driftAt = laterOf(w.driftAt, now)
+		return
+	}
+	d := w.drift * now.Sub(w.driftAt).Seconds()
+	w.driftAt = now
+	if d == 0 || !w.known {
+		return
+	}
+	if d > 0 {
+		room := toMilli(w.limitOrPeak()) - w.budget.Load()
+		w.budget.Add(min(toMilli(d*w.safety), max(room, 0)))
+		return
+	}
+	if v := w.budget.Add(-toMilli(-d)); v < 0 {
+		w.budget.CompareAndSwap(v, 0) // a server's remaining stops at zero
+	}
+}
+
+func earlierOf(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
