@@ -150,7 +150,7 @@ type Adaptive struct {
 	lastObs   time.Time
 	interval  float64 // smoothed seconds between responses
 	avgFlight float64 // smoothed in-flight count at responses
-	mode      string
+	mode      Mode
 }
 
 // NewAdaptive returns an Adaptive for cfg. It panics if a field is invalid
@@ -234,18 +234,26 @@ func (cfg AdaptiveConfig) normalize() AdaptiveConfig {
 // job of one round.
 const DefaultSlowStart = 16
 
-// Modes reported in AdaptiveStats.Mode.
+// Mode is how an endpoint's limit is decided, reported in
+// AdaptiveStats.Mode.
+type Mode string
+
+// String returns the mode's name, as logs and metrics show it.
+func (m Mode) String() string { return string(m) }
+
+// The modes.
 const (
 	// ModeSlowStart: no response yet; at most SlowStart requests in flight.
-	ModeSlowStart = "slow-start"
-	// ModeHeaders: the rate follows the quotas the server's headers describe.
-	ModeHeaders = "headers"
+	ModeSlowStart Mode = "slow-start"
+	// ModeHeaders: the limit follows the quotas the server's headers
+	// describe (see Adaptive for the rule).
+	ModeHeaders Mode = "headers"
 	// ModeProbing: no usable quota headers; the CUBIC fallback sets the rate
 	// (Inf until the first 429 or 503).
-	ModeProbing = "probing"
+	ModeProbing Mode = "probing"
 	// ModeStatic: no usable quota headers and no throttle seen; the
 	// configured Ceiling is the limit.
-	ModeStatic = "static"
+	ModeStatic Mode = "static"
 )
 
 // AdaptiveStats is a snapshot of an Adaptive for observability. Fields are
@@ -260,7 +268,7 @@ type AdaptiveStats struct {
 	Requests    int64     // Observe calls with a response (status ≠ 0)
 	PausedUntil time.Time // no request starts before this (Retry-After, or a spent quota's reset); zero when none
 	LastInfo    Info      // last non-empty Info observed
-	Mode        string    // ModeSlowStart, ModeHeaders, ModeProbing or ModeStatic
+	Mode        Mode      // ModeSlowStart, ModeHeaders, ModeProbing or ModeStatic
 }
 
 func (a *Adaptive) nanos(t time.Time) int64 { return int64(t.Sub(a.epoch)) }

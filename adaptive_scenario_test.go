@@ -126,7 +126,7 @@ func drive(t *testing.T, sc scenario, acfg AdaptiveConfig) outcome {
 		if sc.server.TokenLimit > 0 {
 			out.tokGoodput = float64(stats.TokensUsed) / srv.TokenCapacity(start, end)
 		}
-		out.mode = a.Stats().Mode
+		out.mode = a.Stats().Mode.String()
 	})
 	return out
 }

@@ -469,7 +469,7 @@ func (a *Adaptive) apply(b *Bucket, rate float64, burst, need int, what string) 
 				l.LogAttrs(context.Background(), slog.LevelDebug, "pacer: retuned",
 					slog.String("endpoint", key), slog.String("quota", what),
 					slog.Float64("old", float64(old)), slog.Float64("new", float64(limit)),
-					slog.String("mode", mode))
+					slog.String("mode", mode.String()))
 			})
 		}
 	}
