@@ -63,11 +63,8 @@ func (a *Adaptive) wait(ctx context.Context, cost float64) error {
 			}
 			if err := a.tooLong(ctx, now, at); err != nil {
 				release()
-				if a.settled() {
+				if err := a.refuseOrAwait(ctx, now, at, err); err != nil {
 					return err
-				}
-				if werr := a.awaitChange(ctx, min(at.Sub(now), time.Second)); werr != nil {
-					return refusal(err, werr)
 				}
 				continue
 			}
@@ -114,11 +111,8 @@ func (a *Adaptive) wait(ctx context.Context, cost float64) error {
 			continue
 		}
 		if err := a.tooLong(ctx, now, retryAt); err != nil {
-			if a.settled() {
+			if err := a.refuseOrAwait(ctx, now, retryAt, err); err != nil {
 				return err
-			}
-			if werr := a.awaitChange(ctx, min(retryAt.Sub(now), time.Second)); werr != nil {
-				return refusal(err, werr)
 			}
 			continue
 		}
@@ -228,14 +222,22 @@ func (a *Adaptive) settled() bool {
 	return a.inflight.Load() == 0
 }
 
-// refusal is what a wait for requests in flight returns when ctx ends:
-// the *RateLimitError that was held back if the deadline passed (it wraps
-// context.DeadlineExceeded), the context's error if it was cancelled.
-func refusal(held, ctxErr error) error {
-	if errors.Is(ctxErr, context.DeadlineExceeded) {
-		return held
+// refuseOrAwait handles a wait too long to take (refusal, from tooLong):
+// returned at once when nothing of ours is in flight (see settled), else
+// held back while their answers come in (at most a second at a time, then
+// the caller looks again), and returned if ctx's deadline passes meanwhile
+// (the context's error if it is cancelled instead). nil means look again.
+func (a *Adaptive) refuseOrAwait(ctx context.Context, now, at time.Time, refusal error) error {
+	if a.settled() {
+		return refusal
 	}
-	return ctxErr
+	if err := a.awaitChange(ctx, min(at.Sub(now), time.Second)); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return refusal
+		}
+		return err
+	}
+	return nil
 }
 
 // tooLong returns a *RateLimitError when a request could start only at at,

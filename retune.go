@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"math"
-	"math/rand/v2"
 	"net/http"
 	"slices"
 	"time"
@@ -338,12 +337,11 @@ func (a *Adaptive) retune(now time.Time) {
 			continue
 		}
 		known++
-		rate, pause := w.plan(now, s, unit)
-		// A spent quota holds requests by its budget (Wait's charge fails
+		// A spent quota holds requests by its budget (the charge fails
 		// until wakeAt or the next response), not by pausing the buckets:
 		// a pause cannot be taken back when a response shows the budget
 		// was not spent after all.
-		_ = pause
+		rate := w.plan(now, s, unit)
 		blind = blind || w.probing
 		roll := w.reset
 		if !roll.IsZero() {
@@ -490,20 +488,6 @@ func significant(old, new Limit) bool {
 		return true
 	}
 	return math.Abs(float64(new-old)) >= 0.1*float64(old)
-}
-
-// jitter spreads restarts at a reset over up to one interval at rate (at most
-// 100 ms), so that a fleet of clients paused until the same instant does not
-// fire together.
-func jitter(rate float64) time.Duration {
-	span := 100 * time.Millisecond
-	if rate > 0 && !math.IsInf(rate, 1) {
-		span = min(span, time.Duration(float64(time.Second)/rate))
-	}
-	if span <= 0 {
-		return 0
-	}
-	return rand.N(span)
 }
 
 // nextAllowed is the earliest time a new request could start if Acquire

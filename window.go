@@ -458,13 +458,13 @@ func (w *quotaWindow) reserve(safety float64) float64 {
 // what the drift refills.
 const noResetSpan = time.Second
 
-// plan derives the quota's rate at now: unlimited while the budget above
-// the reserve holds a request (the budget is the gate), else the refill.
-// unit is what one request takes. When less than a unit is left it returns
-// pause, the time before which nothing may start (zero if the drift refills
-// the budget by itself), and sets wakeAt; rate is then the rate to run at
-// once the pause ends.
-func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64, pause time.Time) {
+// plan derives the quota's rate at now (see Adaptive for the rule): unlimited
+// while the budget above what it keeps holds a request and the quota is
+// neither shared nor refilling as it goes (the budget is the gate), spread
+// to the reset when it is, and, when less than a unit is left, the refill
+// rate or unlimited (the budget holds every request until wakeAt, which it
+// sets: the reset, a refill, or a look). unit is what one request takes.
+func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64) {
 	if !w.probeAt.IsZero() && !now.Before(w.probeAt) {
 		w.probeAt = time.Time{}
 		w.startProbe(unit)
@@ -490,26 +490,20 @@ func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64, p
 	w.wakeAt = time.Time{}
 	if w.probing {
 		// One request is out (the gate holds the rest) to learn the quota.
-		return math.Inf(1), time.Time{}
+		return math.Inf(1)
 	}
 	if avail >= unit && w.kind == kindSmooth {
 		// A quota that refills as it goes (a token bucket, a sliding
 		// window) has no reset to wait for: what is left plus what refills
 		// before the stated reset is spread to it, as it refills. Taken at
 		// once, its refill would have to be guessed between responses.
-		span := noResetSpan.Seconds()
-		switch {
-		case !w.reset.IsZero():
-			span = max(w.reset.Sub(now).Seconds(), 1e-3)
-		case w.window > 0:
-			span = w.window.Seconds()
-		}
+		span := w.spanAt(now)
 		floor := safety * unit / span
 		if avail >= 2*unit {
 			// Its refill is only seen through responses: keep sampling.
 			floor = max(floor, unit/w.reprobe().Seconds())
 		}
-		return max(safety*(avail+w.drift*span)/span, floor), time.Time{}
+		return max(safety*(avail+w.drift*span)/span, floor)
 	}
 	if avail >= unit && w.shared {
 		// Others spend from this quota too, and they may be spending at
@@ -517,15 +511,9 @@ func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64, p
 		// take it twice. Spread over the time to the reset instead (at
 		// least one request per span: the model can be wrong, and only
 		// a response corrects it).
-		span := noResetSpan.Seconds()
-		switch {
-		case !w.reset.IsZero():
-			span = max(w.reset.Sub(now).Seconds(), 1e-3)
-		case w.window > 0:
-			span = w.window.Seconds()
-		}
+		span := w.spanAt(now)
 		// (avail already leaves others their drain until the reset.)
-		return max(safety*avail/span, safety*unit/span), time.Time{}
+		return max(safety*avail/span, safety*unit/span)
 	}
 	if avail >= unit {
 		// What the quota affords goes at once: the budget, charged at
@@ -534,8 +522,9 @@ func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64, p
 		// limiter at all; a saturated client spends the budget and then
 		// waits for the reset (or the refill) exactly as it would when
 		// paced, and ends the window with nothing left either way.
-		return math.Inf(1), time.Time{}
+		return math.Inf(1)
 	}
+	var pause time.Time
 	switch {
 	case !w.probeAt.IsZero() && (w.reset.IsZero() || w.probeAt.Before(w.reset)):
 		// A look is due before the reset (see roll).
@@ -551,7 +540,7 @@ func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64, p
 		if !w.reset.IsZero() {
 			w.wakeAt = earlierOf(w.wakeAt, w.reset)
 		}
-		return max(safety*w.drift, minRate), time.Time{}
+		return max(safety*w.drift, minRate)
 	case !w.reset.IsZero() && w.kind != kindSmooth:
 		pause = w.reset.Add(rollGuard)
 		if pause.Sub(now) > w.maxDelay && !w.explains(now) {
@@ -579,7 +568,19 @@ func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64, p
 	w.wakeAt = pause
 	// The budget holds every request until then; a rate would only delay
 	// the look that opens the next window.
-	return math.Inf(1), pause
+	return math.Inf(1)
+}
+
+// spanAt is the time the quota's budget is spread over from now: to its
+// reset, else a window, else noResetSpan; in seconds.
+func (w *quotaWindow) spanAt(now time.Time) float64 {
+	switch {
+	case !w.reset.IsZero():
+		return max(w.reset.Sub(now).Seconds(), 1e-3)
+	case w.window > 0:
+		return w.window.Seconds()
+	}
+	return noResetSpan.Seconds()
 }
 
 // reprobe is how long a spent quota that refills smoothly waits before one
