@@ -12,6 +12,7 @@ import (
 
 	"github.com/pacer-go/pacer/internal/apisim"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // job is what a user below (or above) the quota runs: n requests from
@@ -237,5 +238,25 @@ func TestPersistent429WithoutAResetIsLookedAtOnceAMinute(t *testing.T) {
 		}
 		// A call is its first attempt and three retries.
 		assert.LessOrEqual(t, worst, 5*look, "no call waits more than its attempts' capped looks")
+	})
+}
+
+// A retry that would wait for a daily quota's reset is refused at once with
+// that reset: no attempt waits past MaxDelay, retries included.
+func TestRetryBehindADailyResetIsRefusedNotSleptOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := transportFunc(func(r *http.Request) (*http.Response, error) {
+			h := http.Header{}
+			h.Set("RateLimit", `"daily";r=0;t=72000`)
+			h.Set("RateLimit-Policy", `"daily";q=1000;w=86400`)
+			return &http.Response{StatusCode: http.StatusTooManyRequests, Header: h, Body: http.NoBody, Request: r}, nil
+		})
+		client := &http.Client{Transport: NewTransport(base)}
+		start := time.Now()
+		_, err := client.Get("http://api.test/v1/x")
+		var rle *RateLimitError
+		require.ErrorAs(t, err, &rle)
+		assert.Zero(t, time.Since(start), "refused at once")
+		assert.WithinDuration(t, start.Add(20*time.Hour), rle.RetryAt, time.Second, "with the reset the daily window explains")
 	})
 }

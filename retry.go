@@ -1,6 +1,7 @@
 package pacer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -160,6 +161,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // that is beyond MaxWait or the context's deadline.
 func (t *Transport) tooLate(ctx context.Context, key string, at, now time.Time, info Info) *RateLimitError {
 	if t.maxWait > 0 && at.Sub(now) > t.maxWait {
+		return &RateLimitError{Endpoint: key, RetryAt: at, Info: info}
+	}
+	if maxDelay := cmp.Or(t.maxDelay, DefaultMaxDelay); at.Sub(now) > maxDelay {
+		// No wait is longer than MaxDelay: a retry behind a daily quota's
+		// reset is refused with it, not slept on for hours.
 		return &RateLimitError{Endpoint: key, RetryAt: at, Info: info}
 	}
 	if dl, ok := ctx.Deadline(); ok && dl.Before(at) {
