@@ -38,6 +38,9 @@ func tableClock() int64 { return int64(time.Since(tableEpoch)) }
 type endpoint struct {
 	key string
 	lim *Adaptive
+	// clock bounds the server's clock offset from its Date headers, for
+	// the absolute resets it states.
+	clock clockOffset
 	// bucket is the server's name for this limiter's bucket; "" for the
 	// endpoint of a key.
 	bucket string

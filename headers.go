@@ -153,6 +153,13 @@ func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 // configured one) in place of DefaultMaxDelay; maxDelay ≤ 0 means
 // DefaultMaxDelay.
 func parseHeaders(h http.Header, now time.Time, maxDelay time.Duration) (Info, bool) {
+	return parseHeadersSkewed(h, now, maxDelay, 0)
+}
+
+// parseHeadersSkewed is parseHeaders for a server whose clock is offset
+// ahead of ours (negative: behind; see clockOffset): absolute resets (epoch
+// seconds, dates) are moved into our clock; relative ones need nothing.
+func parseHeadersSkewed(h http.Header, now time.Time, maxDelay, offset time.Duration) (Info, bool) {
 	// One pass over the keys finds every rate-limit field, so the cost does
 	// not grow with the number of conventions known. The loop lives here,
 	// not in a method, so its writes go to a known stack variable and need
@@ -172,7 +179,7 @@ func parseHeaders(h http.Header, now time.Time, maxDelay time.Duration) (Info, b
 	if maxDelay <= 0 {
 		maxDelay = DefaultMaxDelay
 	}
-	p := headerParser{now: now, resetCap: max(MaxResetHorizon, maxDelay), slack: max(epochSlack, maxDelay)}
+	p := headerParser{now: now, resetCap: max(MaxResetHorizon, maxDelay), slack: max(epochSlack, maxDelay), offset: offset}
 	var info Info
 	for _, f := range [...]field{fRetryAfterMs, fMsRetryAfterMs, fRetryAfter} {
 		if v := fs.first(f); v != "" {
@@ -253,6 +260,7 @@ func parseRetryAfter(v string, now time.Time, maxDelay time.Duration) (time.Dura
 type headerParser struct {
 	now      time.Time
 	resetCap time.Duration // the farthest reset reported: MaxResetHorizon, or the wait cap if longer
+	offset   time.Duration // the server's clock minus ours, for absolute resets
 	slack    time.Duration
 	quotas   [maxQuotas]Quota
 	n        int
@@ -376,7 +384,9 @@ func (p *headerParser) resetNumber(v float64) (time.Time, bool) {
 	if !(v >= 0) || math.IsInf(v, 0) {
 		return time.Time{}, false
 	}
-	nowSec := float64(p.now.Unix()) + float64(p.now.Nanosecond())/1e9
+	// In the server's clock: its epoch is compared with its now.
+	serverNow := p.now.Add(p.offset)
+	nowSec := float64(serverNow.Unix()) + float64(serverNow.Nanosecond())/1e9
 	slack := p.slack.Seconds()
 	for _, epoch := range [...]float64{v, v / 1000} {
 		if d := epoch - nowSec; d >= -slack && d <= slack {
@@ -398,7 +408,7 @@ func (p *headerParser) after(s float64) time.Time {
 // at converts an absolute reset: believed within p.slack of now, a past one
 // meaning now, a later one clamped to now+resetCap.
 func (p *headerParser) at(t time.Time) (time.Time, bool) {
-	d := t.Sub(p.now)
+	d := t.Sub(p.now) - p.offset
 	if d < -p.slack || d > p.slack {
 		return time.Time{}, false
 	}

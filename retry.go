@@ -105,7 +105,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			// an empty body by a nil one.
 			resp.Body = http.NoBody
 		}
-		info, _ := parseHeaders(resp.Header, time.Now(), t.maxDelay)
+		now := time.Now()
+		ep.clock.observe(resp.Header.Get("Date"), now)
+		info, _ := parseHeadersSkewed(resp.Header, now, t.maxDelay, ep.clock.offset(now))
 		t.learn(ep, lim, &u, &permit, resp.StatusCode, info)
 		t.release(ep, lim)
 		throttled := isThrottled(resp, &info)
@@ -121,7 +123,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// Decide when the retry may go, before sleeping: if that is too
 		// late, say so now.
 		backoff = nextBackoff(backoff)
-		now := time.Now()
+		now = time.Now()
 		at := now.Add(info.RetryAfter)
 		if info.RetryAfter == 0 {
 			at = now.Add(retryJitter(backoff))

@@ -263,11 +263,15 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, fed, admitted floa
 		}
 		if timed {
 			// Consecutive windows' resets teach the window length when no
-			// policy states it.
+			// policy states it: the latest advance, unless it is half a
+			// window or more longer (a window with no traffic skipped).
+			// Taking only shorter ones would keep a length learned short
+			// (a first reset read before the server's clock offset was
+			// bounded well) for good, and a short window ends early.
 			// (Not a smooth quota's: a token bucket's reset moves with every
 			// response and has no cadence.)
 			w.checkCadence(q.Reset)
-			if d := q.Reset.Sub(w.stamp); !w.stated && w.kind != kindSmooth && !w.stamp.IsZero() && d > 2*w.jitter && (w.window == 0 || d < w.window) {
+			if d := q.Reset.Sub(w.stamp); !w.stated && w.kind != kindSmooth && !w.stamp.IsZero() && d > 2*w.jitter && (w.window == 0 || d < w.window+w.window/2) {
 				w.window = d
 			}
 			w.reset, w.stamp = q.Reset, q.Reset

@@ -19,6 +19,9 @@ type response struct {
 func (s *Server) render(d decision) response {
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
+	// As every HTTP server does, in its own clock (Config.Now), at the
+	// header's one-second resolution.
+	h.Set("Date", d.wall.UTC().Format(http.TimeFormat))
 	r := response{status: http.StatusOK, header: h}
 	if d.ok {
 		r.body = fmt.Appendf(nil, `{"ok":true,"bucket":%q}`, d.bucket.name)
