@@ -150,6 +150,7 @@ func scenarios(window time.Duration, limit int) []scenario {
 		{name: "d/retry-after-token-bucket", server: sv{Style: apisim.StyleRetryAfter, Algorithm: apisim.TokenBucket}, probing: true},
 		{name: "e/quota-halves", server: sv{Style: apisim.StyleGitHub}, at: func(s *apisim.Server) { s.SetLimit(limit / 2) }},
 		{name: "f/unseen-client-30%", server: sv{Style: apisim.StyleGitHub, UnseenShare: 0.3}},
+		{name: "overload-5%-shed", server: sv{Style: apisim.StyleGitHub, ShedShare: 0.05}},
 		{name: "anthropic-tokens", server: sv{Style: apisim.StyleAnthropic, TokenLimit: 700 * limit}, cost: tokenCost},
 		{name: "ietf07", server: sv{Style: apisim.StyleIETF07}},
 		{name: "discord", server: sv{Style: apisim.StyleDiscord}},

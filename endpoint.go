@@ -41,6 +41,8 @@ type endpoint struct {
 	// clock bounds the server's clock offset from its Date headers, for
 	// the absolute resets it states.
 	clock clockOffset
+	// retryBudget bounds the retries of requests the server shed.
+	retryBudget retryBudget
 	// bucket is the server's name for this limiter's bucket; "" for the
 	// endpoint of a key.
 	bucket string

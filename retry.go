@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -116,7 +117,15 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				Latency: elapsedSince(sent), Status: resp.StatusCode, Throttled: throttled})
 			waitFrom = time.Now()
 		}
+		if n == 0 {
+			lim.retryBudget.deposit()
+		}
 		if !throttled || n >= t.retries || !t.mayRetry(req, resp) {
+			return resp, nil
+		}
+		if overloaded(resp.StatusCode, &info) && !lim.retryBudget.withdraw() {
+			// Shedding beyond what the budget covers: retries would only
+			// add to the overload. The caller gets the response.
 			return resp, nil
 		}
 
@@ -180,6 +189,62 @@ func (t *Transport) logRefused(ctx context.Context, key string, err error) {
 	if t.logger != nil {
 		t.logger.LogAttrs(ctx, slog.LevelDebug, "pacer: request refused",
 			slog.String("endpoint", key), slog.String("error", err.Error()))
+	}
+}
+
+// overloaded reports whether a throttled response is the server shedding
+// load rather than a rate limit: a 5xx with no Retry-After and no quota
+// stated as spent.
+func overloaded(status int, info *Info) bool {
+	if status < 500 || info.RetryAfter > 0 {
+		return false
+	}
+	for _, q := range info.Quotas {
+		if q.Remaining < 1 && !q.Reset.IsZero() {
+			return false
+		}
+	}
+	return true
+}
+
+// retryBudget bounds the retries of shed requests (overloaded) to a share
+// of an endpoint's traffic, as gRPC's retry throttling and Finagle's retry
+// budgets do: every request deposits retryBudgetRatio of a retry, every
+// overload retry withdraws one, and the balance, full at first, holds at
+// most retryBudgetMax. Under light shedding every shed request is retried; when
+// the server sheds more than a tenth, retries stop adding to its load.
+type retryBudget struct {
+	spent atomic.Int64 // retryBudgetMax less the balance, in thousandths of a retry: zero is a full budget
+}
+
+const (
+	// retryBudgetRatio is the share of requests that may be retried after
+	// a shed: a tenth, gRPC's default token_ratio (0.1).
+	retryBudgetRatio = 0.1
+	// retryBudgetMax is the balance's cap, in retries: 10, gRPC's
+	// max_tokens default, which lets a burst of shed requests be retried.
+	retryBudgetMax = 10
+)
+
+func (b *retryBudget) deposit() {
+	for {
+		v := b.spent.Load()
+		n := max(v-int64(retryBudgetRatio*1000), 0)
+		if n == v || b.spent.CompareAndSwap(v, n) {
+			return
+		}
+	}
+}
+
+func (b *retryBudget) withdraw() bool {
+	for {
+		v := b.spent.Load()
+		if v+1000 > retryBudgetMax*1000 {
+			return false
+		}
+		if b.spent.CompareAndSwap(v, v+1000) {
+			return true
+		}
 	}
 }
 

@@ -459,3 +459,25 @@ func TestA403IsThrottledWhenRemainingReadsAsZeroHoweverWritten(t *testing.T) {
 		assert.Equal(t, tc.want, isThrottled(resp, &Info{}), "Remaining %q", tc.remaining)
 	}
 }
+
+// A server shedding load (bare 503s while its quota shows room) is retried
+// while the shedding is light, but the retries of shed requests stay within
+// a tenth of the traffic (and a burst of ten): a server shedding everything
+// is not sent four times its load.
+func TestOverloadRetriesStayWithinTheRetryBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMock(func(r *http.Request) (*http.Response, error) {
+			return respond(503, "X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "4000")(), nil
+		})
+		tr := NewTransport(m, WithRetries(3))
+		const calls = 200
+		for range calls {
+			resp := mustGet(t, tr, mockURL)
+			assert.Equal(t, 503, resp.StatusCode)
+		}
+		sent := m.GetTotalCallCount()
+		t.Logf("%d calls, %d requests", calls, sent)
+		assert.LessOrEqual(t, sent, calls+int(retryBudgetRatio*calls)+retryBudgetMax, "retries within the budget")
+		assert.Greater(t, sent, calls, "some shed requests are retried")
+	})
+}

@@ -205,7 +205,13 @@ func (a *Adaptive) learn(status int, info Info, own bool, cost float64) {
 		// Quota headers explain a throttle when a quota is spent or the server
 		// named a wait; otherwise (no headers, or a limit the headers do not
 		// show) the probing fallback cuts the rate.
-		if len(info.Quotas) == 0 || (!exhausted && info.RetryAfter == 0) {
+		switch {
+		case status >= 500 && !exhausted && info.RetryAfter == 0 && (len(info.Quotas) > 0 || a.quotasKnown()):
+			// Overload, not quota: the server shed a request while its
+			// quota headers (now or before) show room. The Transport retries
+			// it under a retry budget; cutting the rate below what the
+			// quota allows would make 5% shed requests cost 90% of the quota.
+		case len(info.Quotas) == 0 || (!exhausted && info.RetryAfter == 0):
 			// The server's bucket is empty: empty ours too, and hold new
 			// requests until the probe's next look (one at a time, see
 			// the gate below, until the server accepts again).
@@ -223,6 +229,17 @@ func (a *Adaptive) learn(status int, info Info, own bool, cost float64) {
 		}
 	}
 	a.retune(now)
+}
+
+// quotasKnown reports whether the server has described a quota of this
+// endpoint; called with a.mu held.
+func (a *Adaptive) quotasKnown() bool {
+	for _, w := range a.windows {
+		if w.known {
+			return true
+		}
+	}
+	return false
 }
 
 // sane clamps what a caller (not necessarily parseHeaders) says about a

@@ -340,11 +340,12 @@ func TestEndToEndThroughARealClient(t *testing.T) {
 	assert.EqualValues(t, 1, st[0].Retries)
 }
 
-// TestSlowStartMakesAFanOutOntoAnExhaustedQuotaCostOne429 sends 200
-// concurrent requests to an API whose quota another client has spent: only
-// the first goes out before the endpoint's first response, which pauses it;
-// the others fail fast (MaxWait) without reaching the server.
-func TestSlowStartMakesAFanOutOntoAnExhaustedQuotaCostOne429(t *testing.T) {
+// TestSlowStartBoundsWhatAFanOutOntoAnExhaustedQuotaCosts sends 200
+// concurrent requests to an API whose quota another client has spent: at
+// most DefaultSlowStart go out before the endpoint's first response, which
+// shows the quota spent; the others fail fast (MaxWait) without reaching
+// the server.
+func TestSlowStartBoundsWhatAFanOutOntoAnExhaustedQuotaCosts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		api := apisim.New(apisim.Config{Style: apisim.StyleGitHub, Limit: 10, Window: time.Hour})
 		for range 10 { // someone else spends the quota
@@ -368,8 +369,8 @@ func TestSlowStartMakesAFanOutOntoAnExhaustedQuotaCostOne429(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		assert.Equal(t, 11, api.Stats().Requests, "one request of the fan-out reached the server")
-		assert.Equal(t, 1, api.Stats().Throttled)
+		assert.LessOrEqual(t, api.Stats().Requests, 10+DefaultSlowStart, "at most the slow start's requests reached the server")
+		assert.LessOrEqual(t, api.Stats().Throttled, DefaultSlowStart)
 		assert.EqualValues(t, 200, refused.Load())
 	})
 }

@@ -113,6 +113,11 @@ type Config struct {
 	// client the caller cannot see, sending evenly over time. It is simulated
 	// deterministically, without goroutines, when the bucket is next touched.
 	UnseenShare float64
+	// ShedShare in [0, 1) is the fraction of requests the server sheds as
+	// overloaded, evenly (every 1/ShedShare-th): answered 503, with the
+	// quota headers as they stand and no Retry-After, and not counted
+	// against any quota. Overload, not a rate limit.
+	ShedShare float64
 	// Latency is the service time of each request (≥ 0), slept after admission
 	// (virtual under testing/synctest). Transport honours the request context
 	// during it; the request has already been counted.
@@ -160,6 +165,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if !(cfg.UnseenShare >= 0 && cfg.UnseenShare < 1) { // also rejects NaN
 		bad("UnseenShare", cfg.UnseenShare, "must be in [0, 1)")
+	}
+	if !(cfg.ShedShare >= 0 && cfg.ShedShare < 1) {
+		bad("ShedShare", cfg.ShedShare, "must be in [0, 1)")
 	}
 	if cfg.Latency < 0 {
 		bad("Latency", cfg.Latency, "must be ≥ 0")

@@ -23,9 +23,14 @@ func (s *Server) render(d decision) response {
 	// header's one-second resolution.
 	h.Set("Date", d.wall.UTC().Format(http.TimeFormat))
 	r := response{status: http.StatusOK, header: h}
-	if d.ok {
+	throttled := !d.ok && !d.shed // a shed request is told nothing about quota
+	switch {
+	case d.shed:
+		r.status = http.StatusServiceUnavailable
+		r.body = []byte(`{"error":{"type":"overloaded","message":"server overloaded, try again"}}`)
+	case d.ok:
 		r.body = fmt.Appendf(nil, `{"ok":true,"bucket":%q}`, d.bucket.name)
-	} else {
+	default:
 		r.status = http.StatusTooManyRequests
 		r.body = []byte(`{"error":{"type":"rate_limit_exceeded","message":"rate limit exceeded"}}`)
 	}
@@ -36,7 +41,7 @@ func (s *Server) render(d decision) response {
 	resetWall := d.wall.Add(resetIn)
 	retry := max(1, ceilSeconds(d.retryAfter)) // 429 only: never tell a client "0"
 	setRetryAfter := func() {
-		if !d.ok {
+		if throttled {
 			h.Set("Retry-After", strconv.FormatInt(retry, 10))
 		}
 	}
@@ -52,7 +57,7 @@ func (s *Server) render(d decision) response {
 		h.Set("X-RateLimit-Reset", strconv.FormatInt(ceilUnix(resetWall), 10))
 		h.Set("X-RateLimit-Used", strconv.FormatInt(max(0, limit-remaining), 10))
 		h.Set("X-RateLimit-Resource", resource)
-		if !d.ok {
+		if throttled {
 			// GitHub signals an exhausted primary quota by Remaining 0 and the
 			// reset; Retry-After belongs to its secondary limits only.
 			r.body = []byte(`{"message":"API rate limit exceeded","documentation_url":"https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api"}`)
@@ -87,7 +92,7 @@ func (s *Server) render(d decision) response {
 			h.Set("Anthropic-Ratelimit-Tokens-Remaining", strconv.FormatInt(rounded, 10))
 			h.Set("Anthropic-Ratelimit-Tokens-Reset", rfc3339Ceil(d.wall.Add(d.tokReset-d.now)))
 		}
-		if !d.ok {
+		if throttled {
 			r.body = []byte(`{"type":"error","error":{"type":"rate_limit_error","message":"rate limit exceeded"}}`)
 		}
 		setRetryAfter()
@@ -97,7 +102,7 @@ func (s *Server) render(d decision) response {
 		h.Set("X-RateLimit-Reset", strconv.FormatFloat(ceilMillis(float64(resetWall.UnixNano())/1e9), 'f', 3, 64))
 		h.Set("X-RateLimit-Reset-After", strconv.FormatFloat(ceilMillis(resetIn.Seconds()), 'f', 3, 64))
 		h.Set("X-RateLimit-Bucket", d.bucket.id)
-		if !d.ok {
+		if throttled {
 			h.Set("X-RateLimit-Scope", "user")
 			r.body = fmt.Appendf(nil, `{"message":"You are being rate limited.","retry_after":%s,"global":false}`,
 				strconv.FormatFloat(ceilMillis(d.retryAfter.Seconds()), 'f', -1, 64))
@@ -110,7 +115,7 @@ func (s *Server) render(d decision) response {
 		}
 		used := max(0, int64(size)-remaining)
 		h.Set("X-Shopify-Shop-Api-Call-Limit", fmt.Sprintf("%d/%d", used, int64(size)))
-		if !d.ok {
+		if throttled {
 			h.Set("Retry-After", strconv.FormatFloat(float64(retry), 'f', 1, 64))
 			r.body = []byte(`{"errors":"Exceeded 2 calls per second for api client. Reduce request rates to resume uninterrupted service."}`)
 		}

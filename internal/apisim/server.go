@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,14 +29,18 @@ type Server struct {
 	routes []*bucket // longest prefix first
 	stats  Stats
 	events []Event
+	// shedAcc accumulates ShedShare per request: a request sheds when it
+	// reaches 1 (evenly, deterministically).
+	shedAcc float64
 }
 
 // Stats are totals since New or Reset, for the visible client only (requests
 // that reached ServeHTTP or Transport).
 type Stats struct {
-	Requests  int // OK + Throttled
+	Requests  int // OK + Throttled + Shed
 	OK        int // 200 responses
 	Throttled int // 429 responses
+	Shed      int // 503 responses of Config.ShedShare
 	// TokensUsed sums the X-Apisim-Tokens of OK requests.
 	TokensUsed int
 	// FirstRequest and LastRequest are the admission times (Config.Now) of the
@@ -192,6 +197,7 @@ func (s *Server) runUnseen(b *bucket, t time.Duration) {
 // decision is what admission decided, with the figures the headers report.
 type decision struct {
 	ok         bool
+	shed       bool // overload: 503, not counted
 	bucket     *bucket
 	now        time.Duration
 	wall       time.Time
@@ -215,6 +221,21 @@ func (s *Server) admit(path string, tokens int) decision {
 	b.used = true
 
 	n := float64(tokens)
+	if s.cfg.ShedShare > 0 {
+		if s.shedAcc += s.cfg.ShedShare; s.shedAcc >= 1 {
+			s.shedAcc--
+			d := decision{shed: true, bucket: b, now: t, wall: wall}
+			d.limit, d.remaining, d.reset = b.req.limit(t), b.req.remaining(t), b.req.resetAt(t)
+			if b.tok != nil {
+				d.hasTokens = true
+				d.tokLimit, d.tokRemain, d.tokReset = b.tok.limit(t), b.tok.remaining(t), b.tok.resetAt(t)
+			}
+			s.stats.Shed++
+			s.stats.Requests++
+			s.events = append(s.events, Event{At: wall, Status: http.StatusServiceUnavailable, Key: b.name, Path: path, Tokens: tokens})
+			return d
+		}
+	}
 	ok := b.req.fits(t, 1) && (b.tok == nil || b.tok.fits(t, n))
 	d := decision{ok: ok, bucket: b, now: t, wall: wall}
 	if ok {
