@@ -151,6 +151,9 @@ type Adaptive struct {
 	interval  float64 // smoothed seconds between responses
 	avgFlight float64 // smoothed in-flight count at responses
 	mode      Mode
+	// Body-stated limits (bodyLimitLocked): how many in a row, the last.
+	bodyStrikes   uint
+	lastBodyLimit time.Time
 }
 
 // NewAdaptive returns an Adaptive for cfg. It panics if a field is invalid

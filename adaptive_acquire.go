@@ -172,7 +172,7 @@ func (p *Permit) Done(o Outcome) {
 		return
 	}
 	p.live = false
-	p.a.observeCost(o.Status, o.Info, p.cost)
+	p.a.observeCost(o.Status, o.Info, p.cost, o.Signal)
 }
 
 // Abandon settles the permit of a request that was not sent: its charge is

@@ -109,9 +109,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		now := time.Now()
 		ep.clock.observe(resp.Header.Get("Date"), now)
 		info, _ := parseHeadersSkewed(resp.Header, now, t.maxDelay, ep.clock.offset(now))
-		t.learn(ep, lim, &u, &permit, resp.StatusCode, info)
+		sig := bodySignal(resp)
+		t.learn(ep, lim, &u, &permit, resp.StatusCode, info, sig)
 		t.release(ep, lim)
-		throttled := isThrottled(resp, &info)
+		throttled := sig == SignalBodyLimit || (sig != SignalGone && isThrottled(resp, &info))
 		if t.observer != nil {
 			t.report(Attempt{Endpoint: lim.key, Method: req.Method, Retry: n, Wait: sent.Sub(waitFrom),
 				Latency: elapsedSince(sent), Status: resp.StatusCode, Throttled: throttled})

@@ -17,13 +17,14 @@ import (
 // probing fallback on 429/503 without quota headers, and ends slow start.
 // Observe never blocks on the limiter.
 func (a *Adaptive) observe(status int, info Info) {
-	a.observeCost(status, info, -1)
+	a.observeCost(status, info, -1, SignalNone)
 }
 
 // observeCost is observe for a request of known cost (a Permit's); cost < 0
-// means unknown.
-func (a *Adaptive) observeCost(status int, info Info, cost float64) {
-	a.learn(status, info, true, cost)
+// means unknown. sig is what the response's body said (bodySignal), if
+// anything.
+func (a *Adaptive) observeCost(status int, info Info, cost float64, sig Signal) {
+	a.learn(status, info, true, cost, sig)
 	// Only now, with what the response said applied, may a held caller go.
 	a.wakeGate()
 }
@@ -33,7 +34,7 @@ func (a *Adaptive) observeCost(status int, info Info, cost float64) {
 // server's bucket): it retunes, pauses and counts a throttle, and ends slow
 // start if status ≠ 0, but does not touch the in-flight count.
 func (a *Adaptive) learnOther(status int, info Info) {
-	a.learn(status, info, false, -1)
+	a.learn(status, info, false, -1, SignalNone)
 }
 
 // maxFeeders bounds the limiters feed remembers: a bucket is fed by the
@@ -107,7 +108,7 @@ func (a *Adaptive) settle(cost float64) int64 {
 // on mu behind the one being applied would be neither, and the server's
 // figure (which counted them) would read as that many units spent by
 // others: a drift baseline off by up to the whole in-flight count.
-func (a *Adaptive) learn(status int, info Info, own bool, cost float64) {
+func (a *Adaptive) learn(status int, info Info, own bool, cost float64, sig Signal) {
 	if status == 0 {
 		if own {
 			a.settle(cost)
@@ -198,9 +199,19 @@ func (a *Adaptive) learn(status int, info Info, own bool, cost float64) {
 	if info.RetryAfter > 0 && status >= 400 { // negative: ignored
 		a.pauseLocked(now.Add(min(info.RetryAfter, a.cfg.MaxDelay)))
 	}
+	if sig == SignalGone {
+		// The quota is gone for good (billing): waiting cannot help and
+		// nothing here should slow down for it. The caller gets the
+		// response at once.
+		a.retune(now)
+		return
+	}
 	a.probe.meter(now, status < 400)
-	throttled := status == 429 || status == 503 || (status == 403 && exhausted)
-	if throttled {
+	if sig == SignalBodyLimit {
+		a.bodyLimitLocked(now, info, exhausted, others)
+	}
+	throttled := status == 429 || status == 503 || (status == 403 && (exhausted || sig == SignalBodyLimit))
+	if throttled && sig != SignalBodyLimit {
 		a.throttled++
 		// Quota headers explain a throttle when a quota is spent or the server
 		// named a wait; otherwise (no headers, or a limit the headers do not
@@ -211,7 +222,10 @@ func (a *Adaptive) learn(status int, info Info, own bool, cost float64) {
 			// quota headers (now or before) show room. The Transport retries
 			// it under a retry budget; cutting the rate below what the
 			// quota allows would make 5% shed requests cost 90% of the quota.
-		case len(info.Quotas) == 0 || (!exhausted && info.RetryAfter == 0):
+		case len(info.Quotas) == 0 || !exhausted:
+			// No stated quota explains it (a Retry-After while every
+			// quota shows room is a limit the headers do not show):
+			// pausing alone would trip it again at once on resuming.
 			// The server's bucket is empty: empty ours too, and hold new
 			// requests until the probe's next look (one at a time, see
 			// the gate below, until the server accepts again).
@@ -230,6 +244,66 @@ func (a *Adaptive) learn(status int, info Info, own bool, cost float64) {
 	}
 	a.retune(now)
 }
+
+// bodyLimitLocked applies a limit a response stated only in its body
+// (GitHub's secondary rate limits) as GitHub documents it: wait for its
+// Retry-After if it sent one; else, if a quota is spent, for its reset
+// (the budget holds that); else at least bodyLimitWait, doubling for each
+// such limit within bodyLimitMemory of the last, up to bodyLimitMaxWait
+// (and MaxDelay). The endpoint also slows down (the probing fallback cuts
+// its rate) so that it does not trip again as it resumes. Called with
+// a.mu held.
+func (a *Adaptive) bodyLimitLocked(now time.Time, info Info, exhausted bool, others int64) {
+	if !a.lastBodyLimit.IsZero() && now.Sub(a.lastBodyLimit) > bodyLimitMemory {
+		a.bodyStrikes = 0
+	}
+	a.lastBodyLimit = now
+	wait := info.RetryAfter
+	if wait <= 0 && !exhausted {
+		wait = min(bodyLimitWait<<min(a.bodyStrikes, 10), bodyLimitMaxWait)
+		a.bodyStrikes++
+	}
+	until := now
+	if wait > 0 {
+		until = now.Add(min(wait, a.cfg.MaxDelay))
+		a.pauseLocked(until)
+	}
+	a.throttled++
+	a.probe.throttle(now, others, a.rtt())
+	if g := a.probe.goodput; g > 0 && g < a.probe.lastMax {
+		// Resume below what the server admitted before it objected
+		// (successes per second over about a minute), not at a fraction
+		// of the burst that tripped it.
+		a.probe.setMax(g)
+	}
+	// Climb back to it over bodyLimitCycle, not in the second a cubic
+	// scaled for packets takes at a rate of one a second: a limit the
+	// server keeps to itself, and punishes tripping, is found again slowly.
+	a.probe.k = max(a.probe.k, bodyLimitCycle.Seconds())
+	// And climb back from the end of the pause, not through it: a cubic
+	// that grew while nothing was sent resumes with the burst that trips
+	// the limit again.
+	a.probe.since = laterOf(a.probe.since, until)
+}
+
+const (
+	// bodyLimitWait is the least wait after a body-stated limit with no
+	// Retry-After: GitHub's documentation says to wait at least a minute
+	// before retrying after a secondary rate limit.
+	bodyLimitWait = time.Minute
+	// bodyLimitMaxWait caps the doubling that follows repeated ones (15
+	// minutes: four doublings), so a wait stays bounded however often the
+	// server keeps refusing; MaxDelay bounds it too.
+	bodyLimitMaxWait = 15 * time.Minute
+	// bodyLimitMemory is how long a body-stated limit counts towards the
+	// doubling: one an hour apart is a fresh start.
+	bodyLimitMemory = time.Hour
+	// bodyLimitCycle is how long the rate takes to climb back to what the
+	// server admitted before a body-stated limit: 5 minutes. Each trip
+	// costs a pause of a minute or more (GitHub's rule), so probing for the
+	// limit slowly costs less than finding it again.
+	bodyLimitCycle = 5 * time.Minute
+)
 
 // quotasKnown reports whether the server has described a quota of this
 // endpoint; called with a.mu held.

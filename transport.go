@@ -548,13 +548,13 @@ func (t *Transport) match(r *http.Request) *rule {
 
 // learn reports an admitted attempt's outcome to the limiter that admitted
 // it and learns the server-named bucket of ep's route from it.
-func (t *Transport) learn(ep, lim *endpoint, u *urlParts, p *Permit, status int, info Info) {
+func (t *Transport) learn(ep, lim *endpoint, u *urlParts, p *Permit, status int, info Info, sig Signal) {
 	if lim.bucket != "" && info.Bucket != "" && info.Bucket != lim.bucket {
 		// The server moved this route to another bucket: what the response
 		// says belongs to that bucket (taught below), not to lim's.
 		p.Done(Outcome{})
 	} else {
-		p.Done(Outcome{Status: status, Info: info})
+		p.Done(Outcome{Status: status, Info: info, Signal: sig})
 	}
 	if info.Bucket == "" || ep.pinned || len(info.Bucket) > maxBucketName {
 		return
