@@ -241,8 +241,9 @@ func TestPersistent429WithoutAResetIsLookedAtOnceAMinute(t *testing.T) {
 	})
 }
 
-// A retry that would wait for a daily quota's reset is refused at once with
-// that reset: no attempt waits past MaxDelay, retries included.
+// A retry that would wait for a daily quota's reset is not made: the
+// caller gets the 429 at once, and the next request is refused with the
+// reset. No attempt waits past MaxDelay, retries included.
 func TestRetryBehindADailyResetIsRefusedNotSleptOn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := transportFunc(func(r *http.Request) (*http.Response, error) {
@@ -253,7 +254,12 @@ func TestRetryBehindADailyResetIsRefusedNotSleptOn(t *testing.T) {
 		})
 		client := &http.Client{Transport: NewTransport(base)}
 		start := time.Now()
-		_, err := client.Get("http://api.test/v1/x")
+		resp, err := client.Get("http://api.test/v1/x")
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+		assert.Zero(t, time.Since(start), "returned at once")
+		_, err = client.Get("http://api.test/v1/x")
 		var rle *RateLimitError
 		require.ErrorAs(t, err, &rle)
 		assert.Zero(t, time.Since(start), "refused at once")

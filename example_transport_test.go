@@ -152,15 +152,19 @@ func ExampleWithMaxWait() {
 
 	client := &http.Client{Transport: pacer.NewTransport(nil, pacer.WithMaxWait(10*time.Second))}
 	for range 3 {
-		_, err := client.Get(srv.URL + "/report")
+		resp, err := client.Get(srv.URL + "/report")
 		var rle *pacer.RateLimitError
-		if errors.As(err, &rle) {
+		switch {
+		case errors.As(err, &rle): // refused before sending
 			fmt.Printf("come back in about %v\n", time.Until(rle.RetryAt).Round(time.Hour))
+		case err == nil: // the server's answer, when a retry would wait too long
+			fmt.Println("server said", resp.StatusCode)
+			resp.Body.Close()
 		}
 	}
 	fmt.Println("requests sent:", calls.Load())
 	// Output:
-	// come back in about 1h0m0s
+	// server said 429
 	// come back in about 1h0m0s
 	// come back in about 1h0m0s
 	// requests sent: 1

@@ -147,13 +147,16 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 		}
 		if rle := t.tooLate(ctx, key, at, now, info); rle != nil {
-			drain(resp.Body)
+			// A RoundTripper that obtained a response returns it: the
+			// retry that would come too late is not made, and the caller
+			// gets the throttled response, body intact, at once. (A
+			// *RateLimitError means nothing was sent.)
 			lim.refused.Add(1)
 			t.logRefused(ctx, key, rle)
 			// The retry that will not be sent is an attempt refused, like
 			// one refused before its first try: observers count it.
 			t.report(Attempt{Endpoint: key, Method: req.Method, Retry: n + 1, Err: rle})
-			return nil, rle
+			return resp, nil
 		}
 		drain(resp.Body)
 		lim.retries.Add(1)

@@ -316,7 +316,10 @@ func TestThrottledResponseBodyIsDrainedBoundedAndClosedBeforeARetry(t *testing.T
 	})
 }
 
-func TestRetryThatWouldExceedMaxWaitFailsAtOnce(t *testing.T) {
+// A retry that would wait past MaxWait is not made: the RoundTripper
+// returns the throttled response it obtained, at once and body intact, and
+// the endpoint stays paused, so the next request is refused before sending.
+func TestRetryThatWouldExceedMaxWaitReturnsTheResponseAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newMock(respondInTurn(respond(429, "Retry-After", "120"), respond(200)))
 		tr := NewTransport(m, WithMaxWait(10*time.Second))
@@ -324,22 +327,25 @@ func TestRetryThatWouldExceedMaxWaitFailsAtOnce(t *testing.T) {
 		r, err := http.NewRequest(http.MethodGet, mockURL, nil)
 		require.NoError(t, err)
 		resp, err := tr.RoundTrip(r)
-		assert.Nil(t, resp)
-		var rle *RateLimitError
-		require.ErrorAs(t, err, &rle)
-		assert.Equal(t, "https://api.example.com", rle.Endpoint)
-		assert.WithinRange(t, rle.RetryAt, start.Add(120*time.Second), start.Add(121*time.Second))
-		assert.Equal(t, 120*time.Second, rle.Info.RetryAfter)
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusText(429), string(body), "the body, intact")
 		assert.Zero(t, time.Since(start), "nothing slept")
 		assert.Equal(t, 1, m.GetTotalCallCount())
 
 		_, err = tr.RoundTrip(r.Clone(context.Background()))
+		var rle *RateLimitError
 		require.ErrorAs(t, err, &rle, "the endpoint stays paused: the next request is refused by the limiter")
+		assert.Equal(t, "https://api.example.com", rle.Endpoint)
+		assert.WithinRange(t, rle.RetryAt, start.Add(120*time.Second), start.Add(121*time.Second))
+		assert.Equal(t, 120*time.Second, rle.Info.RetryAfter)
 		assert.Equal(t, 1, m.GetTotalCallCount())
 	})
 }
 
-func TestRetryBeyondTheContextDeadlineFailsAtOnce(t *testing.T) {
+func TestRetryBeyondTheContextDeadlineReturnsTheResponseAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newMock(respondInTurn(respond(429, "Retry-After", "60"), respond(200)))
 		tr := NewTransport(m)
@@ -348,12 +354,12 @@ func TestRetryBeyondTheContextDeadlineFailsAtOnce(t *testing.T) {
 		start := time.Now()
 		r, err := http.NewRequestWithContext(ctx, http.MethodGet, mockURL, nil)
 		require.NoError(t, err)
-		_, err = tr.RoundTrip(r)
-		var rle *RateLimitError
-		require.ErrorAs(t, err, &rle)
-		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		resp, err := tr.RoundTrip(r)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
 		assert.Zero(t, time.Since(start))
-		assert.WithinRange(t, rle.RetryAt, start.Add(time.Minute), start.Add(61*time.Second))
+		assert.Equal(t, 1, m.GetTotalCallCount())
 	})
 }
 
