@@ -254,8 +254,11 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, fed, admitted floa
 		if limit := w.limitOrPeak(); w.known && boundary && !w.refused && (w.kind == kindUnknown || limit-before >= 0.1*limit) {
 			// A reset passed: did the quota jump back up? Asked again at
 			// every reset that leaves room to tell (a tenth of the limit
-			// spent), so one misreading does not stick.
-			if eff-before > 0.5*(limit-before) {
+			// spent), so one misreading does not stick. Remaining, not
+			// eff: requests sent into the new window on a carried budget
+			// before its first answer are in flight, and subtracting them
+			// would hide the jump.
+			if q.Remaining-before > 0.5*(limit-before) {
 				w.kind = kindRefill
 			} else {
 				w.kind = kindSmooth
