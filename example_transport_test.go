@@ -238,3 +238,30 @@ func ExampleWithObserver() {
 	fmt.Printf("attempts=%d throttled=%d\n", attempts.Load(), throttled.Load())
 	// Output: attempts=2 throttled=1
 }
+
+// WithLongWaits tells the application when a request will wait long for a
+// quota, before it waits: here an hourly quota the server says is spent.
+func ExampleWithLongWaits() {
+	reset := time.Now().Add(40 * time.Minute).Unix()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-RateLimit-Limit", "5000")
+		w.Header().Set("X-RateLimit-Remaining", "0")
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(reset))
+		fmt.Fprintln(w, "ok")
+	}))
+	defer srv.Close()
+
+	tr := pacer.NewTransport(nil,
+		pacer.WithMaxWait(time.Second), // and give up at once, for the example
+		pacer.WithLongWaits(10*time.Second, func(w pacer.LongWait) {
+			fmt.Printf("waiting about %v for the quota's reset\n", time.Until(w.Until).Round(10*time.Minute))
+		}))
+	client := &http.Client{Transport: tr}
+	for range 2 {
+		resp, err := client.Get(srv.URL)
+		if err == nil {
+			resp.Body.Close()
+		}
+	}
+	// Output: waiting about 40m0s for the quota's reset
+}

@@ -63,6 +63,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	for n := 0; ; n++ {
 		ep := t.keyEndpoint(req, &u)
 		lim := t.limiterEndpoint(ep, &u)
+		if t.longWait.fn != nil {
+			t.longWait.report(lim, req.Method, time.Now())
+		}
 		permit, err := lim.lim.Acquire(ctx, cost)
 		if err != nil {
 			if n == 0 {

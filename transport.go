@@ -59,6 +59,7 @@ type Transport struct {
 	maxDelay time.Duration
 	logger   *slog.Logger
 	observer func(Attempt)
+	longWait longWaitHook
 	views    sync.Pool // *http.Request views for pattern matching
 }
 
@@ -79,6 +80,7 @@ type config struct {
 	maxEndpoints int
 	logger       *slog.Logger
 	observer     func(Attempt)
+	longWait     longWaitHook
 	store        Store
 }
 
@@ -115,6 +117,7 @@ func NewTransport(base http.RoundTripper, opts ...Option) *Transport {
 		maxDelay: c.maxDelay,
 		logger:   c.logger,
 		observer: c.observer,
+		longWait: c.longWait,
 		views:    sync.Pool{New: func() any { return new(http.Request) }},
 	}
 	if len(c.rules) > 0 {
@@ -377,6 +380,46 @@ func WithObserver(fn func(Attempt)) Option {
 		panic("pacer: WithObserver(nil)")
 	}
 	return func(c *config) { c.observer = fn }
+}
+
+// WithLongWaits calls fn when a request is about to wait at least threshold
+// for its endpoint's limiter (a spent quota's reset, a Retry-After, a
+// server that keeps refusing), before it waits, with the time it expects
+// to go: so an application can say "waiting for GitHub's reset at 14:05"
+// instead of looking hung. fn runs on the request's goroutine: it must be
+// fast and safe for concurrent use. threshold must be positive.
+func WithLongWaits(threshold time.Duration, fn func(LongWait)) Option {
+	if fn == nil {
+		panic("pacer: WithLongWaits(threshold, nil)")
+	}
+	if threshold <= 0 {
+		panic(fmt.Sprintf("pacer: WithLongWaits(%v, fn): threshold must be > 0", threshold))
+	}
+	return func(c *config) { c.longWait = longWaitHook{threshold: threshold, fn: fn} }
+}
+
+// LongWait is a wait [WithLongWaits] reports.
+type LongWait struct {
+	Endpoint string    // the endpoint's key (see EndpointStats.Key)
+	Method   string    // the request's method
+	Until    time.Time // when the request expects to go
+	Info     Info      // what the endpoint's last response said
+}
+
+type longWaitHook struct {
+	threshold time.Duration
+	fn        func(LongWait)
+}
+
+// report calls the hook if lim would hold a request from now for at least
+// the threshold. The limiter's state is read, not changed.
+func (h longWaitHook) report(lim *endpoint, method string, now time.Time) {
+	if h.fn == nil {
+		return
+	}
+	if at := lim.lim.nextAllowed(); at.Sub(now) >= h.threshold {
+		h.fn(LongWait{Endpoint: lim.key, Method: method, Until: at, Info: lim.lim.Stats().LastInfo})
+	}
 }
 
 // Attempt describes one attempt of a request, for [WithObserver].
