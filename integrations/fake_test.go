@@ -17,10 +17,10 @@ import (
 type provider int
 
 const (
-	github    provider = iota // X-RateLimit-*, reset in epoch seconds, 403 + message body
-	openAI                    // x-ratelimit-*-{requests,tokens}, resets as durations ("1s", "250ms")
-	anthropic                 // anthropic-ratelimit-{requests,tokens}-*, resets in RFC 3339, retry-after
-	generic                   // X-RateLimit-* and a 429 with Retry-After, for retryablehttp
+	gitHub       provider = iota // X-RateLimit-*, reset in epoch seconds, 403 + message body
+	openAI                       // x-ratelimit-*-{requests,tokens}, resets as durations ("1s", "250ms")
+	anthropicAPI                 // anthropic-ratelimit-{requests,tokens}-*, resets in RFC 3339, retry-after
+	generic                      // X-RateLimit-* and a 429 with Retry-After, for retryablehttp
 )
 
 // fake is an in-memory provider with a fixed-window quota of limit requests
@@ -140,12 +140,12 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // headers writes the provider's rate-limit headers.
 func (f *fake) headers(h http.Header, remaining, remainingTok int, reset, now time.Time) {
 	switch f.provider {
-	case github, generic:
+	case gitHub, generic:
 		h.Set("X-RateLimit-Limit", strconv.Itoa(f.limit))
 		h.Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
 		h.Set("X-RateLimit-Used", strconv.Itoa(f.limit-remaining))
 		h.Set("X-RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
-		if f.provider == github {
+		if f.provider == gitHub {
 			h.Set("X-RateLimit-Resource", "core")
 		}
 	case openAI:
@@ -158,7 +158,7 @@ func (f *fake) headers(h http.Header, remaining, remainingTok int, reset, now ti
 			h.Set("x-ratelimit-remaining-tokens", strconv.Itoa(remainingTok))
 			h.Set("x-ratelimit-reset-tokens", reset.Sub(now).String())
 		}
-	case anthropic:
+	case anthropicAPI:
 		r := reset.UTC().Format(time.RFC3339)
 		h.Set("anthropic-ratelimit-requests-limit", strconv.Itoa(f.limit))
 		h.Set("anthropic-ratelimit-requests-remaining", strconv.Itoa(remaining))
@@ -174,7 +174,7 @@ func (f *fake) headers(h http.Header, remaining, remainingTok int, reset, now ti
 // throttle writes the provider's throttled response.
 func (f *fake) throttle(w http.ResponseWriter, retryAfter int) {
 	switch f.provider {
-	case github:
+	case gitHub:
 		// GitHub answers an exhausted primary quota with 403 (sometimes 429)
 		// and this body; go-github turns it into *github.RateLimitError.
 		w.WriteHeader(http.StatusForbidden)
@@ -183,7 +183,7 @@ func (f *fake) throttle(w http.ResponseWriter, retryAfter int) {
 		w.WriteHeader(http.StatusTooManyRequests)
 		fmt.Fprintf(w, `{"error":{"message":"Rate limit reached for gpt-4o-mini in organization org-fake on requests per min (RPM): Limit %d, Used %d, Requested 1. Please try again in %ds.","type":"requests","param":null,"code":"rate_limit_exceeded"}}`,
 			f.limit, f.limit, retryAfter)
-	case anthropic:
+	case anthropicAPI:
 		w.Header().Set("retry-after", strconv.Itoa(retryAfter))
 		w.WriteHeader(http.StatusTooManyRequests)
 		io.WriteString(w, `{"type":"error","error":{"type":"rate_limit_error","message":"This request would exceed the rate limit for your organization of requests per minute."}}`)
@@ -197,11 +197,11 @@ func (f *fake) throttle(w http.ResponseWriter, retryAfter int) {
 // success is the provider's body for a call that went through.
 func (f *fake) success(r *http.Request, n int) string {
 	switch f.provider {
-	case github:
+	case gitHub:
 		return fmt.Sprintf(`{"number":%d,"title":"issue %d","state":"open"}`, n, n)
 	case openAI:
 		return fmt.Sprintf(`{"id":"chatcmpl-%d","object":"chat.completion","created":1700000000,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}`, n)
-	case anthropic:
+	case anthropicAPI:
 		return fmt.Sprintf(`{"id":"msg_%d","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":1}}`, n)
 	default:
 		return `{"ok":true}`
