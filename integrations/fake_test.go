@@ -69,7 +69,10 @@ func (f *fake) stats() stats {
 }
 
 func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
+	var body []byte
+	if r.Body != nil { // a client's GET may carry a nil Body
+		body, _ = io.ReadAll(r.Body)
+	}
 	var est struct {
 		MaxTokens           int `json:"max_tokens"`
 		MaxCompletionTokens int `json:"max_completion_tokens"`
