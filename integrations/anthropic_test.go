@@ -41,13 +41,18 @@ func TestAnthropicFanOut(t *testing.T) {
 		name       string
 		sdkRetries int
 		opts       []pacer.Option
+		tokens     bool
 	}{
-		{"recommended: SDK retries 0, pacer retries", 0, []pacer.Option{pacer.WithRetryNonIdempotent()}},
-		{"SDK default retries (2), pacer default", -1, nil},
+		{"recommended: SDK retries 0, pacer retries", 0, []pacer.Option{pacer.WithRetryNonIdempotent()}, false},
+		{"SDK default retries (2), pacer default", -1, nil, false},
+		{"recommended, token quota binds (WithCost)", 0, []pacer.Option{pacer.WithRetryNonIdempotent()}, true},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				f := &fake{provider: anthropicAPI, limit: 100, tokenLimit: limit * maxTokens, window: window, latency: latency}
+				f := &fake{provider: anthropicAPI, limit: limit, window: window, latency: latency}
+				if sc.tokens {
+					f.limit, f.tokenLimit = 100, limit*maxTokens // 40 calls' tokens per window bind
+				}
 				tr := pacer.NewTransport(inMemory{f}, sc.opts...)
 				c := anthropicClient(tr, sc.sdkRetries)
 				o := fanOut(calls, workers, func(int) error { return message(background(), c) })
@@ -56,7 +61,11 @@ func TestAnthropicFanOut(t *testing.T) {
 				record(t, row{sdk: "anthropic-sdk-go", scenario: sc.name, calls: calls, requests: s.requests, throttled: s.throttled,
 					errs: o.errs, refusals: o.refusals, pacerRetries: retries(tr), elapsed: o.elapsed, slowest: o.slowest,
 					ratio: float64(o.elapsed) / float64(min)})
-				checkPaced(t, o, s, retries(tr), min)
+				bound := paceBound
+				if sc.tokens {
+					bound = tokenPaceBound
+				}
+				checkPaced(t, o, s, retries(tr), min, bound)
 			})
 		})
 	}

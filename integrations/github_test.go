@@ -53,7 +53,7 @@ func TestGitHubFanOut(t *testing.T) {
 					errs: o.errs, refusals: o.refusals, pacerRetries: retries(tr), elapsed: o.elapsed, slowest: o.slowest,
 					ratio: float64(o.elapsed) / float64(min)})
 				if !sc.checkOn {
-					checkPaced(t, o, s, retries(tr), min)
+					checkPaced(t, o, s, retries(tr), min, paceBound)
 					return
 				}
 				var rle *github.RateLimitError

@@ -48,14 +48,18 @@ func TestOpenAIFanOut(t *testing.T) {
 		name       string
 		sdkRetries int
 		opts       []pacer.Option
-		check      bool
+		tokens     bool
 	}{
-		{"recommended: SDK retries 0, pacer retries", 0, []pacer.Option{pacer.WithRetryNonIdempotent()}, true},
+		{"recommended: SDK retries 0, pacer retries", 0, []pacer.Option{pacer.WithRetryNonIdempotent()}, false},
 		{"SDK default retries (2), pacer default", -1, nil, false},
+		{"recommended, token quota binds (WithCost)", 0, []pacer.Option{pacer.WithRetryNonIdempotent()}, true},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				f := &fake{provider: openAI, limit: 100, tokenLimit: limit * maxTokens, window: window, latency: latency}
+				f := &fake{provider: openAI, limit: limit, window: window, latency: latency}
+				if sc.tokens {
+					f.limit, f.tokenLimit = 100, limit*maxTokens // 40 calls' tokens per window bind
+				}
 				tr := pacer.NewTransport(inMemory{f}, sc.opts...)
 				c := openAIClient(f, tr, sc.sdkRetries)
 				o := fanOut(calls, workers, func(int) error { return chat(background(), c) })
@@ -65,7 +69,11 @@ func TestOpenAIFanOut(t *testing.T) {
 					errs: o.errs, refusals: o.refusals, pacerRetries: retries(tr), elapsed: o.elapsed, slowest: o.slowest, ratio: float64(o.elapsed) / float64(min)})
 				// Within the quota both setups pace cleanly: the choice is
 				// made by the refusal and storm scenarios below.
-				checkPaced(t, o, s, retries(tr), min)
+				bound := paceBound
+				if sc.tokens {
+					bound = tokenPaceBound
+				}
+				checkPaced(t, o, s, retries(tr), min, bound)
 			})
 		})
 	}
