@@ -22,8 +22,8 @@ import (
 )
 
 // The examples run against a local fake of the provider with a quota of 10
-// requests (and, for the LLM APIs, 5000 tokens) per second, so 25 calls
-// need three windows. Four workers stay under the quota before the first
+// requests per second, so 25 calls need three windows. (Against the real
+// LLM APIs the token quota usually binds; pacer.WithCost charges it.) Four workers stay under the quota before the first
 // response tells pacer what it is.
 const (
 	exampleCalls   = 25
@@ -63,7 +63,7 @@ func runExample(f *fake, call func(ctx context.Context) error) {
 // is safe to replay), and each call's token estimate given with
 // pacer.WithCost, which reaches the Transport through the SDK's context.
 func Example_openai() {
-	f := &fake{provider: openAI, limit: 100, tokenLimit: 10 * maxTokens, window: time.Second}
+	f := &fake{provider: openAI, limit: 10, window: time.Second} // a request quota: see TestTokenQuotaFanOut
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 
@@ -97,7 +97,7 @@ func Example_openai() {
 // neither retried by pacer nor (with retries off) by the SDK: it reaches the
 // caller as an *anthropic.Error.
 func Example_anthropic() {
-	f := &fake{provider: anthropicAPI, limit: 100, tokenLimit: 10 * maxTokens, window: time.Second}
+	f := &fake{provider: anthropicAPI, limit: 10, window: time.Second}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 

@@ -42,6 +42,9 @@ type fake struct {
 	// request) with a 429 and Retry-After: 1, to count how many requests one
 	// call can turn into when two layers retry.
 	storm time.Duration
+	// secondary makes the storm GitHub's secondary rate limit: 403 with
+	// Retry-After and the secondary-limit body, the primary quota untouched.
+	secondary bool
 	// shouldRetry, when set, is sent as x-should-retry on throttled responses.
 	shouldRetry string
 	// overloadedEvery answers every n-th request with Anthropic's 529.
@@ -108,7 +111,7 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	remaining, remainingTok := f.limit-f.used, f.tokenLimit-f.usedTok
-	if storming {
+	if storming && !f.secondary {
 		// Another client of the same account has spent the quota.
 		remaining, remainingTok = 0, 0
 	}
@@ -133,7 +136,13 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if storming {
 			after = 1
 		}
-		f.throttle(w, after)
+		if storming && f.secondary {
+			h.Set("Retry-After", "1")
+			w.WriteHeader(http.StatusForbidden)
+			io.WriteString(w, `{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again.","documentation_url":"https://docs.github.com/free-pro-team@latest/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"}`)
+		} else {
+			f.throttle(w, after)
+		}
 	}
 	f.mu.Lock()
 	f.answered = true

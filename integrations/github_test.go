@@ -96,3 +96,27 @@ func TestGitHubDeadline(t *testing.T) {
 		}
 	})
 }
+
+// GitHub's secondary limit: 403 with Retry-After and a body naming it, the
+// primary quota untouched. pacer retries it after the Retry-After (a 403 with
+// Retry-After counts as throttled), so go-github's *AbuseRateLimitError does
+// not reach the callers, and no call multiplies.
+func TestGitHubSecondaryLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fake{provider: gitHub, limit: limit, window: window, latency: latency, storm: 2 * time.Second, secondary: true}
+		tr := pacer.NewTransport(inMemory{f})
+		c := gitHubClient(tr, false)
+		o := fanOut(calls, workers, func(i int) error { return getIssue(background(), c, i) })
+		s := f.stats()
+		record(t, row{sdk: "go-github", scenario: "secondary limit for the first 2 s, recommended", calls: calls, requests: s.requests,
+			throttled: s.throttled, errs: o.errs, refusals: o.refusals, pacerRetries: retries(tr), elapsed: o.elapsed, slowest: o.slowest,
+			ratio: float64(o.elapsed) / float64(quotaMinimum(calls, limit, window)+2*time.Second)})
+		var abuse *github.AbuseRateLimitError
+		if o.errs != 0 {
+			t.Errorf("%d calls failed (secondary-limit error surfaced: %v); first: %v", o.errs, errors.As(o.firstErr, &abuse), o.firstErr)
+		}
+		if s.requests > calls+retries(tr) {
+			t.Errorf("%d server requests > %d calls + %d pacer retries", s.requests, calls, retries(tr))
+		}
+	})
+}

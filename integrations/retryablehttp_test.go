@@ -87,8 +87,8 @@ func TestRetryableHTTPRefusal(t *testing.T) {
 				if s.throttled != 0 {
 					t.Errorf("server throttled %d requests", s.throttled)
 				}
-				if sc.recommended && (o.errs != 40 || o.refusals != o.errs || o.slowest > time.Second) {
-					t.Errorf("errors %d, refusals %d, slowest %v; want 40 immediate refusals; first: %v", o.errs, o.refusals, o.slowest, o.firstErr)
+				if sc.recommended && (o.errs != 40 || o.refusals != o.errs || o.slowestErr > refusalBound) {
+					t.Errorf("errors %d, refusals %d, slowest refusal %v; want 40 immediate refusals; first: %v", o.errs, o.refusals, o.slowestErr, o.firstErr)
 				}
 			})
 		})
