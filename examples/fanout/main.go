@@ -12,6 +12,7 @@
 //	go run ./examples/fanout -style bare -n 200       # bare 429s: pacer probes for the limit
 //	go run ./examples/fanout -unseen 0.3              # another client spends 30% of the quota
 //	go run ./examples/fanout -client plain            # the same job without pacer
+//	go run ./examples/fanout -compare                 # both, then side by side
 package main
 
 import (
@@ -38,7 +39,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if _, err := run(ctx, cfg, os.Stdout, isTerminal(os.Stdout)); err != nil {
+	tty := isTerminal(os.Stdout)
+	if cfg.Compare {
+		_, _, err = compare(ctx, cfg, os.Stdout, tty)
+	} else {
+		_, err = run(ctx, cfg, os.Stdout, tty)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "fanout:", err)
 		os.Exit(1)
 	}
@@ -85,6 +92,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&cfg.Latency, "latency", cfg.Latency, "the API's service time per request")
 	fs.Float64Var(&cfg.Unseen, "unseen", cfg.Unseen, "share of the quota, in [0, 1), used by another client this one cannot see")
 	fs.StringVar(&cfg.Client, "client", cfg.Client, `"pacer" (Executor + pacer Transport) or "plain" (Executor + plain http.Client, to compare)`)
+	fs.BoolVar(&cfg.Compare, "compare", cfg.Compare, "run the job twice, plain then through pacer (-client is ignored), and print both summaries side by side")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: fanout [flags]\n\nFans out requests to a simulated rate-limited API on loopback through a pacer\nExecutor and Transport, and reports what the server saw.\n\n")
 		fs.PrintDefaults()

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -64,6 +65,26 @@ func TestPlainFanoutIsHandedTheServersThrottles(t *testing.T) {
 	assert.Contains(t, out.String(), "15 429s: nothing paced the 8 workers")
 }
 
+func TestCompareRunsPlainThenPacedAndPrintsThemSideBySide(t *testing.T) {
+	cfg := small(apisim.StyleGitHub, clientPacer)
+	var out bytes.Buffer
+	plain, paced, err := compare(context.Background(), cfg, &out, false)
+	require.NoError(t, err)
+
+	assert.Nil(t, plain.Endpoints, "the first run is the plain client")
+	assert.Positive(t, plain.Server.Throttled, "8 unpaced workers overrun 10 per second")
+	assert.NotEmpty(t, paced.Endpoints, "the second run goes through pacer")
+	assert.Equal(t, cfg.N, paced.Succeeded)
+	assert.Zero(t, paced.ThrottledAfterFirst)
+
+	s := out.String()
+	assert.Less(t, strings.Index(s, "run 1 of 2: plain"), strings.Index(s, "run 2 of 2: through pacer"))
+	table := s[strings.Index(s, "compare: "):]
+	assert.Regexp(t, fmt.Sprintf(`succeeded\s+%d/25\s+25/25\n`, plain.Succeeded), table)
+	assert.Regexp(t, fmt.Sprintf(`server 429s\s+%d\s+%d\n`, plain.Server.Throttled, paced.Server.Throttled), table)
+	assert.Regexp(t, `retries\s+–\s+\d+\n`, table)
+}
+
 func TestDefaultRunFitsInThirtySeconds(t *testing.T) {
 	cfg := defaults()
 	require.NoError(t, cfg.validate())
@@ -87,6 +108,7 @@ func TestParseFlags(t *testing.T) {
 		{args: []string{"-client", "plain", "-unseen", "0.25", "-safety", "0.5", "-algorithm", "token-bucket"}, want: func(c *config) {
 			c.Client, c.Unseen, c.Safety, c.Algorithm = clientPlain, 0.25, 0.5, apisim.TokenBucket
 		}},
+		{args: []string{"-compare"}, want: func(c *config) { c.Compare = true }},
 		{args: []string{"-style", "gitlab"}, err: `-style "gitlab"`},
 		{args: []string{"-algorithm", "leaky"}, err: `-algorithm "leaky"`},
 		{args: []string{"-quota", "0"}, err: "-quota 0"},

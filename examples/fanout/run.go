@@ -27,6 +27,7 @@ type config struct {
 	Latency     time.Duration
 	Unseen      float64
 	Client      string // clientPacer or clientPlain
+	Compare     bool   // run both clients, then print them side by side
 }
 
 func (c config) validate() error {

@@ -1,0 +1,25 @@
+module github.com/pacer-go/pacer/integrations
+
+go 1.26.0
+
+replace github.com/pacer-go/pacer => ../
+
+require (
+	github.com/anthropics/anthropic-sdk-go v1.13.0
+	github.com/google/go-github/v84 v84.0.0
+	github.com/hashicorp/go-retryablehttp v0.7.8
+	github.com/openai/openai-go/v3 v3.96.0
+	github.com/pacer-go/pacer v0.0.0-00010101000000-000000000000
+	go.uber.org/goleak v1.3.0
+)
+
+require (
+	github.com/coder/websocket v1.8.15 // indirect
+	github.com/google/go-querystring v1.2.0 // indirect
+	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
+	github.com/tidwall/gjson v1.20.0 // indirect
+	github.com/tidwall/match v1.1.1 // indirect
+	github.com/tidwall/pretty v1.2.1 // indirect
+	github.com/tidwall/sjson v1.2.5 // indirect
+	golang.org/x/sync v0.23.0 // indirect
+)
