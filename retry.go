@@ -199,6 +199,10 @@ func (t *Transport) logRefused(ctx context.Context, key string, err error) {
 	}
 }
 
+// statusOverloaded is Anthropic's 529 overloaded_error: load shedding, retried
+// like a 503 (see overloaded).
+const statusOverloaded = 529
+
 // overloaded reports whether a throttled response is the server shedding
 // load rather than a rate limit: a 5xx with no Retry-After and no quota
 // stated as spent.
@@ -260,7 +264,7 @@ func (b *retryBudget) withdraw() bool {
 // Retry-After (its secondary limits).
 func isThrottled(resp *http.Response, info *Info) bool {
 	switch resp.StatusCode {
-	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable, statusOverloaded:
 		return true
 	case http.StatusForbidden:
 		return info.RetryAfter > 0 || spent(resp.Header.Get("X-Ratelimit-Remaining"))

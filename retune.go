@@ -210,7 +210,7 @@ func (a *Adaptive) learn(status int, info Info, own bool, cost float64, sig Sign
 	if sig == SignalBodyLimit {
 		a.bodyLimitLocked(now, info, exhausted, others)
 	}
-	throttled := status == 429 || status == 503 || (status == 403 && (exhausted || sig == SignalBodyLimit))
+	throttled := status == 429 || status == 503 || status == statusOverloaded || (status == 403 && (exhausted || sig == SignalBodyLimit))
 	if throttled && sig != SignalBodyLimit {
 		a.throttled++
 		// Quota headers explain a throttle when a quota is spent or the server

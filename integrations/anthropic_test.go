@@ -2,7 +2,6 @@ package integrations_test
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"testing"
 	"testing/synctest"
@@ -62,9 +61,9 @@ func TestAnthropicFanOut(t *testing.T) {
 	}
 }
 
-// Anthropic's 529 overloaded_error is not a rate limit: pacer does not retry
-// it (it retries 429 and 503), and with the SDK's retries off it reaches the
-// caller as an *anthropic.Error. Measured so the README can say so.
+// Anthropic's 529 overloaded_error is load shedding, not a rate limit: pacer
+// retries it like a 503, under its retry budget, and does not slow down for
+// it; with the SDK's retries off no call fails for a scattered 529.
 func TestAnthropicOverloaded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fake{provider: anthropicAPI, limit: limit, window: window, latency: latency, overloadedEvery: 25}
@@ -74,9 +73,11 @@ func TestAnthropicOverloaded(t *testing.T) {
 		s := f.stats()
 		record(t, row{sdk: "anthropic-sdk-go", scenario: "every 25th request 529 overloaded, recommended", calls: 100, requests: s.requests,
 			throttled: s.throttled, errs: o.errs, refusals: o.refusals, pacerRetries: retries(tr), elapsed: o.elapsed, slowest: o.slowest})
-		var aerr *anthropic.Error
-		if o.errs != s.overloaded || (o.errs > 0 && !errors.As(o.firstErr, &aerr)) {
+		if o.errs != 0 || s.overloaded == 0 {
 			t.Errorf("%d caller errors for %d 529s; first %v", o.errs, s.overloaded, o.firstErr)
+		}
+		if s.requests > 100+s.overloaded {
+			t.Errorf("%d requests for 100 calls and %d 529s: retries multiplied", s.requests, s.overloaded)
 		}
 	})
 }

@@ -19,8 +19,8 @@
 //     context.DeadlineExceeded; with x-should-retry: true the two layers
 //     multiplied a call into up to 12 requests. Their "do not retry" marker
 //     is unexported, so the SDK's retries cannot be told apart per error:
-//     they have to be off. Anthropic's 529 overloaded_error is then not
-//     retried by anyone (pacer retries 429 and 503): handle it in the caller.
+//     they have to be off. Anthropic's 529 overloaded_error is then retried
+//     by pacer, like a 503, within its retry budget.
 //   - go-github: Client.DisableRateLimitCheck = true. go-github refuses
 //     every call locally while the last response said Remaining: 0 and the
 //     reset is ahead; a paced job spends each window to exactly 0, so with

@@ -94,8 +94,7 @@ func Example_openai() {
 }
 
 // anthropic-sdk-go: the same setup as openai-go. A 529 overloaded_error is
-// neither retried by pacer nor (with retries off) by the SDK: it reaches the
-// caller as an *anthropic.Error.
+// retried by pacer, like a 503, within its retry budget.
 func Example_anthropic() {
 	f := &fake{provider: anthropicAPI, limit: 10, window: time.Second}
 	srv := httptest.NewServer(f)
