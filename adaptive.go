@@ -138,7 +138,10 @@ type Adaptive struct {
 	gateCap     int64
 	gateWake    chan struct{} // closed when a slot frees or the gate opens
 	respWake    chan struct{} // closed at the next response, if respWaiters > 0
-	respWaiters int
+	// respWaiters counts the callers waiting on respWake. Written under
+	// gateMu; atomic so that a response with nobody waiting (nearly every
+	// one) does not take gateMu to find out.
+	respWaiters atomic.Int32
 
 	mu        sync.Mutex // guards the learning state; never held across a sleep
 	windows   []*quotaWindow

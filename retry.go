@@ -104,9 +104,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			// an empty body by a nil one.
 			resp.Body = http.NoBody
 		}
-		info, _ := parseHeaders(resp.Header, time.Now(), t.maxDelay)
-		t.learn(ep, lim, &u, &permit, resp.StatusCode, info)
-		t.release(ep, lim)
+		// One clock reading serves the headers, the limiter and the table.
+		now := time.Now()
+		info, _ := parseHeaders(resp.Header, now, t.maxDelay)
+		t.learn(ep, lim, &u, &permit, resp.StatusCode, info, now)
+		t.releaseAt(ep, lim, tableTime(now))
 		throttled := isThrottled(resp, &info)
 		if t.observer != nil {
 			t.report(Attempt{Endpoint: lim.key, Method: req.Method, Retry: n, Wait: sent.Sub(waitFrom),
@@ -120,7 +122,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// Decide when the retry may go, before sleeping: if that is too
 		// late, say so now.
 		backoff = nextBackoff(backoff)
-		now := time.Now()
+		now = time.Now()
 		at := now.Add(info.RetryAfter)
 		if info.RetryAfter == 0 {
 			at = now.Add(retryJitter(backoff))
