@@ -134,10 +134,10 @@ type Adaptive struct {
 	maxCost      atomic.Int64 // largest cost seen, milli-tokens
 	avgCost      atomic.Int64 // smoothed cost of requests with one, milli-tokens
 
-	gateMu      sync.Mutex
-	gateCap     int64
-	gateWake    chan struct{} // closed when a slot frees or the gate opens
-	respWake    chan struct{} // closed at the next response, if respWaiters > 0
+	gateMu   sync.Mutex
+	gateCap  int64
+	gateWake chan struct{} // closed when a slot frees or the gate opens
+	respWake chan struct{} // closed at the next response, if respWaiters > 0
 	// respWaiters counts the callers waiting on respWake. Written under
 	// gateMu; atomic so that a response with nobody waiting (nearly every
 	// one) does not take gateMu to find out.
