@@ -312,9 +312,22 @@ func (p *headerParser) xRateLimit(fs *fieldSet) {
 	if fs.vals[fXLimit] == nil && fs.vals[fXRemaining] == nil && fs.vals[fXUsed] == nil {
 		return
 	}
+	// Only a list needs room for its policies (776 bytes to clear): the
+	// usual plain number goes without.
+	// (Several lines are joined into a list by limitField.)
+	if vs := fs.vals[fXLimit]; len(vs) > 1 || len(vs) == 1 && !isCount(vs[0]) {
+		var ps policies
+		p.xRateLimitWith(fs, &ps)
+		return
+	}
+	p.xRateLimitWith(fs, nil)
+}
+
+// xRateLimitWith is xRateLimit; ps holds the policies of a list limit, nil
+// when the limit is a plain number or absent.
+func (p *headerParser) xRateLimitWith(fs *fieldSet, ps *policies) {
 	var q quotaState
-	var ps policies
-	p.limitField(fs, fXLimit, &q, &ps)
+	p.limitField(fs, fXLimit, &q, ps)
 	q.remaining, q.hasRemaining = parseCount(fs.first(fXRemaining))
 	if used, ok := parseCount(fs.first(fXUsed)); ok {
 		switch {
@@ -331,7 +344,7 @@ func (p *headerParser) xRateLimit(fs *fieldSet) {
 	if !ok {
 		q.reset, _ = p.reset(fs.first(fXReset))
 	}
-	p.combine(q, &ps)
+	p.combine(q, ps)
 }
 
 // shopify handles `X-Shopify-Shop-Api-Call-Limit: 32/40` (used/limit).
@@ -449,6 +462,12 @@ func parseDecimal(v string) (float64, bool) {
 	}
 	f, _ := strconv.ParseFloat(v, 64) // syntax already checked; overflow gives +Inf
 	return f, true
+}
+
+// isCount reports whether parseCount accepts v.
+func isCount(v string) bool {
+	_, ok := parseCount(v)
+	return ok
 }
 
 // parseCount parses a finite, non-negative count.
