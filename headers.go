@@ -158,15 +158,16 @@ func parseHeaders(h http.Header, now time.Time, maxDelay time.Duration) (Info, b
 	// not in a method, so its writes go to a known stack variable and need
 	// no GC write barriers.
 	var fs fieldSet
-	found := false
+	var present uint64 // bit f: field f was found
 	for k, vs := range h {
 		f, ok := classify(k)
 		if !ok || len(vs) == 0 || (fs.vals[f] != nil && !preferKey(k, fs.keys[f])) {
 			continue
 		}
-		fs.vals[f], fs.keys[f], found = vs, k, true
+		fs.vals[f], fs.keys[f] = vs, k
+		present |= 1 << f
 	}
-	if !found {
+	if present == 0 {
 		return Info{}, false
 	}
 	if maxDelay <= 0 {
@@ -188,15 +189,21 @@ func parseHeaders(h http.Header, now time.Time, maxDelay time.Duration) (Info, b
 	}
 	p.ietf(&fs)
 	p.xRateLimit(&fs)
+	// The conventions a response does not use are skipped by their bits:
+	// most responses speak one.
 	for i, name := range [...]string{"requests", "tokens"} {
-		f := fOpenAI + field(3*i)
-		p.counts(name, fs.first(f), fs.first(f+1), fs.first(f+2))
+		if f := fOpenAI + field(3*i); present&(7<<f) != 0 {
+			p.counts(name, fs.first(f), fs.first(f+1), fs.first(f+2))
+		}
 	}
 	for i, name := range [...]string{"requests", "tokens", "input-tokens", "output-tokens"} {
-		f := fAnthropic + field(3*i)
-		p.counts(name, fs.first(f), fs.first(f+1), fs.first(f+2))
+		if f := fAnthropic + field(3*i); present&(7<<f) != 0 {
+			p.counts(name, fs.first(f), fs.first(f+1), fs.first(f+2))
+		}
 	}
-	p.shopify(fs.first(fShopify))
+	if present&(1<<fShopify) != 0 {
+		p.shopify(fs.first(fShopify))
+	}
 	for _, f := range [...]field{fXBucket, fXResource} {
 		if b := trimOWS(fs.first(f)); validBucket(b) {
 			info.Bucket, p.found = b, true

@@ -33,6 +33,9 @@ const (
 	numFields  = fShopify + 1
 )
 
+// parseHeaders keeps the fields found in a bit set.
+var _ [64 - numFields]struct{}
+
 // fieldSet holds the values of the fields present in one response.
 type fieldSet struct {
 	vals [numFields][]string
