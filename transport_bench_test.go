@@ -14,30 +14,30 @@ import (
 
 // BenchmarkTransportOverhead measures what a pacer Transport adds to a
 // loopback round trip when its limits never bind, in wall time, against the
-// bare base transport measured in the same run:
+// bare base transport measured in the same run (about 35 s):
 //
-//	go test -run '^$' -bench TransportOverhead -benchtime 1s
+//	go test -run '^$' -bench TransportOverhead .
 //
-// Each sub-benchmark alternates 31 rounds of 250 ms (bare, then pacer; the
-// order swaps every round, so neither pays more often for what the other
-// leaves behind; testing.Benchmark cannot run inside a benchmark: both take
-// the benchmark lock) and reports the medians: ratio (pacer wall time
-// over bare, the figure issue 13 holds to ≤ 1.03), bare-ns/req, pacer-ns/req,
-// cost-ns/req (their difference), the allocations pacer adds per request
-// (allocs/req),
-// and the process CPU time per request of each (servers included: on a
-// loaded machine waiting for a core does not count). Alternating whole rounds
-// rather than requests keeps each side's connections and caches warm, as in
-// a real client, while load on the machine still hits both alike.
+// Each sub-benchmark alternates 31 rounds of 250 ms, bare then pacer, the
+// order swapped every round so that neither pays more often for what the
+// other leaves behind. (testing.Benchmark would deadlock here: a benchmark
+// already holds the lock it takes.) Short rounds, many of them: on a shared
+// machine load comes and goes over seconds, and two rounds close in time see
+// the same load; whole rounds rather than single requests keep each side's
+// connections and caches warm, as in a real client.
 //
-// The sub-benchmark's own ns/op is the whole run's and means nothing.
-// "plain" has the server send no rate-limit headers; "github" sends
+// Reported, as medians over the rounds: ratio (pacer's wall time per request
+// over bare's, the figure issue 13 holds to ≤ 1.03), bare-ns/req and
+// pacer-ns/req, cost-ns/req (their difference), allocs/req (what pacer adds)
+// and each side's process CPU time per request (servers included). The
+// sub-benchmark's own ns/op is the whole run's and means nothing.
+//
+// "plain": the server sends no rate-limit headers. "github": it sends
 // GitHub's X-RateLimit-Limit, -Remaining (counting down from far more than
 // the run spends), -Reset, -Used and -Resource, so the figures include
 // parsing them, binding the route to the "core" bucket and retuning. Both use
 // http.Transport{MaxIdleConnsPerHost: 4} and an httptest server answering
-// "ok". Short rounds, many of them: on a shared machine load comes and goes
-// over seconds, and a pair of rounds close in time sees the same load.
+// "ok".
 func BenchmarkTransportOverhead(b *testing.B) {
 	const rounds, round = 31, 250 * time.Millisecond
 	plain := func(http.Header) {}
