@@ -134,11 +134,14 @@ type Adaptive struct {
 	maxCost      atomic.Int64 // largest cost seen, milli-tokens
 	avgCost      atomic.Int64 // smoothed cost of requests with one, milli-tokens
 
-	gateMu      sync.Mutex
-	gateCap     int64
-	gateWake    chan struct{} // closed when a slot frees or the gate opens
-	respWake    chan struct{} // closed at the next response, if respWaiters > 0
-	respWaiters int
+	gateMu   sync.Mutex
+	gateCap  int64
+	gateWake chan struct{} // closed when a slot frees or the gate opens
+	respWake chan struct{} // closed at the next response, if respWaiters > 0
+	// respWaiters counts the callers waiting on respWake. Written under
+	// gateMu; atomic so that a response with nobody waiting (nearly every
+	// one) does not take gateMu to find out.
+	respWaiters atomic.Int32
 
 	mu        sync.Mutex // guards the learning state; never held across a sleep
 	windows   []*quotaWindow

@@ -69,13 +69,16 @@ func (a *Adaptive) wait(ctx context.Context, cost float64) error {
 				continue
 			}
 		}
-		granted, err := a.waitBucket(ctx, a.req, 1)
+		// now is passed on so that a request let through at once reads the
+		// clock once (granted is then now itself); after a sleep granted is
+		// a fresh reading.
+		granted, err := a.waitBucket(ctx, a.req, 1, now)
 		if err != nil {
 			release()
 			return a.annotate(err)
 		}
 		if tokens {
-			if granted, err = a.waitBucket(ctx, a.tok, n); err != nil {
+			if granted, err = a.waitBucket(ctx, a.tok, n, granted); err != nil {
 				release()
 				return a.annotate(err)
 			}
@@ -167,12 +170,16 @@ func (a *Adaptive) Acquire(ctx context.Context, cost float64) (Permit, error) {
 // stops counting as in flight and nothing is learned, and its cost stays
 // charged, since the server may have counted it). The limiter learns from
 // it at once; Done never blocks.
-func (p *Permit) Done(o Outcome) {
+func (p *Permit) Done(o Outcome) { p.doneAt(o, time.Time{}) }
+
+// doneAt is Done for a response that arrived at now (the Transport's one
+// clock reading per response), the zero time to read the clock.
+func (p *Permit) doneAt(o Outcome, now time.Time) {
 	if !p.live {
 		return
 	}
 	p.live = false
-	p.a.observeCost(o.Status, o.Info, p.cost, o.Signal)
+	p.a.observeCost(o.Status, o.Info, p.cost, o.Signal, now)
 }
 
 // Abandon settles the permit of a request that was not sent: its charge is
@@ -284,7 +291,7 @@ func (a *Adaptive) annotate(err error) error {
 func (a *Adaptive) awaitChange(ctx context.Context, d time.Duration) error {
 	d = max(d, minAwait)
 	a.gateMu.Lock()
-	a.respWaiters++
+	a.respWaiters.Add(1)
 	wake := a.respWake
 	a.gateMu.Unlock()
 	timer := time.NewTimer(d)
@@ -337,11 +344,17 @@ func (a *Adaptive) wakeGate() {
 	a.gateMu.Unlock()
 }
 
-// wakeResponseWaiters releases the callers in awaitResponse.
+// wakeResponseWaiters releases the callers in awaitChange. Without the
+// lock, a count of 0 read here orders this wake before a waiter's
+// registration exactly as taking gateMu would: that waiter waits for the
+// next one either way.
 func (a *Adaptive) wakeResponseWaiters() {
+	if a.respWaiters.Load() == 0 {
+		return
+	}
 	a.gateMu.Lock()
-	if a.respWaiters > 0 {
-		a.respWaiters = 0
+	if a.respWaiters.Load() > 0 {
+		a.respWaiters.Store(0)
 		close(a.respWake)
 		a.respWake = make(chan struct{})
 	}
@@ -350,6 +363,12 @@ func (a *Adaptive) wakeResponseWaiters() {
 
 // setGate raises (cap > 0) or lowers (cap 0) the in-flight cap.
 func (a *Adaptive) setGate(cap int64) {
+	if cap == 0 && !a.gated.Load() {
+		// Already open, as after every response once slow start is over:
+		// gated changes only under gateMu, from retune, which runs under
+		// mu as this call does, so nothing can raise it meanwhile.
+		return
+	}
 	a.gateMu.Lock()
 	defer a.gateMu.Unlock()
 	if cap > 0 {

@@ -40,9 +40,9 @@ func newStoreShare(cfg AdaptiveConfig) *storeShare {
 
 // waitBucket waits for n tokens of b: from b itself without a store, else
 // from the store's bucket of the same key. It returns when they were due.
-func (a *Adaptive) waitBucket(ctx context.Context, b *Bucket, n int) (time.Time, error) {
+func (a *Adaptive) waitBucket(ctx context.Context, b *Bucket, n int, now time.Time) (time.Time, error) {
 	if a.share == nil {
-		return b.waitN(ctx, n, a.cfg.MaxWait)
+		return b.waitN(ctx, n, a.cfg.MaxWait, now)
 	}
 	return a.share.wait(ctx, a, b, n, b == a.tok)
 }

@@ -19,7 +19,7 @@ var errNegative = errors.New("pacer: wait for a negative number of tokens")
 
 // Wait is WaitN(ctx, 1).
 func (b *Bucket) Wait(ctx context.Context) error {
-	_, err := b.wait(ctx, 1, 0)
+	_, err := b.wait(ctx, 1, 0, useClock)
 	return err
 }
 
@@ -38,7 +38,7 @@ func (b *Bucket) Wait(ctx context.Context) error {
 //
 // WaitN(ctx, 0) returns nil at once unless ctx is already done.
 func (b *Bucket) WaitN(ctx context.Context, n int) error {
-	_, err := b.wait(ctx, n, 0)
+	_, err := b.wait(ctx, n, 0, useClock)
 	return err
 }
 
@@ -49,13 +49,28 @@ func (b *Bucket) WaitN(ctx context.Context, n int) error {
 // the reason, nil when maxWait was (Endpoint and Info are left for the caller
 // to fill). The same holds if a re-plan later pushes the grant past either
 // bound. On success it returns the time the tokens were granted.
-func (b *Bucket) waitN(ctx context.Context, n int, maxWait time.Duration) (time.Time, error) {
-	at, err := b.wait(ctx, n, maxWait)
+//
+// ref, when not zero, is the caller's reading of the clock, taken just
+// before: the fast path plans at it instead of reading the clock again, and
+// a grant at once returns ref itself, so a caller that reads the clock once
+// per request can tell by grant.After(ref) whether it waited. A reading a
+// little old only makes the fast path stricter (the bucket holds fewer
+// tokens at an earlier time, and a time before a grant on record takes the
+// slow path, which reads the clock).
+func (b *Bucket) waitN(ctx context.Context, n int, maxWait time.Duration, ref time.Time) (time.Time, error) {
+	now := int64(useClock)
+	if !ref.IsZero() {
+		now = toNanos(ref)
+	}
+	at, err := b.wait(ctx, n, maxWait, now)
 	if err != nil {
 		return time.Time{}, err
 	}
-	now := time.Now()
-	return fromNanos(at, now, toNanos(now)), nil
+	if at == now {
+		return ref, nil
+	}
+	t := time.Now()
+	return fromNanos(at, t, toNanos(t)), nil
 }
 
 // nextAt reports when n tokens could be granted if asked for now, without
@@ -75,15 +90,18 @@ func (b *Bucket) nextAt(n int) time.Time {
 	return fromNanos(max(pl.at, now), ref, now)
 }
 
-// wait is the core of WaitN and waitN; it returns the grant time.
-func (b *Bucket) wait(ctx context.Context, n int, maxWait time.Duration) (int64, error) {
+// wait is the core of WaitN and waitN; it returns the grant time. now is
+// the bucket-clock time to plan the fast path at, or useClock to read it.
+func (b *Bucket) wait(ctx context.Context, n int, maxWait time.Duration, now int64) (int64, error) {
 	if n < 0 {
 		return 0, errNegative
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	now := nanotime()
+	if now == useClock {
+		now = nanotime()
+	}
 	if n == 0 {
 		return now, nil
 	}

@@ -363,7 +363,7 @@ func TestWaitNWithMaxWait(t *testing.T) {
 		start := time.Now()
 		ctx := context.Background()
 
-		_, err := b.waitN(ctx, 1, 500*time.Millisecond)
+		_, err := b.waitN(ctx, 1, 500*time.Millisecond, time.Time{})
 		var rle *RateLimitError
 		require.ErrorAs(t, err, &rle)
 		assert.NoError(t, rle.Err, "maxWait, not a deadline, was the reason")
@@ -374,15 +374,15 @@ func TestWaitNWithMaxWait(t *testing.T) {
 
 		dctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		defer cancel()
-		_, err = b.waitN(dctx, 1, time.Hour)
+		_, err = b.waitN(dctx, 1, time.Hour, time.Time{})
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 
-		granted, err := b.waitN(ctx, 1, 2*time.Second)
+		granted, err := b.waitN(ctx, 1, 2*time.Second, time.Time{})
 		require.NoError(t, err)
 		assert.True(t, granted.Equal(start.Add(time.Second)), "returns the grant time")
 		assert.Equal(t, time.Second, time.Since(start))
 
-		granted, err = NewBucket(10, 1).waitN(ctx, 1, time.Nanosecond)
+		granted, err = NewBucket(10, 1).waitN(ctx, 1, time.Nanosecond, time.Time{})
 		require.NoError(t, err)
 		assert.True(t, granted.Equal(time.Now()), "granted at once")
 	})
@@ -405,7 +405,7 @@ func TestWaitReplannedPastItsBoundFailsAtOnce(t *testing.T) {
 		}
 		mw := make(chan res, 1)
 		go func() {
-			at, err := b.waitN(context.Background(), 1, time.Second) // 200ms, maxWait 1s
+			at, err := b.waitN(context.Background(), 1, time.Second, time.Time{}) // 200ms, maxWait 1s
 			mw <- res{at, err}
 		}()
 		synctest.Wait()

@@ -29,7 +29,11 @@ const maxBucketName = 128
 // clock and cannot jump with the wall clock.
 var tableEpoch = time.Now()
 
-func tableClock() int64 { return int64(time.Since(tableEpoch)) }
+func tableClock() int64 { return tableTime(time.Now()) }
+
+// tableTime converts a time read with time.Now (so carrying a monotonic
+// reading) to the table's clock without reading the clock again.
+func tableTime(t time.Time) int64 { return int64(t.Sub(tableEpoch)) }
 
 // endpoint is one limiter in a transport's table. The table holds two kinds:
 // the endpoint of a key (a route pattern, a KeyFunc result or scheme://host),
@@ -243,8 +247,10 @@ func (e *endpoints) peekHost(u *urlParts) *endpoint {
 
 // release ends a request that acquire counted, and runs the idle sweep when
 // it is due.
-func (e *endpoints) release(ep *endpoint) {
-	now := tableClock()
+func (e *endpoints) release(ep *endpoint) { e.releaseAt(ep, tableClock()) }
+
+// releaseAt is release at now, a tableClock reading.
+func (e *endpoints) releaseAt(ep *endpoint, now int64) {
 	ep.used.Store(now) // before refs drops: an evictor seeing 0 sees this too
 	ep.refs.Add(-1)
 	e.maybeSweep(now)

@@ -33,6 +33,9 @@ const (
 	numFields  = fShopify + 1
 )
 
+// parseHeaders keeps the fields found in a bit set.
+var _ [64 - numFields]struct{}
+
 // fieldSet holds the values of the fields present in one response.
 type fieldSet struct {
 	vals [numFields][]string
@@ -52,6 +55,22 @@ func classify(k string) (field, bool) {
 		c0 == 'a' && c1 == 'n':
 	default:
 		return 0, false
+	}
+	if rest, ok := cutPrefixFold(k, "x-ratelimit-"); ok {
+		// The common case (GitHub, X, Reddit, Discord), without copying the
+		// prefix: classifyX takes at most len("remaining-requests") bytes.
+		var buf [len("remaining-requests")]byte
+		if len(rest) > len(buf) {
+			return 0, false
+		}
+		for i := 0; i < len(rest); i++ {
+			c := rest[i]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			buf[i] = c
+		}
+		return classifyX(buf[:len(rest)])
 	}
 	var buf [maxLen]byte
 	for i := 0; i < len(k); i++ {
@@ -107,6 +126,24 @@ func classify(k string) (field, bool) {
 		return fShopify, true
 	}
 	return 0, false
+}
+
+// cutPrefixFold is strings.CutPrefix with prefix, lower-case ASCII,
+// matched in any case.
+func cutPrefixFold(s, prefix string) (string, bool) {
+	if len(s) < len(prefix) {
+		return "", false
+	}
+	for i := 0; i < len(prefix); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != prefix[i] {
+			return "", false
+		}
+	}
+	return s[len(prefix):], true
 }
 
 // classifyX maps the rest of an X-RateLimit- or X-Rate-Limit- name.

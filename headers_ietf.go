@@ -206,6 +206,9 @@ func (p *headerParser) limitField(fs *fieldSet, f field, q *quotaState, ps *poli
 				return true
 			}
 		}
+		if ps == nil {
+			return false // xRateLimit saw a plain number: no policies to keep
+		}
 		return ps.add(m)
 	})
 }
@@ -213,6 +216,10 @@ func (p *headerParser) limitField(fs *fieldSet, f field, q *quotaState, ps *poli
 // combine emits the current quota q, taking name and window from the policy
 // with the same limit, then the other policies.
 func (p *headerParser) combine(q quotaState, ps *policies) {
+	if ps == nil {
+		p.emit(q)
+		return
+	}
 	matched := -1
 	for i, pol := range ps.list[:ps.n] {
 		if q.hasLimit && !pol.skip && pol.hasQ && pol.q == q.limit {

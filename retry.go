@@ -109,12 +109,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			// an empty body by a nil one.
 			resp.Body = http.NoBody
 		}
+		// One clock reading serves the headers, the limiter and the table.
 		now := time.Now()
 		ep.clock.observe(resp.Header.Get("Date"), now)
 		info, _ := parseHeadersSkewed(resp.Header, now, t.maxDelay, ep.clock.offset(now))
 		sig := bodySignal(resp)
-		t.learn(ep, lim, &u, &permit, resp.StatusCode, info, sig)
-		t.release(ep, lim)
+		t.learn(ep, lim, &u, &permit, resp.StatusCode, info, sig, now)
+		t.releaseAt(ep, lim, tableTime(now))
 		throttled := sig == SignalBodyLimit || (sig != SignalGone && isThrottled(resp, &info))
 		if t.observer != nil {
 			t.report(Attempt{Endpoint: lim.key, Method: req.Method, Retry: n, Wait: sent.Sub(waitFrom),

@@ -17,14 +17,15 @@ import (
 // probing fallback on 429/503 without quota headers, and ends slow start.
 // Observe never blocks on the limiter.
 func (a *Adaptive) observe(status int, info Info) {
-	a.observeCost(status, info, -1, SignalNone)
+	a.observeCost(status, info, -1, SignalNone, time.Time{})
 }
 
 // observeCost is observe for a request of known cost (a Permit's); cost < 0
 // means unknown. sig is what the response's body said (bodySignal), if
-// anything.
-func (a *Adaptive) observeCost(status int, info Info, cost float64, sig Signal) {
-	a.learn(status, info, true, cost, sig)
+// anything; now is when the response arrived, the zero time to read the
+// clock.
+func (a *Adaptive) observeCost(status int, info Info, cost float64, sig Signal, now time.Time) {
+	a.learn(status, info, true, cost, sig, now)
 	// Only now, with what the response said applied, may a held caller go.
 	a.wakeGate()
 }
@@ -34,7 +35,7 @@ func (a *Adaptive) observeCost(status int, info Info, cost float64, sig Signal) 
 // server's bucket): it retunes, pauses and counts a throttle, and ends slow
 // start if status ≠ 0, but does not touch the in-flight count.
 func (a *Adaptive) learnOther(status int, info Info) {
-	a.learn(status, info, false, -1, SignalNone)
+	a.learn(status, info, false, -1, SignalNone, time.Time{})
 }
 
 // maxFeeders bounds the limiters feed remembers: a bucket is fed by the
@@ -102,13 +103,15 @@ func (a *Adaptive) settle(cost float64) int64 {
 
 // learn is Observe's and Learn's common part; own marks a response to a
 // request this limiter admitted (Observe), which leaves the in-flight count.
+// now is when the response arrived (the time its headers were parsed at),
+// or the zero time to read the clock.
 //
 // It leaves it under mu, not before: every admitted request is then either
 // counted as unseen or already applied. Taken out earlier, responses queued
 // on mu behind the one being applied would be neither, and the server's
 // figure (which counted them) would read as that many units spent by
 // others: a drift baseline off by up to the whole in-flight count.
-func (a *Adaptive) learn(status int, info Info, own bool, cost float64, sig Signal) {
+func (a *Adaptive) learn(status int, info Info, own bool, cost float64, sig Signal, now time.Time) {
 	if status == 0 {
 		if own {
 			a.settle(cost)
@@ -116,7 +119,9 @@ func (a *Adaptive) learn(status int, info Info, own bool, cost float64, sig Sign
 		a.wakeResponseWaiters()
 		return
 	}
-	now := time.Now()
+	if now.IsZero() {
+		now = time.Now()
+	}
 	a.mu.Lock()
 	defer a.wakeResponseWaiters()
 	defer a.unlock()

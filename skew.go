@@ -22,8 +22,9 @@ import (
 // It decays slowly (skewDecay) so that a server whose clock is set back is
 // followed eventually.
 type clockOffset struct {
-	lo atomic.Int64 // ns, the lower bound; valid when at != 0
-	at atomic.Int64 // when lo was set, ns on the local clock (Unix)
+	lo   atomic.Int64           // ns, the lower bound; valid when at != 0
+	at   atomic.Int64           // when lo was set, ns on the local clock (Unix)
+	last atomic.Pointer[string] // the last Date seen
 }
 
 // skewDecay is how fast the bound forgets, per hour: a second. Slow,
@@ -42,6 +43,13 @@ func (c *clockOffset) observe(date string, recv time.Time) {
 	if date == "" {
 		return
 	}
+	// A Date seen before bounds the offset less tightly than it did the
+	// first time (the same second, a later arrival): nothing to parse. So
+	// only about one response a second pays for parsing.
+	if last := c.last.Load(); last != nil && *last == date {
+		return
+	}
+	c.last.Store(&date)
 	d, err := http.ParseTime(date)
 	if err != nil {
 		return

@@ -591,13 +591,14 @@ func (t *Transport) match(r *http.Request) *rule {
 
 // learn reports an admitted attempt's outcome to the limiter that admitted
 // it and learns the server-named bucket of ep's route from it.
-func (t *Transport) learn(ep, lim *endpoint, u *urlParts, p *Permit, status int, info Info, sig Signal) {
+// sig is what the response's body said; now is when the response arrived.
+func (t *Transport) learn(ep, lim *endpoint, u *urlParts, p *Permit, status int, info Info, sig Signal, now time.Time) {
 	if lim.bucket != "" && info.Bucket != "" && info.Bucket != lim.bucket {
 		// The server moved this route to another bucket: what the response
 		// says belongs to that bucket (taught below), not to lim's.
-		p.Done(Outcome{})
+		p.doneAt(Outcome{}, now)
 	} else {
-		p.Done(Outcome{Status: status, Info: info, Signal: sig})
+		p.doneAt(Outcome{Status: status, Info: info, Signal: sig}, now)
 	}
 	if info.Bucket == "" || ep.pinned || len(info.Bucket) > maxBucketName {
 		return
@@ -622,10 +623,16 @@ func (t *Transport) learn(ep, lim *endpoint, u *urlParts, p *Permit, status int,
 }
 
 func (t *Transport) release(ep, lim *endpoint) {
+	t.releaseAt(ep, lim, tableClock())
+}
+
+// releaseAt is release at now on the table's clock, for a caller that has
+// read the clock already.
+func (t *Transport) releaseAt(ep, lim *endpoint, now int64) {
 	if lim != ep {
-		t.eps.release(lim)
+		t.eps.releaseAt(lim, now)
 	}
-	t.eps.release(ep)
+	t.eps.releaseAt(ep, now)
 }
 
 // report calls the observer, if any.

@@ -111,14 +111,19 @@ func (w *quotaWindow) ageDrift(now time.Time) {
 // applyDrift moves the budget by the drift since it was last applied. A
 // refill never takes it above the limit.
 func (w *quotaWindow) applyDrift(now time.Time) {
-	defer func() {
-		if w.probing {
-			w.drain.Store(0) // the probe must go, whatever others spend
-		} else {
-			w.drain.Store(toMilli(-w.drift))
-		}
-		w.drainFrom.Store(int64(w.driftAt.Sub(w.epoch)))
-	}()
+	w.moveByDrift(now)
+	// Published for the admission path (debt). Plain code rather than a
+	// deferred closure: this runs twice per response.
+	if w.probing {
+		w.drain.Store(0) // the probe must go, whatever others spend
+	} else {
+		w.drain.Store(toMilli(-w.drift))
+	}
+	w.drainFrom.Store(int64(w.driftAt.Sub(w.epoch)))
+}
+
+// moveByDrift is applyDrift's change to the budget.
+func (w *quotaWindow) moveByDrift(now time.Time) {
 	if w.driftAt.IsZero() || !now.After(w.driftAt) || w.probing {
 		w.driftAt = laterOf(w.driftAt, now)
 		return
