@@ -49,7 +49,8 @@ func (c *clockOffset) observe(date string, recv time.Time) {
 	if last := c.last.Load(); last != nil && *last == date {
 		return
 	}
-	c.last.Store(&date)
+	seen := date // a copy, so that only this path allocates
+	c.last.Store(&seen)
 	d, err := http.ParseTime(date)
 	if err != nil {
 		return
