@@ -489,7 +489,13 @@ func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64) {
 			// before the reset, at the rate measured, is theirs. Taken
 			// at once it would leave them nothing, and their requests
 			// would empty the window under ours.
-			keep += -w.drift * w.reset.Sub(now).Seconds()
+			//
+			// At most nine tenths of what is left, though: the drain is a
+			// measurement, and clients that each reserve the others' whole
+			// measured drain leave the quota to nobody (ten clients with no
+			// Store used a fifth of it). A tenth of what is left, spread to
+			// the reset, is each one's floor.
+			keep += min(-w.drift*w.reset.Sub(now).Seconds(), othersMaxShare*w.units())
 		}
 	}
 	w.keep.Store(toMilli(keep))
@@ -577,6 +583,10 @@ func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64) {
 	// the look that opens the next window.
 	return math.Inf(1)
 }
+
+// othersMaxShare is the most of a shared quota's budget kept back for what
+// others are measured to spend before the reset (see plan).
+const othersMaxShare = 0.9
 
 // spanAt is the time the quota's budget is spread over from now: to its
 // reset, else a window, else noResetSpan; in seconds.
