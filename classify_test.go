@@ -11,7 +11,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/jarcoal/httpmock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -129,15 +128,4 @@ func TestSecondaryLimitInTheBodyIsHonoured(t *testing.T) {
 		assert.LessOrEqual(t, secondary.Load(), int64(5), "secondary-limit responses in 20 minutes")
 		assert.GreaterOrEqual(t, float64(ok.Load()), 0.5*perMinute*20, "at least half of what the secondary limit allows")
 	})
-}
-
-// respondBody is respond with a body.
-func respondBody(code int, body string, kv ...string) func() *http.Response {
-	return func() *http.Response {
-		resp := httpmock.NewStringResponse(code, body)
-		for i := 0; i+1 < len(kv); i += 2 {
-			resp.Header.Add(kv[i], kv[i+1])
-		}
-		return resp
-	}
 }

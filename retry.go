@@ -212,12 +212,18 @@ func overloaded(status int, info *Info) bool {
 		return false
 	}
 	for _, q := range info.Quotas {
-		if q.Remaining < 1 && !q.Reset.IsZero() {
+		if q.spent() {
 			return false
 		}
 	}
 	return true
 }
+
+// spent reports whether q says nothing is left until a stated reset: less
+// than one unit remaining. The limiter (an exhausted quota explains a
+// throttle) and the retry decision (a 5xx is overload unless one is spent)
+// read it the same way.
+func (q Quota) spent() bool { return q.Remaining < 1 && !q.Reset.IsZero() }
 
 // retryBudget bounds the retries of shed requests (overloaded) to a share
 // of an endpoint's traffic, as gRPC's retry throttling and Finagle's retry

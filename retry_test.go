@@ -43,8 +43,13 @@ func respondInTurn(resps ...func() *http.Response) httpmock.Responder {
 }
 
 func respond(code int, kv ...string) func() *http.Response {
+	return respondBody(code, http.StatusText(code), kv...)
+}
+
+// respondBody is respond with a body.
+func respondBody(code int, body string, kv ...string) func() *http.Response {
 	return func() *http.Response {
-		resp := httpmock.NewStringResponse(code, http.StatusText(code))
+		resp := httpmock.NewStringResponse(code, body)
 		for i := 0; i+1 < len(kv); i += 2 {
 			resp.Header.Add(kv[i], kv[i+1])
 		}

@@ -189,7 +189,7 @@ func (a *Adaptive) learn(status int, info Info, own bool, cost float64, sig Sign
 		w.refused = false
 		a.share.observed(w)
 		w.mentioned = true
-		if q.Remaining < 1 && !q.Reset.IsZero() {
+		if q.spent() {
 			exhausted = true
 		}
 	}
