@@ -87,7 +87,12 @@ type AdaptiveConfig struct {
 // with one request after MaxDelay when nothing does; a server that keeps
 // answering 429 with nothing saying until when is looked at no more than
 // once a minute. Retry-After pauses the endpoint (capped at MaxDelay).
-// Servers that send no quota headers and answer 429 or 503 are probed with a
+// A server that sends no quota headers but answers 429 with a Retry-After
+// states its quota without knowing it: the successes before the refusal
+// are the window's size, the Retry-After its end, the time between two
+// ends its length. That inferred quota is spent like a stated one (Mode
+// "headers"). Servers it does not fit (one that refills as it goes), and
+// servers that answer 429 or 503 with nothing more, are probed with a
 // CUBIC fallback (Mode "probing"); until the first throttle such a server
 // is not limited at all. Before the first response at most SlowStart
 // requests are in flight.
@@ -146,6 +151,8 @@ type Adaptive struct {
 	mu        sync.Mutex // guards the learning state; never held across a sleep
 	windows   []*quotaWindow
 	probe     probe
+	infer     inferred  // the quota of a server that states none (infer.go)
+	inferBuf  [1]Quota  // infer's quota, without an allocation per response
 	paused    time.Time // no request starts before this
 	lastInfo  Info
 	throttled int64

@@ -436,7 +436,10 @@ func (a *Adaptive) charge(cost float64, now time.Time, held *bool) (ok bool, ret
 	}
 	a.mu.Lock()
 	defer a.unlock()
-	ws := *a.charges.Load()
+	if c = a.charges.Load(); c == nil {
+		return true, time.Time{} // the windows went while we took mu
+	}
+	ws := *c
 	for i, w := range ws {
 		amount := a.amount(w, cost)
 		if amount == 0 {

@@ -169,6 +169,19 @@ func (p *probe) reopen(now time.Time) {
 	p.cycleFrom, p.cycleOK = now, 1
 }
 
+// adopt takes over from the model of a server's window (infer.go) that
+// measured the server admitting rate per second over span: the climb
+// starts as after a measured first cycle, not from a burst's send rate.
+// Called just after the throttle that made the model give up.
+func (p *probe) adopt(rate float64, span time.Duration) {
+	if rate <= 0 {
+		return
+	}
+	p.fromBurst = false
+	p.setMax(rate)
+	p.k = max(p.k, min(probeCycleFactor/p.lastMax, 3*span.Seconds(), probeMaxCycle.Seconds()))
+}
+
 // setMax sets lastMax and the cycle length that goes with it (AWS's K).
 func (p *probe) setMax(rate float64) {
 	p.lastMax = max(rate, p.minLimit)

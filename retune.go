@@ -152,6 +152,22 @@ func (a *Adaptive) learn(status int, info Info, own bool, cost float64, sig Sign
 			a.admittedCost.Add(-c)
 		}
 	}
+	var handoff float64 // the model gave up: the probe starts at this rate
+	var handoffSpan time.Duration
+	switch {
+	case a.infer.off:
+	case len(info.Quotas) > 0:
+		a.stopInferring()
+	case sig == SignalNone:
+		q, ok := a.infer.observe(now, status, info.RetryAfter)
+		if a.infer.off {
+			handoff, handoffSpan = a.infer.capacity(now)
+			a.stopInferring()
+		} else if ok {
+			a.inferBuf[0] = q
+			info.Quotas = a.inferBuf[:]
+		}
+	}
 	exhausted := false
 	horizon, rtt := a.horizon(), a.rtt()
 	for _, q := range info.Quotas {
@@ -186,6 +202,9 @@ func (a *Adaptive) learn(status int, info Info, own bool, cost float64, sig Sign
 			slack = math.Inf(1)
 		}
 		w.observe(q, now, unseen, slack, admitted, horizon, rtt)
+		if w.inferred {
+			w.forgetOthers()
+		}
 		w.refused = false
 		a.share.observed(w)
 		w.mentioned = true
@@ -237,6 +256,7 @@ func (a *Adaptive) learn(status int, info Info, own bool, cost float64, sig Sign
 			if hold := a.probe.throttle(now, others, a.rtt()); !hold.IsZero() {
 				a.pauseLocked(hold)
 			}
+			a.probe.adopt(handoff, handoffSpan)
 		}
 		if l := a.cfg.Logger; l != nil {
 			key, retryAfter := a.cfg.Key, info.RetryAfter
@@ -365,6 +385,7 @@ func (a *Adaptive) window(name string) *quotaWindow {
 	// store's bucket at the rate each limiter derives: spread from the
 	// start, not taken at once by whichever process asks first.
 	w.shared = a.share != nil
+	w.inferred = name == inferredQuota && !w.shared
 	a.windows = append(a.windows, w)
 	return w
 }
@@ -427,6 +448,9 @@ func (a *Adaptive) retune(now time.Time) {
 		w.applyDrift(now)
 		if w.known && !w.reset.IsZero() && !now.Before(w.reset.Add(rollGuard)) {
 			w.roll(now, unseen, unit, s, float64(a.admitted.Load()))
+			if w.inferred {
+				w.forgetOthers()
+			}
 			rolled = true
 		}
 		if !w.known {
@@ -501,6 +525,8 @@ func (a *Adaptive) retune(now time.Time) {
 	case !a.started.Load():
 	case blind || a.probe.closed:
 		a.setGate(1)
+	case a.infer.trial():
+		a.setGate(inferTrialInFlight)
 	default:
 		a.setGate(0)
 	}

@@ -83,6 +83,9 @@ type quotaWindow struct {
 	// the noise, or a 429 the budget did not expect). It is then spread
 	// to the reset, not spent at once.
 	shared bool
+	// inferred: the quota is the model's (infer.go), counted from our own
+	// answers; its books never show others (forgetOthers).
+	inferred bool
 	// measuredAt is when a response last measured the drift (see ageDrift).
 	measuredAt time.Time
 	// refused marks the response being observed as a 429: a refusal says
