@@ -62,7 +62,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	for n := 0; ; n++ {
 		ep := t.keyEndpoint(req, &u)
-		lim := t.limiterEndpoint(ep, &u)
+		var seen seenBinding
+		lim := t.limiterBound(ep, &u, &seen)
 		if t.longWait.fn != nil {
 			t.longWait.report(lim, req.Method, time.Now())
 		}
@@ -111,10 +112,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		// One clock reading serves the headers, the limiter and the table.
 		now := time.Now()
-		ep.clock.observe(resp.Header.Get("Date"), now)
+		ep.clock.observe(dateOf(resp.Header), now)
 		info, _ := parseHeadersSkewed(resp.Header, now, t.maxDelay, ep.clock.offset(now))
 		sig := bodySignal(resp)
-		t.learn(ep, lim, &u, &permit, resp.StatusCode, info, sig, now)
+		t.learn(ep, lim, &u, &seen, &permit, resp.StatusCode, info, sig, now)
 		t.releaseAt(ep, lim, tableTime(now))
 		throttled := sig == SignalBodyLimit || (sig != SignalGone && isThrottled(resp, &info))
 		if t.observer != nil {

@@ -38,6 +38,15 @@ const skewDecay = time.Second
 // broken header, not a clock.
 const maxSkew = 24 * time.Hour
 
+// dateOf is h.Get("Date") without canonicalising the name on every
+// response: "Date" is canonical, and Get looks up the canonical name only.
+func dateOf(h http.Header) string {
+	if v := h["Date"]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
 // observe folds in the Date header of a response that arrived at recv.
 func (c *clockOffset) observe(date string, recv time.Time) {
 	if date == "" {

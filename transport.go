@@ -533,7 +533,28 @@ func (t *Transport) keyEndpoint(r *http.Request, u *urlParts) *endpoint {
 // limiterEndpoint acquires the endpoint whose limiter r waits on: the
 // server-named bucket its route is bound to, else ep itself.
 func (t *Transport) limiterEndpoint(ep *endpoint, u *urlParts) *endpoint {
-	if b := ep.boundBucket(u); b.key != "" {
+	return t.limiterBound(ep, u, nil)
+}
+
+// seenBinding is the binding of a request's route as limiterBound found it,
+// and the route table it came from: learn reuses it while ep's table is
+// the same (bind replaces the table), sparing a second hash of the route.
+type seenBinding struct {
+	routes *map[routeKey]binding
+	b      binding
+}
+
+// limiterBound is limiterEndpoint, recording in seen (if not nil) the
+// binding it found.
+func (t *Transport) limiterBound(ep *endpoint, u *urlParts, seen *seenBinding) *endpoint {
+	var b binding
+	if m := ep.routes.Load(); m != nil {
+		b = (*m)[routeKeyOf(ep, u)]
+		if seen != nil {
+			*seen = seenBinding{routes: m, b: b}
+		}
+	}
+	if b.key != "" {
 		return t.eps.acquireBucket(b.key, b.name)
 	}
 	return ep
@@ -592,7 +613,8 @@ func (t *Transport) match(r *http.Request) *rule {
 // learn reports an admitted attempt's outcome to the limiter that admitted
 // it and learns the server-named bucket of ep's route from it.
 // sig is what the response's body said; now is when the response arrived.
-func (t *Transport) learn(ep, lim *endpoint, u *urlParts, p *Permit, status int, info Info, sig Signal, now time.Time) {
+// seen is the binding limiterBound found for the request, or nil.
+func (t *Transport) learn(ep, lim *endpoint, u *urlParts, seen *seenBinding, p *Permit, status int, info Info, sig Signal, now time.Time) {
 	if lim.bucket != "" && info.Bucket != "" && info.Bucket != lim.bucket {
 		// The server moved this route to another bucket: what the response
 		// says belongs to that bucket (taught below), not to lim's.
@@ -603,7 +625,12 @@ func (t *Transport) learn(ep, lim *endpoint, u *urlParts, p *Permit, status int,
 	if info.Bucket == "" || ep.pinned || len(info.Bucket) > maxBucketName {
 		return
 	}
-	b := ep.boundBucket(u)
+	var b binding
+	if m := ep.routes.Load(); seen != nil && m == seen.routes {
+		b = seen.b
+	} else {
+		b = ep.boundBucket(u)
+	}
 	rebind := b.name != info.Bucket
 	if rebind {
 		scope := ep.key
