@@ -87,7 +87,13 @@ func TestTransportsSharingAStoreShareOneQuota(t *testing.T) {
 					assert.Zero(t, st.Throttled, "no 429 when the quota is shared")
 					assert.GreaterOrEqual(t, goodput, 0.85)
 				} else {
-					assert.Zero(t, st.Throttled, "independent limiters back off from each other's spending")
+					// Without a Store each limiter sees the others only in
+					// the figures of its own responses: at a window's start
+					// two may both read room for the same last request. The
+					// uncoordinated-clients target is at most 2% 429s; here
+					// 0 in most runs, up to 6 of ~1,000 (0.6%) in about one
+					// run in fifteen under the race detector.
+					assert.LessOrEqual(t, float64(st.Throttled), 0.01*float64(st.Requests), "independent limiters back off from each other's spending")
 					assert.GreaterOrEqual(t, goodput, 0.5, "independent limiters must not starve one another")
 				}
 			})
