@@ -61,7 +61,7 @@ func mustRequest(t *testing.T) *http.Request {
 // call (which holds the request copy and, for a context that cannot end, its
 // context), plus a cancel context (two allocations) when the caller's context
 // can end.
-func TestExecutorDoAllocations(t *testing.T) {
+func TestExecutorDoAllocatesAtMostTheCallAndACancelContext(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates on its own")
 	}

@@ -180,7 +180,7 @@ func TestDoAllStartsAtMostTwiceMaxConcurrencyAheadOfTheLoop(t *testing.T) {
 	})
 }
 
-func TestDoAllAfterShutdownYieldsErrClosed(t *testing.T) {
+func TestDoAllAfterShutdownYieldsErrExecutorClosed(t *testing.T) {
 	e := NewExecutor(&http.Client{Transport: &fakeServer{}})
 	require.NoError(t, e.Close())
 	n := 0
