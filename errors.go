@@ -1,14 +1,9 @@
 package pacer
 
 import (
-	"errors"
 	"fmt"
 	"time"
 )
-
-// ErrClosed is returned for work submitted to an [Executor] after Shutdown or
-// Close began.
-var ErrClosed = errors.New("pacer: executor closed")
 
 // RateLimitError reports that a request was not sent because the wait the
 // limiter needed would have passed the caller's deadline or the transport's

@@ -101,15 +101,15 @@ func ExampleExecutor_Shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	err := exec.Shutdown(ctx)
-	var se *pacer.ShutdownError
+	var se *pacer.ExecutorShutdownError
 	if errors.As(err, &se) {
 		fmt.Println("cancelled running:", se.Running, "deadline:", errors.Is(err, context.DeadlineExceeded))
 	}
-	fmt.Println("request aborted:", errors.Is(<-result, pacer.ErrAborted))
+	fmt.Println("request aborted:", errors.Is(<-result, pacer.ErrExecutorAborted))
 
 	req, _ := http.NewRequest(http.MethodGet, slow.URL, nil)
 	_, err = exec.Do(context.Background(), req)
-	fmt.Println("after shutdown:", errors.Is(err, pacer.ErrClosed))
+	fmt.Println("after shutdown:", errors.Is(err, pacer.ErrExecutorClosed))
 	// Output:
 	// cancelled running: 1 deadline: true
 	// request aborted: true

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -23,17 +22,23 @@ import (
 // number, are meant to be what paces a client.
 const DefaultMaxConcurrency = 16
 
-// ErrAborted is the cause ([context.Cause]) of the context of work that
-// [Executor.Shutdown] cancelled because its deadline passed, and errors
-// returned for such work wrap it. Unlike [ErrClosed], it means the work had
-// started: the request may have reached the server, so retrying it elsewhere
-// is only safe if it is idempotent.
-var ErrAborted = errors.New("pacer: executor shutdown deadline passed, in-flight work cancelled")
+// ErrExecutorClosed is returned for work submitted to an [Executor] after
+// Shutdown or Close began: the work never started, so it can be retried
+// elsewhere.
+var ErrExecutorClosed = errors.New("pacer: executor closed")
+
+// ErrExecutorAborted is the cause ([context.Cause]) of the context of work
+// that [Executor.Shutdown] cancelled because its deadline passed, and errors
+// returned for such work wrap it. Unlike [ErrExecutorClosed], it means the
+// work had started: the request may have reached the server, so retrying it
+// elsewhere is only safe if it is idempotent.
+var ErrExecutorAborted = errors.New("pacer: executor shutdown deadline passed, in-flight work cancelled")
 
 // errNotStarted is returned to calls that were accepted but still waiting for
-// a slot when Shutdown's deadline passed. It wraps ErrClosed because, like a
-// call refused after Shutdown, it never started and can be retried elsewhere.
-var errNotStarted = fmt.Errorf("%w: shutdown deadline passed before the call got a slot", ErrClosed)
+// a slot when Shutdown's deadline passed. It wraps ErrExecutorClosed because,
+// like a call refused after Shutdown, it never started and can be retried
+// elsewhere.
+var errNotStarted = fmt.Errorf("%w: shutdown deadline passed before the call got a slot", ErrExecutorClosed)
 
 // An Executor runs HTTP requests ([Executor.Do]) and other work
 // ([Executor.Go]) with a hard bound on how many run at once, and shuts down
@@ -52,14 +57,14 @@ var errNotStarted = fmt.Errorf("%w: shutdown deadline passed before the call got
 // An Executor is safe for concurrent use. Create one with [NewExecutor]; stop
 // it with [Executor.Shutdown] or [Executor.Close].
 type Executor struct {
-	client   *http.Client
-	sem      *semaphore.Weighted
-	max      int
-	progress func(ExecutorStats)
-	onError  func(error)
+	client  *http.Client
+	sem     *semaphore.Weighted
+	max     int
+	reports reporter
+	onError func(error)
 
 	mu        sync.Mutex
-	closed    bool          // Shutdown began: new calls get ErrClosed
+	closed    bool          // Shutdown began: new calls get ErrExecutorClosed
 	aborting  bool          // a Shutdown deadline passed: waiting calls never start
 	idle      chan struct{} // closed once closed and no accepted work is left
 	submitted int64
@@ -74,16 +79,16 @@ type Executor struct {
 	shutdownOnce sync.Once
 	aborted      chan struct{} // closed after shutdownErr is set
 	shutdownErr  error
-	// abortCtx is cancelled, with cause ErrAborted, when a Shutdown deadline
-	// passes: the context of every Do that has none of its own (callCtx).
+	// abortCtx is cancelled, with cause ErrExecutorAborted, when a Shutdown
+	// deadline passes: the context of every Do that has none of its own
+	// (callCtx).
 	abortCtx    context.Context
 	cancelAbort context.CancelCauseFunc
-
-	notifying atomic.Bool   // a progress goroutine is running
-	kick      chan struct{} // capacity 1: "state changed since the last report"
 }
 
-// ExecutorOption configures an [Executor] in [NewExecutor].
+// ExecutorOption configures an [Executor] in [NewExecutor]. As with the
+// Transport's [Option], options are validated when they are created: an
+// invalid value panics with a message naming the option.
 type ExecutorOption func(*executorConfig)
 
 type executorConfig struct {
@@ -92,9 +97,10 @@ type executorConfig struct {
 	onError  func(error)
 }
 
-// WithMaxConcurrency sets how many calls may hold a slot at once: requests in
-// progress plus responses whose body is still open, plus running [Executor.Go]
-// functions. The default is [DefaultMaxConcurrency]. It panics if n < 1.
+// WithMaxConcurrency is an [Executor] option: it sets how many calls may hold
+// a slot at once: requests in progress plus responses whose body is still
+// open, plus running [Executor.Go] functions. The default is
+// [DefaultMaxConcurrency]. It panics if n < 1.
 //
 // With the default [http.Transport], which keeps only 2 idle connections per
 // host, raise MaxIdleConnsPerHost to n as well, or connections beyond two are
@@ -106,53 +112,68 @@ func WithMaxConcurrency(n int) ExecutorOption {
 	return func(c *executorConfig) { c.max = n }
 }
 
-// WithProgress registers fn to receive a snapshot of the executor's counters
-// after they change, for progress bars and metrics.
+// WithProgress is an [Executor] option: it registers fn to receive a snapshot
+// of the executor's counters after they change, for progress bars and
+// metrics. It panics if fn is nil (leave the option out to report nothing).
 //
 // fn is called from a goroutine of the executor's, never concurrently with
 // itself and never while the executor holds a lock, so it may call any method
-// of the executor. Calls are coalesced: a slow fn misses intermediate states,
-// but the last state is always reported. fn may run shortly after the change
-// that caused it, including after Shutdown returned. A nil fn reports nothing.
+// of the executor except Shutdown and Close, which wait for fn's last call to
+// return. Calls are coalesced: a slow fn misses intermediate states, but not
+// the last. Shutdown owns that goroutine: it returns only after fn has
+// received the final state, or, when a Shutdown's context ends first, without
+// waiting for a call of fn in progress; either way no call of fn starts after
+// Shutdown returned ([Executor.Stats] still shows later changes).
 func WithProgress(fn func(ExecutorStats)) ExecutorOption {
+	if fn == nil {
+		panic("pacer: WithProgress(nil)")
+	}
 	return func(c *executorConfig) { c.progress = fn }
 }
 
-// WithErrorHandler registers fn to receive every non-nil error returned by a
-// function run with [Executor.Go], which has no caller left to return it to.
-// fn is called on that function's goroutine, before its slot is released, so
-// calls may be concurrent and Shutdown waits for them. The errors are also
-// counted in [ExecutorStats.Failed]. A nil fn only counts them.
+// WithErrorHandler is an [Executor] option: it registers fn to receive every
+// non-nil error returned by a function run with [Executor.Go], which has no
+// caller left to return it to. fn is called on that function's goroutine,
+// before its slot is released, so calls may be concurrent and Shutdown waits
+// for them. The errors are also counted in [ExecutorStats.Failed], with or
+// without the option. It panics if fn is nil.
 func WithErrorHandler(fn func(error)) ExecutorOption {
+	if fn == nil {
+		panic("pacer: WithErrorHandler(nil)")
+	}
 	return func(c *executorConfig) { c.onError = fn }
 }
 
 // NewExecutor returns an Executor that sends requests with client (nil means
 // [http.DefaultClient]). Any client works: a plain one, or one whose Transport
-// is a pacer [Transport] so that requests are also rate limited.
+// is a pacer [Transport] so that requests are also rate limited. It panics if
+// an option is nil.
 func NewExecutor(client *http.Client, opts ...ExecutorOption) *Executor {
 	if client == nil {
 		client = http.DefaultClient
 	}
 	cfg := executorConfig{max: DefaultMaxConcurrency}
 	for _, opt := range opts {
+		if opt == nil {
+			panic("pacer: NewExecutor: nil ExecutorOption")
+		}
 		opt(&cfg)
 	}
 	abortCtx, cancelAbort := context.WithCancelCause(context.Background())
-	return &Executor{
+	e := &Executor{
 		abortCtx:    abortCtx,
 		cancelAbort: cancelAbort,
 		client:      client,
 		sem:         semaphore.NewWeighted(int64(cfg.max)),
 		max:         cfg.max,
-		progress:    cfg.progress,
 		onError:     cfg.onError,
 		idle:        make(chan struct{}),
 		aborted:     make(chan struct{}),
-		kick:        make(chan struct{}, 1),
 		live:        callList{which: liveLinks},
 		open:        callList{which: openLinks},
 	}
+	e.reports.fn, e.reports.stats = cfg.progress, e.Stats
+	return e
 }
 
 // Do waits for a free slot, then sends req with the executor's client and
@@ -169,8 +190,8 @@ func NewExecutor(client *http.Client, opts ...ExecutorOption) *Executor {
 // http.Client.Do. A non-2xx status is not an error. On error the slot is
 // released at once, and, as with http.Client.Do, req's body is closed.
 //
-// After Shutdown or Close began, Do returns an error wrapping [ErrClosed]
-// without sending anything.
+// After Shutdown or Close began, Do returns an error wrapping
+// [ErrExecutorClosed] without sending anything.
 func (e *Executor) Do(ctx context.Context, req *http.Request) (*http.Response, error) {
 	if req == nil {
 		return nil, errors.New("pacer: Executor.Do: nil request")
@@ -194,13 +215,14 @@ func (e *Executor) Do(ctx context.Context, req *http.Request) (*http.Response, e
 // would wait forever. Nor may it call Close, which would wait for fn itself.
 //
 // fn's context is derived from ctx, so it ends when ctx does, even after Go
-// has returned; it is also cancelled, with cause [ErrAborted], when a Shutdown
-// deadline passes. fn's error has no caller to return to: it is counted in
-// [ExecutorStats.Failed] and passed to the [WithErrorHandler] function. A
-// panic in fn is not recovered.
+// has returned; it is also cancelled, with cause [ErrExecutorAborted], when a
+// Shutdown deadline passes. fn's error has no caller to return to: it is
+// counted in [ExecutorStats.Failed] and passed to the [WithErrorHandler]
+// function. A panic in fn is not recovered.
 //
 // Go returns ctx.Err() if ctx ends before a slot is free, and an error
-// wrapping [ErrClosed] after Shutdown or Close began; fn does not run then.
+// wrapping [ErrExecutorClosed] after Shutdown or Close began; fn does not run
+// then.
 func (e *Executor) Go(ctx context.Context, fn func(context.Context) error) error {
 	if fn == nil {
 		return errors.New("pacer: Executor.Go: nil function")
@@ -228,7 +250,8 @@ type ExecutorStats struct {
 	MaxConcurrency int
 	// Submitted counts calls to Do and Go accepted since NewExecutor.
 	Submitted int64
-	// Rejected counts calls refused with ErrClosed because Shutdown had begun.
+	// Rejected counts calls refused with ErrExecutorClosed because Shutdown
+	// had begun.
 	Rejected int64
 	// Waiting is the number of accepted calls waiting for a slot.
 	Waiting int
@@ -271,18 +294,21 @@ func (e *Executor) statsLocked() ExecutorStats {
 }
 
 // Shutdown stops the executor gracefully. New calls to Do and Go fail with
-// [ErrClosed] from the moment Shutdown begins. Every call accepted before
-// then, including those still waiting for a slot, runs, and Shutdown waits
-// until all have finished and every response body they returned is closed;
-// then it returns nil.
+// [ErrExecutorClosed] from the moment Shutdown begins. Every call accepted
+// before then, including those still waiting for a slot, runs, and Shutdown
+// waits until all have finished and every response body they returned is
+// closed. With [WithProgress], it then waits until the progress function has
+// received the final state, and returns nil; the function is not called
+// after that.
 //
-// If ctx ends first, Shutdown cancels what is left: calls still waiting return
-// an error wrapping ErrClosed (they never started); requests and Go functions
-// in progress see their context cancelled with cause [ErrAborted], and reads
-// from open response bodies fail. Shutdown then returns at once, without
-// waiting for that work to unwind, a [*ShutdownError] that counts what it
-// cancelled and wraps ctx.Err(), so errors.Is(err, context.DeadlineExceeded)
-// holds for a deadline.
+// If ctx ends first, Shutdown cancels what is left: calls still waiting
+// return an error wrapping ErrExecutorClosed (they never started); requests
+// and Go functions in progress see their context cancelled with cause
+// [ErrExecutorAborted], and reads from open response bodies fail. Shutdown
+// then returns at once, without waiting for that work to unwind, an
+// [*ExecutorShutdownError] that counts what it cancelled and wraps ctx.Err(),
+// so errors.Is(err, context.DeadlineExceeded) holds for a deadline. Nor does
+// it wait for a progress call in progress; no report follows that one.
 //
 // Shutdown is idempotent and safe to call from many goroutines: every call
 // waits for the same completion and returns the same result, and a call made
@@ -303,19 +329,31 @@ func (e *Executor) Shutdown(ctx context.Context) error {
 		return e.shutdownErr
 	default:
 	}
+	// Once all work has finished, deliver the final progress report and stop
+	// the reporter, so that no goroutine of the executor's outlives Shutdown.
+	if !e.await(ctx, e.idle) || !e.await(ctx, e.reports.stop(true)) {
+		return e.shutdownErr
+	}
+	return nil
+}
+
+// await waits for ch to close, preferring it when ctx has ended too, and
+// reports whether it closed. It returns false when the shutdown was aborted
+// first, by this call's ctx or another's; e.shutdownErr is then set.
+func (e *Executor) await(ctx context.Context, ch <-chan struct{}) bool {
 	select {
-	case <-e.idle:
-		return nil
+	case <-ch:
+		return true
 	default:
 	}
 	select {
-	case <-e.idle:
-		return nil
+	case <-ch:
+		return true
 	case <-e.aborted:
-		return e.shutdownErr
+		return false
 	case <-ctx.Done():
 		e.abort(ctx.Err())
-		return e.shutdownErr
+		return false
 	}
 }
 
@@ -327,14 +365,14 @@ func (e *Executor) Close() error {
 	return e.Shutdown(context.Background())
 }
 
-// ShutdownError is returned by [Executor.Shutdown] when its context ended
-// before accepted work finished. It counts the work it cancelled.
-type ShutdownError struct {
+// ExecutorShutdownError is returned by [Executor.Shutdown] when its context
+// ended before accepted work finished. It counts the work it cancelled.
+type ExecutorShutdownError struct {
 	// Waiting is the number of calls that had not got a slot; they return an
-	// error wrapping ErrClosed and were never started.
+	// error wrapping ErrExecutorClosed and were never started.
 	Waiting int
 	// Running is the number of requests and Go functions in progress; their
-	// contexts were cancelled with cause ErrAborted. A request that was
+	// contexts were cancelled with cause ErrExecutorAborted. A request that was
 	// already answering may still return its response.
 	Running int
 	// OpenBodies is the number of responses whose body was still open; reads
@@ -344,17 +382,20 @@ type ShutdownError struct {
 	Err error
 }
 
-func (e *ShutdownError) Error() string {
+func (e *ExecutorShutdownError) Error() string {
 	return fmt.Sprintf("pacer: executor shutdown cancelled %d running and %d waiting calls with %d response bodies open: %v",
 		e.Running, e.Waiting, e.OpenBodies, e.Err)
 }
 
 // Unwrap returns the context's error.
-func (e *ShutdownError) Unwrap() error { return e.Err }
+func (e *ExecutorShutdownError) Unwrap() error { return e.Err }
 
 // abort records the forced-shutdown result and cancels everything left, once.
 func (e *Executor) abort(cause error) {
 	e.shutdownOnce.Do(func() {
+		// Nothing is reported after an aborted Shutdown returns (Stats still
+		// tells), and it does not wait for a progress call in progress.
+		e.reports.stop(false)
 		e.mu.Lock()
 		select {
 		case <-e.idle:
@@ -366,7 +407,7 @@ func (e *Executor) abort(cause error) {
 		default:
 		}
 		e.aborting = true
-		e.shutdownErr = &ShutdownError{
+		e.shutdownErr = &ExecutorShutdownError{
 			Waiting:    e.waiting,
 			Running:    e.running,
 			OpenBodies: e.open.n,
@@ -383,7 +424,7 @@ func (e *Executor) abort(cause error) {
 		// Outside the lock: cancelling runs whatever hangs off those contexts.
 		// A call that finishes meanwhile is cancelled twice, harmlessly.
 		for _, cancel := range cancels {
-			cancel(ErrAborted)
+			cancel(ErrExecutorAborted)
 		}
 		close(e.aborted)
 	})
@@ -401,35 +442,5 @@ func (e *Executor) checkIdleLocked() {
 	}
 }
 
-// changed reports a state change to the progress callback. It coalesces
-// reports through e.kick and runs the callback on a goroutine that exits as
-// soon as nothing is pending, so an idle executor holds no goroutine.
-func (e *Executor) changed() {
-	if e.progress == nil {
-		return
-	}
-	select {
-	case e.kick <- struct{}{}:
-	default: // a report is already pending; it will read the latest state
-	}
-	if e.notifying.CompareAndSwap(false, true) {
-		go e.report()
-	}
-}
-
-func (e *Executor) report() {
-	for {
-		select {
-		case <-e.kick:
-			e.progress(e.Stats())
-		default:
-			e.notifying.Store(false)
-			// A kick that arrived after the empty check but before the Store
-			// found notifying still set and started no goroutine: take it over
-			// unless a newer goroutine already has.
-			if len(e.kick) == 0 || !e.notifying.CompareAndSwap(false, true) {
-				return
-			}
-		}
-	}
-}
+// changed reports a state change to the progress callback, if any.
+func (e *Executor) changed() { e.reports.changed() }

@@ -16,7 +16,7 @@ import (
 // context (callCtx) rather than a cancel context of its own: the caller's
 // values still reach the transport, and a Shutdown deadline still cancels the
 // request, and what the transport derived from its context, with cause
-// ErrAborted.
+// ErrExecutorAborted.
 func TestDoWithAContextThatCannotEndIsStillAbortedByShutdown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		type key struct{}
@@ -41,12 +41,12 @@ func TestDoWithAContextThatCannotEndIsStillAbortedByShutdown(t *testing.T) {
 
 		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		var se *ShutdownError
+		var se *ExecutorShutdownError
 		require.ErrorAs(t, e.Shutdown(sctx), &se)
 		assert.Equal(t, 1, se.Running)
-		assert.ErrorIs(t, <-errc, ErrAborted)
-		assert.Equal(t, ErrAborted, <-seen, "the request's context")
-		assert.Equal(t, ErrAborted, <-seen, "a context the transport derived")
+		assert.ErrorIs(t, <-errc, ErrExecutorAborted)
+		assert.Equal(t, ErrExecutorAborted, <-seen, "the request's context")
+		assert.Equal(t, ErrExecutorAborted, <-seen, "a context the transport derived")
 	})
 }
 
@@ -61,7 +61,7 @@ func mustRequest(t *testing.T) *http.Request {
 // call (which holds the request copy and, for a context that cannot end, its
 // context), plus a cancel context (two allocations) when the caller's context
 // can end.
-func TestExecutorDoAllocations(t *testing.T) {
+func TestExecutorDoAllocatesAtMostTheCallAndACancelContext(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates on its own")
 	}

@@ -51,9 +51,9 @@ func (e *Executor) begin(ctx, reqCtx, extra context.Context) (*execCall, error) 
 	if e.closed {
 		e.rejected++
 		e.mu.Unlock()
-		c.release(ErrClosed)
+		c.release(ErrExecutorClosed)
 		e.changed()
-		return nil, ErrClosed
+		return nil, ErrExecutorClosed
 	}
 	e.submitted++
 	if ctxErr != nil {
@@ -129,7 +129,7 @@ func (c *execCall) waitErr() error {
 	switch {
 	case c.outer.Err() != nil:
 		return c.outer.Err()
-	case context.Cause(c.ctx) == ErrAborted:
+	case context.Cause(c.ctx) == ErrExecutorAborted:
 		return errNotStarted
 	case c.reqCtx != nil && c.reqCtx.Err() != nil:
 		return c.reqCtx.Err()
@@ -164,7 +164,7 @@ func (c *execCall) release(cause error) {
 // transport would add for it.
 type callCtx struct {
 	parent context.Context // the caller's ctx; parent.Done() == nil
-	abort  context.Context // the executor's, cancelled with cause ErrAborted
+	abort  context.Context // the executor's; its cause is ErrExecutorAborted
 }
 
 func (c *callCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
@@ -173,9 +173,9 @@ func (c *callCtx) Err() error                  { return c.abort.Err() }
 
 // Value looks key up in the caller's context, then in the abort context. A
 // parent that cannot end holds no canceller, so context.Cause, which looks for
-// one through Value, finds the abort context's and reports ErrAborted; and a
-// context the transport derives registers with it, which costs no allocation
-// per call.
+// one through Value, finds the abort context's and reports
+// ErrExecutorAborted; and a context the transport derives registers with it,
+// which costs no allocation per call.
 func (c *callCtx) Value(key any) any {
 	if v := c.parent.Value(key); v != nil {
 		return v
@@ -207,8 +207,8 @@ func (c *execCall) finish(ok bool) {
 // run executes a Go function under the call's slot.
 func (c *execCall) run(fn func(context.Context) error) {
 	err := fn(c.ctx)
-	if err != nil && context.Cause(c.ctx) == ErrAborted && !errors.Is(err, ErrAborted) {
-		err = fmt.Errorf("%w: %w", ErrAborted, err)
+	if err != nil && context.Cause(c.ctx) == ErrExecutorAborted && !errors.Is(err, ErrExecutorAborted) {
+		err = fmt.Errorf("%w: %w", ErrExecutorAborted, err)
 	}
 	if err != nil && c.e.onError != nil {
 		// Before finish, so that Shutdown returns only after the handler ran.

@@ -46,8 +46,8 @@ var errFanoutStopped = errors.New("pacer: DoAll: loop stopped before this result
 // all of its goroutines have ended; responses already yielded are untouched.
 // If ctx ends before every result was yielded, the last pair yielded carries
 // ctx's error and the iteration ends. After Shutdown began, requests not yet
-// started yield errors wrapping [ErrClosed]. As with Do, every request body is
-// closed, whether the request was sent or not.
+// started yield errors wrapping [ErrExecutorClosed]. As with Do, every request
+// body is closed, whether the request was sent or not.
 //
 // The requests are sent each time the sequence is iterated.
 func (e *Executor) DoAll(ctx context.Context, reqs []*http.Request) iter.Seq2[int, DoResult] {

@@ -180,12 +180,12 @@ func TestDoAllStartsAtMostTwiceMaxConcurrencyAheadOfTheLoop(t *testing.T) {
 	})
 }
 
-func TestDoAllAfterShutdownYieldsErrClosed(t *testing.T) {
+func TestDoAllAfterShutdownYieldsErrExecutorClosed(t *testing.T) {
 	e := NewExecutor(&http.Client{Transport: &fakeServer{}})
 	require.NoError(t, e.Close())
 	n := 0
 	for _, r := range e.DoAll(t.Context(), indexedRequests(t, 5)) {
-		require.ErrorIs(t, r.Err, ErrClosed)
+		require.ErrorIs(t, r.Err, ErrExecutorClosed)
 		n++
 	}
 	assert.Equal(t, 5, n)
@@ -221,7 +221,7 @@ func TestDoAllShutdownMidwayYieldsEveryIndexOnce(t *testing.T) {
 			require.Equal(t, next, i)
 			next++
 			if r.Err != nil {
-				require.ErrorIs(t, r.Err, ErrClosed)
+				require.ErrorIs(t, r.Err, ErrExecutorClosed)
 				closed++
 				continue
 			}

@@ -77,7 +77,7 @@ func TestShutdownDeadlineAbortsARealResponseBody(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 	defer cancel()
 	err = e.Shutdown(ctx)
-	var se *ShutdownError
+	var se *ExecutorShutdownError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, 1, se.OpenBodies)
 	assert.Zero(t, se.Running)

@@ -38,12 +38,12 @@ func TestShutdownDuringLoadLosesNoCall(t *testing.T) {
 						case err == nil:
 							responses.Add(1)
 							drainAndClose(resp)
-						case errors.Is(err, ErrAborted):
+						case errors.Is(err, ErrExecutorAborted):
 							assert.ErrorIs(t, err, context.Canceled)
 							aborted.Add(1)
 						case errors.Is(err, errNotStarted):
 							notStarted.Add(1)
-						case errors.Is(err, ErrClosed):
+						case errors.Is(err, ErrExecutorClosed):
 							rejected.Add(1)
 						default:
 							t.Errorf("unexpected error: %v", err)
@@ -75,7 +75,7 @@ func TestShutdownDuringLoadLosesNoCall(t *testing.T) {
 					require.NoError(t, shutdownErr)
 					assert.Zero(t, notStarted.Load()+aborted.Load(), "without a deadline all accepted work runs")
 				} else {
-					var se *ShutdownError
+					var se *ExecutorShutdownError
 					require.ErrorAs(t, shutdownErr, &se)
 					assert.ErrorIs(t, shutdownErr, context.DeadlineExceeded)
 					assert.EqualValues(t, se.Waiting, notStarted.Load(), "exactly the counted waiters never started")
@@ -137,9 +137,9 @@ func TestShutdownDeadlineCancelsInFlightWorkAndCountsIt(t *testing.T) {
 		err = e.Shutdown(ctx)
 		assert.Equal(t, 2*time.Second, time.Since(start), "Shutdown waits until its deadline, then returns at once")
 
-		var se *ShutdownError
+		var se *ExecutorShutdownError
 		require.ErrorAs(t, err, &se)
-		assert.Equal(t, ShutdownError{Waiting: 5, Running: 3, OpenBodies: 1, Err: context.DeadlineExceeded}, *se)
+		assert.Equal(t, ExecutorShutdownError{Waiting: 5, Running: 3, OpenBodies: 1, Err: context.DeadlineExceeded}, *se)
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.Contains(t, err.Error(), "cancelled 3 running and 5 waiting calls with 1 response bodies open")
 
@@ -148,15 +148,15 @@ func TestShutdownDeadlineCancelsInFlightWorkAndCountsIt(t *testing.T) {
 		for range 8 {
 			err := <-errs
 			switch {
-			case errors.Is(err, ErrAborted):
+			case errors.Is(err, ErrExecutorAborted):
 				gotAborted++
-			case errors.Is(err, ErrClosed):
+			case errors.Is(err, ErrExecutorClosed):
 				gotNotStarted++
 			default:
 				t.Errorf("unexpected error: %v", err)
 			}
 		}
-		assert.Equal(t, 3, gotAborted, "requests and the Go function see ErrAborted as their cause")
+		assert.Equal(t, 3, gotAborted, "requests and the Go function see ErrExecutorAborted as their cause")
 		assert.Equal(t, 5, gotNotStarted)
 
 		require.NoError(t, opened.Body.Close())
@@ -166,9 +166,9 @@ func TestShutdownDeadlineCancelsInFlightWorkAndCountsIt(t *testing.T) {
 	})
 }
 
-func errorAsShutdown(t *testing.T, err error) *ShutdownError {
+func errorAsShutdown(t *testing.T, err error) *ExecutorShutdownError {
 	t.Helper()
-	var se *ShutdownError
+	var se *ExecutorShutdownError
 	require.ErrorAs(t, err, &se)
 	return se
 }
@@ -272,7 +272,7 @@ func TestConcurrentShutdownsShareOneResult(t *testing.T) {
 			for range 19 {
 				assert.Same(t, first, errorAsShutdown(t, <-results))
 			}
-			assert.ErrorIs(t, <-reqDone, ErrAborted)
+			assert.ErrorIs(t, <-reqDone, ErrExecutorAborted)
 		})
 	})
 }
@@ -368,47 +368,5 @@ func TestExecutorGoWaitingForASlotHonoursItsContext(t *testing.T) {
 		close(release)
 		require.NoError(t, e.Close())
 		requireSemaphoreFull(t, e)
-	})
-}
-
-func TestProgressReportsEveryFinalStateWithoutConcurrentCalls(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var mu sync.Mutex
-		var last ExecutorStats
-		var inCall, overlapped atomic.Bool
-		var reports atomic.Int64
-		var e *Executor
-		e = NewExecutor(&http.Client{Transport: &fakeServer{delay: func() time.Duration { return time.Millisecond }}},
-			WithMaxConcurrency(4),
-			WithProgress(func(s ExecutorStats) {
-				if !inCall.CompareAndSwap(false, true) {
-					overlapped.Store(true)
-				}
-				_ = e.Stats() // calling back into the executor must not deadlock
-				mu.Lock()
-				last = s
-				mu.Unlock()
-				reports.Add(1)
-				inCall.Store(false)
-			}))
-		var wg sync.WaitGroup
-		for range 200 {
-			wg.Go(func() {
-				resp, err := e.Do(t.Context(), newRequest(t))
-				if assert.NoError(t, err) {
-					drainAndClose(resp)
-				}
-			})
-		}
-		wg.Wait()
-		synctest.Wait() // let the reporter goroutine deliver and exit
-
-		assert.False(t, overlapped.Load(), "the callback is never called concurrently")
-		assert.Positive(t, reports.Load())
-		mu.Lock()
-		defer mu.Unlock()
-		assert.EqualValues(t, 200, last.Done, "the last report shows the final state")
-		assert.Zero(t, last.OpenBodies)
-		require.NoError(t, e.Close())
 	})
 }

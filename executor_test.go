@@ -129,11 +129,20 @@ func drainAndClose(resp *http.Response) {
 	_ = resp.Body.Close()
 }
 
-func TestWithMaxConcurrencyPanicsOnInvalidValue(t *testing.T) {
+func TestExecutorOptionsPanicWhenCreatedNamingTheOption(t *testing.T) {
 	for _, n := range []int{0, -1, -1 << 40} {
 		assert.PanicsWithValue(t, fmt.Sprintf("pacer: WithMaxConcurrency(%d): n must be at least 1", n),
 			func() { WithMaxConcurrency(n) })
 	}
+	assert.PanicsWithValue(t, "pacer: WithProgress(nil)", func() { WithProgress(nil) })
+	assert.PanicsWithValue(t, "pacer: WithErrorHandler(nil)", func() { WithErrorHandler(nil) })
+}
+
+func TestNewExecutorPanicsOnANilOptionLikeNewTransport(t *testing.T) {
+	assert.PanicsWithValue(t, "pacer: NewExecutor: nil ExecutorOption",
+		func() { NewExecutor(nil, WithMaxConcurrency(2), nil) })
+	assert.PanicsWithValue(t, "pacer: NewTransport: nil Option",
+		func() { NewTransport(nil, WithMaxWait(time.Second), nil) }, "the message NewExecutor's mirrors")
 }
 
 func TestNewExecutorDefaults(t *testing.T) {
@@ -379,12 +388,12 @@ func TestExecutorRejectsNewWorkAfterShutdownAndClosesTheRequestBody(t *testing.T
 	req, err := http.NewRequest(http.MethodPost, "http://api.example/", body)
 	require.NoError(t, err)
 	_, err = e.Do(t.Context(), req)
-	require.ErrorIs(t, err, ErrClosed)
+	require.ErrorIs(t, err, ErrExecutorClosed)
 	assert.True(t, body.closed.Load(), "Do closes the request body even when it does not send it")
 
 	ran := false
 	err = e.Go(t.Context(), func(context.Context) error { ran = true; return nil })
-	require.ErrorIs(t, err, ErrClosed)
+	require.ErrorIs(t, err, ErrExecutorClosed)
 	assert.False(t, ran)
 
 	s := e.Stats()

@@ -23,7 +23,8 @@ import (
 // their clocks with each other.
 //
 // Implementations must be safe for concurrent use, and no method may block
-// longer than its context allows.
+// longer than its context allows. The storetest package checks these
+// promises: an implementation proves itself by passing storetest.Run.
 type Store interface {
 	// Reserve books r.Tokens tokens of the bucket key and says when they may be
 	// used. It never sleeps: the caller waits Grant.Delay, then proceeds, or
@@ -144,8 +145,8 @@ func validateStoreRequest(r StoreRequest) (StoreRequest, error) {
 
 // MemoryStore is the in-process [Store]: limiters in one process that use
 // the same MemoryStore share its buckets, for example several Transports
-// that call one API with one key. It is also the reference semantics every
-// Store implementation is tested against.
+// that call one API with one key. It is also the reference semantics the
+// storetest suite holds every Store implementation to.
 //
 // Its clock is the monotonic clock. Keys nobody used for
 // [DefaultStoreIdleTTL] are dropped. A MemoryStore needs no closing.

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacer-go/pacer"
-	"github.com/pacer-go/pacer/internal/storetest"
+	"github.com/pacer-go/pacer/storetest"
 )
 
 func TestMemoryStoreConformance(t *testing.T) {

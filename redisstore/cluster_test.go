@@ -16,9 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacer-go/pacer"
-	"github.com/pacer-go/pacer/internal/storetest"
 	"github.com/pacer-go/pacer/redisstore"
 	"github.com/pacer-go/pacer/redisstore/internal/redistest"
+	"github.com/pacer-go/pacer/storetest"
 )
 
 // scriptCalls is a go-redis hook that counts the store's script calls that

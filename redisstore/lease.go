@@ -36,6 +36,9 @@ type keyState struct {
 	pauseUntil time.Time
 	readAt     time.Time // when the above was read from Redis; zero if never
 	unsent     bool      // a locally published limit has not reached Redis yet
+	// deliveredAt is when local publishes last reached Redis. A reply to a
+	// call sent before then may have been read before the publish landed.
+	deliveredAt time.Time
 
 	// Demand estimate sizing the next lease, in tokens per second.
 	rate      float64
@@ -162,7 +165,7 @@ func (s *Store) reserve(ctx context.Context, key string, r pacer.StoreRequest, m
 			return s.degraded(ctx, key, r, h.sh, err)
 		}
 		ks.mu.Lock()
-		ks.read(origin, res)
+		ks.read(now, origin, res)
 		g := ks.grant(time.Now(), origin, res, r.Tokens, interval)
 		ks.mu.Unlock()
 		return g, nil
@@ -217,6 +220,7 @@ func (s *Store) reserve(ctx context.Context, key string, r pacer.StoreRequest, m
 // ones, or go back at the lease's deadline.
 func (s *Store) runFetch(h health, key string, ks *keyState, f *fetch, b booking, limit pacer.Limit) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	sent := time.Now()
 	r, err := s.runReserve(ctx, s.client, h.sh.addr, key, b)
 	cancel()
 	origin := time.Now()
@@ -234,7 +238,7 @@ func (s *Store) runFetch(h health, key string, ks *keyState, f *fetch, b booking
 	if err != nil {
 		return
 	}
-	ks.read(origin, r)
+	ks.read(sent, origin, r)
 	if !r.ok || b.interval == 0 || b.tokens <= 0 {
 		return
 	}
@@ -310,8 +314,12 @@ func (ks *keyState) leaseSize(now time.Time, r pacer.StoreRequest, window time.D
 	return max(min(k, maxLease), r.Tokens)
 }
 
-// read records the shared state of a reply received at origin.
-func (ks *keyState) read(origin time.Time, r reply) {
+// read records the shared state of a reply to a call sent at sent and
+// answered at origin. A reply without a limit forgets the local one only if
+// the call went out after local publishes reached Redis: an older call's
+// script may have run before the publish landed, and the publisher must keep
+// seeing what it published (the pacer.Store contract).
+func (ks *keyState) read(sent, origin time.Time, r reply) {
 	ks.readAt = origin
 	ks.pauseUntil = maxTime(ks.pauseUntil, origin.Add(secs(r.pause)))
 	if r.shared.Limit > 0 {
@@ -319,7 +327,7 @@ func (ks *keyState) read(origin time.Time, r reply) {
 		if ks.limit == 0 || !learnedAt.Before(ks.learnedAt) {
 			ks.limit, ks.burst, ks.learnedAt = r.shared.Limit, r.shared.Burst, learnedAt
 		}
-	} else if !ks.unsent {
+	} else if !ks.unsent && !sent.Before(ks.deliveredAt) {
 		ks.limit, ks.burst = 0, 0 // expired, or Redis restarted empty
 	}
 }
@@ -344,7 +352,7 @@ func (ks *keyState) learn(now time.Time, st pacer.SharedState) giveBack {
 // Redis says wins again.
 func (ks *keyState) sent() {
 	ks.mu.Lock()
-	ks.unsent = false
+	ks.unsent, ks.deliveredAt = false, time.Now()
 	ks.mu.Unlock()
 }
 

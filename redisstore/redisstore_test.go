@@ -14,9 +14,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/pacer-go/pacer"
-	"github.com/pacer-go/pacer/internal/storetest"
 	"github.com/pacer-go/pacer/redisstore"
 	"github.com/pacer-go/pacer/redisstore/internal/redistest"
+	"github.com/pacer-go/pacer/storetest"
 )
 
 func TestMain(m *testing.M) {
@@ -47,8 +47,11 @@ func newStore(t *testing.T, srv *redistest.Server, opts ...redisstore.Option) *r
 	return s
 }
 
+// TestConformance runs the public Store suite on one Redis, with and without
+// leases, and with a short idle TTL so that the suite checks keys expire.
 func TestConformance(t *testing.T) {
 	srv := redistest.Start(t)
+	const ttl = 1500 * time.Millisecond
 	for _, mode := range []struct {
 		name string
 		opts []redisstore.Option
@@ -58,11 +61,9 @@ func TestConformance(t *testing.T) {
 	} {
 		t.Run(mode.name, func(t *testing.T) {
 			storetest.Run(t, func(t *testing.T) storetest.Peers {
-				prefix := uniquePrefix()
-				return func() pacer.Store {
-					return newStore(t, srv, append([]redisstore.Option{redisstore.WithPrefix(prefix)}, mode.opts...)...)
-				}
-			})
+				opts := append([]redisstore.Option{redisstore.WithPrefix(uniquePrefix()), redisstore.WithIdleTTL(ttl)}, mode.opts...)
+				return func() pacer.Store { return newStore(t, srv, opts...) }
+			}, storetest.IdleTTL(ttl))
 		})
 	}
 }
