@@ -114,7 +114,6 @@ type AdaptiveConfig struct {
 type Adaptive struct {
 	cfg    AdaptiveConfig
 	safety float64
-	epoch  time.Time
 
 	req *Bucket // requests
 	tok *Bucket // tokens of token-denominated quotas; used once one is known
@@ -132,7 +131,7 @@ type Adaptive struct {
 	inflight     atomic.Int64 // admitted, not yet observed
 	inflightCost atomic.Int64 // their estimated token cost, milli-tokens
 	waiting      atomic.Int64
-	checkAt      atomic.Int64 // ns since epoch when the windows must be looked at again
+	checkAt      atomic.Int64 // when (package clock) the windows must be looked at again
 	charges      atomic.Pointer[[]*quotaWindow]
 	admitted     atomic.Int64 // requests admitted, ever
 	admittedCost atomic.Int64 // their estimated token cost, milli-tokens
@@ -173,7 +172,6 @@ func NewAdaptive(cfg AdaptiveConfig) *Adaptive {
 	a := &Adaptive{
 		cfg:      cfg,
 		safety:   cfg.SafetyFactor,
-		epoch:    time.Now(),
 		req:      NewBucket(Inf, 1),
 		tok:      NewBucket(Inf, 1),
 		gateCap:  int64(cfg.SlowStart),
@@ -238,15 +236,6 @@ func (cfg AdaptiveConfig) normalize() AdaptiveConfig {
 	return cfg
 }
 
-// DefaultSlowStart is how many requests may be in flight to an endpoint
-// before its first response, by default. 16 is the worker count of a
-// typical fan-out (and of the jobs pacer is measured on): its first round
-// goes at once, as without a limiter, while a fan-out of thousands onto a
-// quota someone else spent costs 16 429s, not thousands. With 1 (the old
-// default) every job waited a round trip first: 2× the unpaced time for a
-// job of one round.
-const DefaultSlowStart = 16
-
 // Mode is how an endpoint's limit is decided, reported in
 // AdaptiveStats.Mode.
 type Mode string
@@ -274,7 +263,7 @@ const (
 type AdaptiveStats struct {
 	Limit       Limit     // current request rate; Inf when nothing limits it
 	Burst       int       // current request burst
-	Tokens      float64   // request tokens available now (negative: owed to waiters)
+	Tokens      float64   // request tokens available now: 0 while callers are owed some or a pause holds, +Inf when unlimited
 	Waiting     int       // callers blocked in Wait
 	InFlight    int       // admitted, not yet observed
 	Throttled   int64     // 429 and 503 responses (and 403s with an exhausted quota)
@@ -283,8 +272,6 @@ type AdaptiveStats struct {
 	LastInfo    Info      // last non-empty Info observed
 	Mode        Mode      // ModeSlowStart, ModeHeaders, ModeProbing or ModeStatic
 }
-
-func (a *Adaptive) nanos(t time.Time) int64 { return int64(t.Sub(a.epoch)) }
 
 // later queues f to run once mu is released; called with mu held.
 func (a *Adaptive) later(f func()) { a.outbox = append(a.outbox, f) }

@@ -47,7 +47,7 @@ func (a *Adaptive) wait(ctx context.Context, cost float64) error {
 			}
 		}
 		now := time.Now()
-		if a.nanos(now) >= a.checkAt.Load() {
+		if toNanos(now) >= a.checkAt.Load() {
 			a.mu.Lock()
 			a.retune(now)
 			a.unlock()
@@ -88,7 +88,7 @@ func (a *Adaptive) wait(ctx context.Context, cost float64) error {
 		// reset may have passed while it waited (the usual end of a pause):
 		// the windows move on first.
 		if granted.After(now) {
-			if now = time.Now(); a.nanos(now) >= a.checkAt.Load() {
+			if now = time.Now(); toNanos(now) >= a.checkAt.Load() {
 				a.mu.Lock()
 				a.retune(now)
 				a.unlock()

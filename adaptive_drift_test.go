@@ -22,7 +22,7 @@ import (
 // quota allows; extrapolated to the reset, it spent every later window.
 func TestDriftFromASkewedBaselineIsBoundedByTheQuotasRate(t *testing.T) {
 	epoch := time.Now()
-	w := newQuotaWindow("requests", epoch, 0.9, DefaultMaxDelay)
+	w := newQuotaWindow("requests", 0.9, DefaultMaxDelay)
 	reset := epoch.Add(time.Minute)
 	q := func(rem float64) Quota { return Quota{Name: "requests", Limit: 600, Remaining: rem, Reset: reset} }
 
@@ -38,7 +38,7 @@ func TestDriftFromASkewedBaselineIsBoundedByTheQuotasRate(t *testing.T) {
 // A consistent drift within the bound is kept as measured.
 func TestDriftWithinTheQuotasRateIsKept(t *testing.T) {
 	epoch := time.Now()
-	w := newQuotaWindow("requests", epoch, 0.9, DefaultMaxDelay)
+	w := newQuotaWindow("requests", 0.9, DefaultMaxDelay)
 	w.window, w.stated = time.Minute, true
 	reset := epoch.Add(time.Minute)
 	q := func(rem float64) Quota { return Quota{Name: "requests", Limit: 600, Remaining: rem, Reset: reset} }
@@ -50,7 +50,7 @@ func TestDriftWithinTheQuotasRateIsKept(t *testing.T) {
 }
 
 func TestMaxDrainIsTheLongRunRateLeftToOthers(t *testing.T) {
-	w := newQuotaWindow("requests", time.Now(), 0.9, DefaultMaxDelay)
+	w := newQuotaWindow("requests", 0.9, DefaultMaxDelay)
 	w.limit, w.window = 600, time.Minute
 	assert.InDelta(t, 590.0/60, w.maxDrain(time.Second, 10), 1e-9, "within a window: limit − ours per window")
 	assert.InDelta(t, (1200.0-900)/120, w.maxDrain(2*time.Minute, 900), 1e-9, "over two windows")
@@ -137,7 +137,7 @@ func TestTwoAdaptivesSharingAQuotaWithoutAStore(t *testing.T) {
 				} else {
 					// Two clients that cannot see each other's requests in
 					// flight can still meet at a window's start; rare, and
-					// bounded (issue 12: many uncoordinated clients).
+					// bounded (as for many uncoordinated clients).
 					assert.LessOrEqual(t, float64(late), 0.001*float64(stats.Requests), "429s after the first response")
 				}
 				assert.GreaterOrEqual(t, goodput, 0.7, "aggregate goodput / capacity")

@@ -67,7 +67,7 @@ func (s *storeShare) wait(ctx context.Context, a *Adaptive, b *Bucket, n int, to
 			if err := a.tooLong(ctx, now, at); err != nil {
 				return time.Time{}, err
 			}
-			if err := storeSleep(ctx, at); err != nil {
+			if err := sleepUntil(ctx, at); err != nil {
 				return time.Time{}, err
 			}
 		}
@@ -103,12 +103,12 @@ func (s *storeShare) wait(ctx context.Context, a *Adaptive, b *Bucket, n int, to
 				return time.Time{}, err
 			}
 			// Within bounds but beyond the horizon: come back shortly before.
-			if err := storeSleep(ctx, at.Add(-horizon/2)); err != nil {
+			if err := sleepUntil(ctx, at.Add(-horizon/2)); err != nil {
 				return time.Time{}, err
 			}
 			continue
 		}
-		if err := storeSleep(ctx, at); err != nil {
+		if err := sleepUntil(ctx, at); err != nil {
 			s.store.Cancel(key, r)
 			return time.Time{}, err
 		}
@@ -119,22 +119,6 @@ func (s *storeShare) wait(ctx context.Context, a *Adaptive, b *Bucket, n int, to
 			continue
 		}
 		return at, nil
-	}
-}
-
-// storeSleep sleeps until t or until ctx ends.
-func storeSleep(ctx context.Context, t time.Time) error {
-	d := time.Until(t)
-	if d <= 0 {
-		return nil
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 

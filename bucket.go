@@ -12,12 +12,15 @@ import (
 // Limit so code can switch without relearning.
 type Limit float64
 
-// Inf is the infinite rate limit: every request is allowed, bursts included.
-const Inf = Limit(math.MaxFloat64)
+const (
+	// Inf is the infinite rate limit: every request is allowed, bursts
+	// included.
+	Inf = Limit(math.MaxFloat64)
 
-// InfDuration is the delay a [Reservation] reports when it is not OK: the
-// tokens it asked for can never be had.
-const InfDuration = time.Duration(math.MaxInt64)
+	// InfDuration is the delay a [Reservation] reports when it is not OK:
+	// the tokens it asked for can never be had.
+	InfDuration = time.Duration(math.MaxInt64)
+)
 
 // Every converts a minimum time between events to a Limit. A zero or negative
 // interval means no limit (Inf).
@@ -138,11 +141,6 @@ type Bucket struct {
 	paused bool     // a pause was ever set; guarded by mu
 }
 
-// The bucket clock counts nanoseconds since epoch on the monotonic clock.
-// time.Since(epoch) reads only the monotonic clock, about half the cost of
-// time.Now.
-var epoch = time.Now()
-
 const (
 	// maxSpan caps every duration the bucket computes: waits, delays, costs
 	// and the bucket's depth. 2⁶¹ ns is about 73 years.
@@ -164,12 +162,6 @@ const (
 	// holds the lock.
 	useClock = math.MinInt64
 )
-
-func nanotime() int64 { return clampTime(int64(time.Since(epoch))) }
-
-func toNanos(t time.Time) int64 { return clampTime(int64(t.Sub(epoch))) }
-
-func clampTime(ns int64) int64 { return min(max(ns, minTime), maxTime) }
 
 // fromNanos converts a bucket-clock time to a time.Time, taking the wall
 // clock from ref, a time read at refNs.

@@ -48,7 +48,7 @@ func permutations(n int) [][]int {
 	return out
 }
 
-// #1 of issue 13: a kept reservation's slot absorbed the idle time a faster
+// A kept reservation's slot absorbed the idle time a faster
 // limit turned into room; cancelling it must give that room back too.
 func TestCancelReturnsIdleTimeTheSlotAbsorbed(t *testing.T) {
 	t.Run("speed-up, then cancel", func(t *testing.T) {
@@ -98,7 +98,7 @@ func TestCancelReturnsIdleTimeTheSlotAbsorbed(t *testing.T) {
 	})
 }
 
-// #2 of issue 13: cancelling several reservations gives back the same,
+// Cancelling several reservations gives back the same,
 // whatever the order: the bucket ends as if none of them had been made.
 func TestCancelOrderDoesNotChangeWhatIsReturned(t *testing.T) {
 	t.Run("two reservations, both orders", func(t *testing.T) {
@@ -179,7 +179,7 @@ func TestCancelOrderDoesNotChangeWhatIsReturned(t *testing.T) {
 	})
 }
 
-// #3 of issue 13: CancelAt at the reservation's due time is cancelling
+// CancelAt at the reservation's due time is cancelling
 // before it: the same as a nanosecond earlier, whatever else happened at
 // that instant; a nanosecond later it is too late.
 func TestCancelAtDueTimeIsConsistent(t *testing.T) {

@@ -3,13 +3,14 @@
 //
 // Most clients learn about a rate limit by hitting it: a 429, a sleep, a
 // retry. pacer paces ahead instead. Its [Transport] is an [http.RoundTripper]
-// that keeps a token bucket per endpoint (per host by default, per route
-// pattern when configured), reads every rate-limit header convention real APIs
+// that keeps a limiter per endpoint (per host by default, per route pattern
+// when configured) and reads every rate-limit header convention real APIs
 // send (IETF RateLimit/RateLimit-Policy, X-RateLimit-*, OpenAI, Anthropic,
 // GitHub, Discord, Shopify, Retry-After). A request the quota affords goes
 // at once, as without a limiter; only demand that would run a quota out
-// before its reset waits (see [Adaptive] for the rule). Servers that only
-// answer 429 are probed with an additive-increase, multiplicative-decrease
+// before its reset waits (see [Adaptive] for the rule). A server that states
+// no quota but answers 429 with a Retry-After has its window inferred from
+// those answers; one that says nothing at all is probed with a CUBIC
 // fallback.
 //
 // Zero configuration is already useful:
@@ -18,6 +19,25 @@
 //
 // limits per host, learns limits from response headers, honours Retry-After
 // and retries the 429s it can replay.
+//
+// # One request, top to bottom
+//
+//	Executor.Do              (optional) a concurrency slot, held until the body is closed
+//	  └─ http.Client.Do
+//	       └─ Transport.RoundTrip                          transport.go
+//	            ├─ endpoint: key → limiter               endpoint.go
+//	            │    (route patterns, server-named buckets, idle eviction)
+//	            ├─ Adaptive.Acquire → Permit             adaptive.go, adaptive_acquire.go
+//	            │    slow start, the quotas' budgets (window.go),
+//	            │    the request bucket (bucket.go), MaxWait/MaxDelay
+//	            ├─ base RoundTripper: the request is sent
+//	            ├─ the response read: headers.go (every convention,
+//	            │    clock skew: skew.go), classify.go (body-stated
+//	            │    limits, quota gone, overload)
+//	            ├─ Permit.Done(Outcome) → the limiter learns   retune.go, window*.go,
+//	            │    infer.go (Retry-After alone), probe.go (CUBIC)
+//	            └─ retry? (throttled, replayable, in time)  retry.go
+//	                 └─ back to endpoint, with the wait the server asked for
 //
 // An [Executor] bounds fan-out: Executor.Do runs a request once a concurrency
 // slot is free, before any rate token is spent, and Shutdown stops cleanly

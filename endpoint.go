@@ -10,12 +10,6 @@ import (
 	"time"
 )
 
-// Defaults of the endpoint table; see [WithIdleTTL] and [WithMaxEndpoints].
-const (
-	DefaultIdleTTL      = 10 * time.Minute
-	DefaultMaxEndpoints = 10000
-)
-
 // maxRoutesPerEndpoint bounds the server-named bucket bindings one endpoint
 // learns, so a server inventing bucket names per path cannot grow memory.
 const maxRoutesPerEndpoint = 64
@@ -23,17 +17,6 @@ const maxRoutesPerEndpoint = 64
 // maxBucketName bounds the length of a server-named bucket that is kept; a
 // longer (hostile or broken) name is ignored.
 const maxBucketName = 128
-
-// tableEpoch anchors the table's monotonic clock: lastUsed stamps and the
-// sweep schedule are nanoseconds since it, which reads only the monotonic
-// clock and cannot jump with the wall clock.
-var tableEpoch = time.Now()
-
-func tableClock() int64 { return tableTime(time.Now()) }
-
-// tableTime converts a time read with time.Now (so carrying a monotonic
-// reading) to the table's clock without reading the clock again.
-func tableTime(t time.Time) int64 { return int64(t.Sub(tableEpoch)) }
 
 // endpoint is one limiter in a transport's table. The table holds two kinds:
 // the endpoint of a key (a route pattern, a KeyFunc result or scheme://host),
@@ -63,7 +46,7 @@ type endpoint struct {
 	// under the table's read lock and checked under its write lock, so an
 	// endpoint with a request in progress is never evicted.
 	refs atomic.Int32
-	used atomic.Int64 // tableClock() at creation and at the last release
+	used atomic.Int64 // nanotime() at creation and at the last release
 
 	retries  atomic.Int64
 	refused  atomic.Int64
@@ -162,12 +145,12 @@ type endpoints struct {
 	mu sync.RWMutex
 	m  map[string]*endpoint
 
-	nextSweep atomic.Int64 // tableClock() after which the next TTL sweep runs
+	nextSweep atomic.Int64 // nanotime() after which the next TTL sweep runs
 }
 
 func newEndpoints(ttl time.Duration, max int, newLimiter func(string, Limit, int) *Adaptive) *endpoints {
 	e := &endpoints{newLimiter: newLimiter, ttl: int64(ttl), max: max, m: make(map[string]*endpoint)}
-	e.nextSweep.Store(tableClock() + e.sweepInterval())
+	e.nextSweep.Store(nanotime() + e.sweepInterval())
 	return e
 }
 
@@ -247,7 +230,7 @@ func (e *endpoints) peekHost(u *urlParts) *endpoint {
 
 // release ends a request that acquire counted, and runs the idle sweep when
 // it is due.
-func (e *endpoints) release(ep *endpoint) { e.releaseAt(ep, tableClock()) }
+func (e *endpoints) release(ep *endpoint) { e.releaseAt(ep, nanotime()) }
 
 // releaseAt is release at now, a tableClock reading.
 func (e *endpoints) releaseAt(ep *endpoint, now int64) {
@@ -257,7 +240,7 @@ func (e *endpoints) releaseAt(ep *endpoint, now int64) {
 }
 
 func (e *endpoints) create(key string, sp *spec) *endpoint {
-	return e.insert(e.newEndpoint(key, sp), tableClock(), 1)
+	return e.insert(e.newEndpoint(key, sp), nanotime(), 1)
 }
 
 // teachBucket gives the limiter of a server-named bucket what a response
@@ -276,7 +259,7 @@ func (e *endpoints) teachBucket(key, bucket string, from *Adaptive, status int, 
 		fresh := e.newEndpoint(key, &spec{bucket: bucket})
 		fresh.lim.feed(from)
 		fresh.lim.learnOther(status, info) // before anyone else can see it
-		if ep = e.insert(fresh, tableClock(), 0); ep == fresh {
+		if ep = e.insert(fresh, nanotime(), 0); ep == fresh {
 			return
 		}
 	}

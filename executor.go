@@ -11,28 +11,20 @@ import (
 	"golang.org/x/sync/semaphore"
 )
 
-// DefaultMaxConcurrency is the number of calls an [Executor] runs at once when
-// [WithMaxConcurrency] is not given.
-//
-// The bound is on network work, not CPU work, so it does not follow
-// GOMAXPROCS. Sixteen open requests hide round-trip latency well (at 100 ms
-// per request they sustain 160 requests per second, more than most API quotas
-// grant), stay far below HTTP/2's usual 100 concurrent streams, and keep a
-// misconfigured fan-out from looking like an attack. Rate limits, not this
-// number, are meant to be what paces a client.
-const DefaultMaxConcurrency = 16
+// Errors of an [Executor].
+var (
+	// ErrExecutorClosed is returned for work submitted to an [Executor] after
+	// Shutdown or Close began: the work never started, so it can be retried
+	// elsewhere.
+	ErrExecutorClosed = errors.New("pacer: executor closed")
 
-// ErrExecutorClosed is returned for work submitted to an [Executor] after
-// Shutdown or Close began: the work never started, so it can be retried
-// elsewhere.
-var ErrExecutorClosed = errors.New("pacer: executor closed")
-
-// ErrExecutorAborted is the cause ([context.Cause]) of the context of work
-// that [Executor.Shutdown] cancelled because its deadline passed, and errors
-// returned for such work wrap it. Unlike [ErrExecutorClosed], it means the
-// work had started: the request may have reached the server, so retrying it
-// elsewhere is only safe if it is idempotent.
-var ErrExecutorAborted = errors.New("pacer: executor shutdown deadline passed, in-flight work cancelled")
+	// ErrExecutorAborted is the cause ([context.Cause]) of the context of work
+	// that [Executor.Shutdown] cancelled because its deadline passed, and errors
+	// returned for such work wrap it. Unlike [ErrExecutorClosed], it means the
+	// work had started: the request may have reached the server, so retrying it
+	// elsewhere is only safe if it is idempotent.
+	ErrExecutorAborted = errors.New("pacer: executor shutdown deadline passed, in-flight work cancelled")
+)
 
 // errNotStarted is returned to calls that were accepted but still waiting for
 // a slot when Shutdown's deadline passed. It wraps ErrExecutorClosed because,

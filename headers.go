@@ -64,17 +64,6 @@ type Info struct {
 	Global bool
 }
 
-// DefaultMaxDelay is the cap [ParseHeaders] and [ParseRetryAfter] put on
-// every wait a server asks for: a Retry-After or a reset further away than
-// this is clamped to it, so a wrong or hostile header can hold a client for an
-// hour at most. The Transport has an option to change it.
-const DefaultMaxDelay = time.Hour
-
-// MaxResetHorizon is the farthest reset [ParseHeaders] reports: a month and
-// a day, so that monthly quotas (billing periods) are read as stated. A
-// farther one is a misread unit or a broken clock and is clamped to it.
-const MaxResetHorizon = 32 * 24 * time.Hour
-
 const (
 	// epochFloor is the smallest number taken for an epoch timestamp
 	// (2001-09-09 in seconds); smaller numbers are seconds from now.

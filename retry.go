@@ -116,7 +116,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		info, _ := parseHeadersSkewed(resp.Header, now, t.maxDelay, ep.clock.offset(now))
 		sig := bodySignal(resp)
 		t.learn(ep, lim, &u, &seen, &permit, resp.StatusCode, info, sig, now)
-		t.releaseAt(ep, lim, tableTime(now))
+		t.releaseAt(ep, lim, toNanos(now))
 		throttled := sig == SignalBodyLimit || (sig != SignalGone && isThrottled(resp, &info))
 		if t.observer != nil {
 			t.report(Attempt{Endpoint: lim.key, Method: req.Method, Retry: n, Wait: sent.Sub(waitFrom),

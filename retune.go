@@ -380,7 +380,7 @@ func (a *Adaptive) window(name string) *quotaWindow {
 	if w := a.find(name); w != nil {
 		return w
 	}
-	w := newQuotaWindow(name, a.epoch, a.safety, a.cfg.MaxDelay)
+	w := newQuotaWindow(name, a.safety, a.cfg.MaxDelay)
 	// With a Store the fleet spends this quota together, through the
 	// store's bucket at the rate each limiter derives: spread from the
 	// start, not taken at once by whichever process asks first.
@@ -469,7 +469,7 @@ func (a *Adaptive) retune(now time.Time) {
 		}
 		for _, t := range [...]time.Time{roll, w.wakeAt, w.probeAt} {
 			if !t.IsZero() {
-				next = min(next, a.nanos(t))
+				next = min(next, toNanos(t))
 			}
 		}
 		avail := max(w.units()-w.reserve(s), 0)

@@ -15,10 +15,6 @@ import (
 	"time"
 )
 
-// DefaultRetries is how many times a Transport retries a throttled request
-// unless [WithRetries] says otherwise.
-const DefaultRetries = 3
-
 // Transport is an [http.RoundTripper] that keeps every request inside the
 // rate limits of the endpoint it goes to.
 //
@@ -650,7 +646,7 @@ func (t *Transport) learn(ep, lim *endpoint, u *urlParts, seen *seenBinding, p *
 }
 
 func (t *Transport) release(ep, lim *endpoint) {
-	t.releaseAt(ep, lim, tableClock())
+	t.releaseAt(ep, lim, nanotime())
 }
 
 // releaseAt is release at now on the table's clock, for a caller that has

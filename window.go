@@ -35,7 +35,7 @@ type quotaWindow struct {
 	// happy path takes no lock. Meaningful while known.
 	budget atomic.Int64
 	// drain is what others take from the quota, milli-units per second
-	// (the negative part of the drift), and drainFrom when (ns since epoch)
+	// (the negative part of the drift), and drainFrom when (on the package clock)
 	// the budget last had it deducted: Wait deducts what accrued since, so
 	// the budget gate does not lag behind others' spending between responses.
 	drain     atomic.Int64
@@ -44,7 +44,6 @@ type quotaWindow struct {
 	// smooth quota's last unit, which another client may be taking while
 	// our request travels (its refill hides that client from the drift).
 	keep     atomic.Int64
-	epoch    time.Time
 	safety   float64       // a refill, being an estimate, is only believed this much
 	maxDelay time.Duration // the longest wait for a reset nothing explains
 
@@ -127,8 +126,8 @@ func toMilli(v float64) int64 {
 
 func isTokenQuota(name string) bool { return strings.Contains(strings.ToLower(name), "token") }
 
-func newQuotaWindow(name string, epoch time.Time, safety float64, maxDelay time.Duration) *quotaWindow {
-	return &quotaWindow{name: name, tokens: isTokenQuota(name), jitter: 250 * time.Millisecond, epoch: epoch, safety: safety, maxDelay: maxDelay}
+func newQuotaWindow(name string, safety float64, maxDelay time.Duration) *quotaWindow {
+	return &quotaWindow{name: name, tokens: isTokenQuota(name), jitter: 250 * time.Millisecond, safety: safety, maxDelay: maxDelay}
 }
 
 // explains reports whether the window's length, stated or learned, accounts
@@ -146,7 +145,7 @@ func (w *quotaWindow) debt(now time.Time) int64 {
 	if rate == 0 {
 		return w.keep.Load()
 	}
-	elapsed := int64(now.Sub(w.epoch)) - w.drainFrom.Load()
+	elapsed := toNanos(now) - w.drainFrom.Load()
 	if elapsed <= 0 {
 		return w.keep.Load()
 	}

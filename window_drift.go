@@ -119,7 +119,7 @@ func (w *quotaWindow) applyDrift(now time.Time) {
 	} else {
 		w.drain.Store(toMilli(-w.drift))
 	}
-	w.drainFrom.Store(int64(w.driftAt.Sub(w.epoch)))
+	w.drainFrom.Store(toNanos(w.driftAt))
 }
 
 // moveByDrift is applyDrift's change to the budget.

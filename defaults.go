@@ -1,0 +1,55 @@
+package pacer
+
+import "time"
+
+// Defaults of the options, and the bounds that hold whatever the options
+// say. Each says where its value comes from.
+const (
+	// DefaultRetries is how many times a Transport retries a throttled
+	// request unless [WithRetries] says otherwise.
+	DefaultRetries = 3
+
+	// DefaultSlowStart is how many requests may be in flight to an endpoint
+	// before its first response, by default. 16 is the worker count of a
+	// typical fan-out (and of the jobs pacer is measured on): its first
+	// round goes at once, as without a limiter, while a fan-out of
+	// thousands onto a quota someone else spent costs 16 429s, not
+	// thousands. With 1 (the old default) every job waited a round trip
+	// first: 2× the unpaced time for a job of one round.
+	DefaultSlowStart = 16
+
+	// DefaultMaxDelay is the cap [ParseHeaders] and [ParseRetryAfter] put
+	// on every wait a server asks for: a Retry-After or a reset further
+	// away than this is clamped to it, so a wrong or hostile header can
+	// hold a client for an hour at most. [WithMaxDelay] changes it.
+	DefaultMaxDelay = time.Hour
+
+	// MaxResetHorizon is the farthest reset [ParseHeaders] reports: a month
+	// and a day, so that monthly quotas (billing periods) are read as
+	// stated. A farther one is a misread unit or a broken clock and is
+	// clamped to it.
+	MaxResetHorizon = 32 * 24 * time.Hour
+
+	// DefaultIdleTTL is how long an endpoint's limiter is kept without
+	// traffic ([WithIdleTTL]): ten minutes outlasts the minute windows
+	// most quotas use, so a limiter is not forgotten between a job's
+	// bursts, and bounds what an idle client holds.
+	DefaultIdleTTL = 10 * time.Minute
+
+	// DefaultMaxEndpoints caps the endpoints a Transport tracks at once
+	// ([WithMaxEndpoints]): beyond it the least recently used idle one is
+	// evicted, so a key function or a server inventing names per path
+	// cannot grow memory without bound.
+	DefaultMaxEndpoints = 10000
+
+	// DefaultMaxConcurrency is the number of calls an [Executor] runs at once when
+	// [WithMaxConcurrency] is not given.
+	//
+	// The bound is on network work, not CPU work, so it does not follow
+	// GOMAXPROCS. Sixteen open requests hide round-trip latency well (at 100 ms
+	// per request they sustain 160 requests per second, more than most API quotas
+	// grant), stay far below HTTP/2's usual 100 concurrent streams, and keep a
+	// misconfigured fan-out from looking like an attack. Rate limits, not this
+	// number, are meant to be what paces a client.
+	DefaultMaxConcurrency = 16
+)
