@@ -39,22 +39,28 @@ func TestAdaptiveLearnsAFixedWindowFromRetryAfterAlone(t *testing.T) {
 }
 
 // Servers that free their quota as they go (a token bucket answering with
-// the time to its next token) do not fit the model: it gives up and the
-// probe paces them, within the probe's targets.
+// the time to its next token, a sliding window still weighed down by the
+// last one) do not fit the model: it gives up and the probe paces them,
+// within the probe's targets. (The sliding window lost 0.98 -> 0.70 of its
+// quota when the probe's first look after the hand-over waited a "round
+// trip" estimated over the long pause before it: 40 s.)
 func TestAdaptiveHandsAServerThatRefillsAsItGoesToTheProbe(t *testing.T) {
-	for _, latency := range []time.Duration{0, 20 * time.Millisecond, 200 * time.Millisecond} {
-		t.Run(fmt.Sprintf("latency=%v", latency), func(t *testing.T) {
-			t.Parallel()
-			sc := scenario{
-				server: apisim.Config{Style: apisim.StyleRetryAfter, Algorithm: apisim.TokenBucket, Window: 10 * time.Second, Limit: 50, Latency: latency},
-				run:    10 * time.Minute, callers: 32,
-			}
-			o := drive(t, sc, AdaptiveConfig{Key: "sim"})
-			t.Logf("%v", o)
-			assert.Equal(t, ModeProbing.String(), o.mode)
-			assert.LessOrEqual(t, float64(o.throttled), 0.02*float64(o.requests), "share of 429s")
-			assert.GreaterOrEqual(t, o.goodput, 0.9, "goodput / capacity")
-		})
+	for _, sv := range []apisim.Config{
+		{Algorithm: apisim.TokenBucket, Window: 10 * time.Second, Limit: 50},
+		{Algorithm: apisim.SlidingWindow, Window: time.Minute, Limit: 600},
+	} {
+		for _, latency := range []time.Duration{0, 20 * time.Millisecond, 200 * time.Millisecond} {
+			t.Run(fmt.Sprintf("%s/window=%v/latency=%v", sv.Algorithm, sv.Window, latency), func(t *testing.T) {
+				t.Parallel()
+				sv.Style, sv.Latency = apisim.StyleRetryAfter, latency
+				sc := scenario{server: sv, run: 10 * time.Minute, callers: 32}
+				o := drive(t, sc, AdaptiveConfig{Key: "sim"})
+				t.Logf("%v", o)
+				assert.Equal(t, ModeProbing.String(), o.mode)
+				assert.LessOrEqual(t, float64(o.throttled), 0.02*float64(o.requests), "share of 429s")
+				assert.GreaterOrEqual(t, o.goodput, 0.9, "goodput / capacity")
+			})
+		}
 	}
 }
 

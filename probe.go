@@ -173,10 +173,13 @@ func (p *probe) reopen(now time.Time) {
 // measured the server admitting rate per second over span: the climb
 // starts as after a measured first cycle, not from a burst's send rate.
 // Called just after the throttle that made the model give up.
-func (p *probe) adopt(rate float64, span time.Duration) {
+func (p *probe) adopt(rate float64, span time.Duration, now time.Time) {
 	if rate <= 0 {
 		return
 	}
+	// The server's history began with the model's, not at this throttle:
+	// its goodput over the span is already measured (see throttle).
+	p.firstEventAt = now.Add(-span)
 	p.fromBurst = false
 	p.setMax(rate)
 	p.k = max(p.k, min(probeCycleFactor/p.lastMax, 3*span.Seconds(), probeMaxCycle.Seconds()))
@@ -253,7 +256,11 @@ func (p *probe) throttle(now time.Time, inflight int64, rtt time.Duration) time.
 	p.closeAt = p.observed + inflight
 	p.eventCount = 1
 	p.closed, p.closedAt = true, now
-	p.backoff = max(rtt, probeMinBackoff)
+	// A round trip, but never more than the backoff's usual cap: the
+	// estimate (Little's law over in-flight counts) reads a long pause with
+	// a caller holding its slot as a long round trip, and a first look 40 s
+	// late cost a sliding window 0.98 -> 0.70 of its quota.
+	p.backoff = min(max(rtt, probeMinBackoff), probeMaxBackoff)
 	return now.Add(p.backoff)
 }
 

@@ -256,7 +256,7 @@ func (a *Adaptive) learn(status int, info Info, own bool, cost float64, sig Sign
 			if hold := a.probe.throttle(now, others, a.rtt()); !hold.IsZero() {
 				a.pauseLocked(hold)
 			}
-			a.probe.adopt(handoff, handoffSpan)
+			a.probe.adopt(handoff, handoffSpan, now)
 		}
 		if l := a.cfg.Logger; l != nil {
 			key, retryAfter := a.cfg.Key, info.RetryAfter
