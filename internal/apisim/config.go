@@ -118,6 +118,23 @@ type Config struct {
 	// quota headers as they stand and no Retry-After, and not counted
 	// against any quota. Overload, not a rate limit.
 	ShedShare float64
+	// SecondaryLimit (≥ 0) is a limit no header states, like GitHub's
+	// secondary rate limits: at most SecondaryLimit requests in any
+	// trailing SecondaryWindow. Every request that reaches the server
+	// counts, refused ones too, so a client that keeps sending stays
+	// blocked. One over it gets 403 with GitHub's JSON body ("You have
+	// exceeded a secondary rate limit"), the quota headers as they stand
+	// and no Retry-After, and is not counted against the stated quota.
+	// 0 means none.
+	SecondaryLimit int
+	// SecondaryWindow (≥ 0) is the trailing window of SecondaryLimit; 0
+	// means a minute (GitHub's documented secondary limits are per minute).
+	SecondaryWindow time.Duration
+	// QuotaGone answers every request 429 with OpenAI's insufficient_quota
+	// body (the account's credit is spent: no wait can help), the quota
+	// headers showing the room they have and no Retry-After; nothing is
+	// counted against any quota.
+	QuotaGone bool
 	// Latency is the service time of each request (≥ 0), slept after admission
 	// (virtual under testing/synctest). Transport honours the request context
 	// during it; the request has already been counted.
@@ -168,6 +185,15 @@ func (cfg Config) withDefaults() Config {
 	}
 	if !(cfg.ShedShare >= 0 && cfg.ShedShare < 1) {
 		bad("ShedShare", cfg.ShedShare, "must be in [0, 1)")
+	}
+	if cfg.SecondaryLimit < 0 {
+		bad("SecondaryLimit", cfg.SecondaryLimit, "must be ≥ 0")
+	}
+	if cfg.SecondaryWindow < 0 {
+		bad("SecondaryWindow", cfg.SecondaryWindow, "must be ≥ 0")
+	}
+	if cfg.SecondaryWindow == 0 {
+		cfg.SecondaryWindow = time.Minute
 	}
 	if cfg.Latency < 0 {
 		bad("Latency", cfg.Latency, "must be ≥ 0")

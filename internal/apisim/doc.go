@@ -16,6 +16,13 @@
 // quota too, and gets 429 when either quota cannot cover it. A 429 consumes
 // nothing.
 //
+// Some refusals no quota header explains, and none consumes quota:
+// Config.ShedShare sheds a share of requests with a bare 503 (overload);
+// Config.SecondaryLimit is a hidden limit per trailing SecondaryWindow,
+// answered 403 with GitHub's "secondary rate limit" body and no
+// Retry-After; Config.QuotaGone answers every request 429 with OpenAI's
+// insufficient_quota body while the headers show room.
+//
 // # Counting
 //
 // Config.Algorithm picks how requests are counted. FixedWindow allows Limit

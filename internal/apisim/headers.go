@@ -23,11 +23,19 @@ func (s *Server) render(d decision) response {
 	// header's one-second resolution.
 	h.Set("Date", d.wall.UTC().Format(http.TimeFormat))
 	r := response{status: http.StatusOK, header: h}
-	throttled := !d.ok && !d.shed // a shed request is told nothing about quota
+	// Only the stated quota's refusals speak of it (Retry-After, a
+	// style's own 429 body); the others are told nothing about quota.
+	throttled := !d.ok && !d.shed && !d.secondary && !d.gone
 	switch {
 	case d.shed:
 		r.status = http.StatusServiceUnavailable
 		r.body = []byte(`{"error":{"type":"overloaded","message":"server overloaded, try again"}}`)
+	case d.secondary:
+		r.status = http.StatusForbidden
+		r.body = []byte(secondaryBody)
+	case d.gone:
+		r.status = http.StatusTooManyRequests
+		r.body = []byte(insufficientQuotaBody)
 	case d.ok:
 		r.body = fmt.Appendf(nil, `{"ok":true,"bucket":%q}`, d.bucket.name)
 	default:
@@ -125,6 +133,14 @@ func (s *Server) render(d decision) response {
 	}
 	return r
 }
+
+// The bodies of the refusals no header explains, as the providers document
+// them: GitHub's secondary rate limit (REST API docs, "About secondary rate
+// limits") and OpenAI's insufficient_quota (API error codes).
+const (
+	secondaryBody         = `{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID 0000:0000:0000000:0000000:00000000.","documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits","status":"403"}`
+	insufficientQuotaBody = `{"error":{"message":"You exceeded your current quota, please check your plan and billing details. For more information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`
+)
 
 // floorCount turns a remaining amount into the whole units a server reports.
 func floorCount(v float64) int64 { return int64(math.Floor(v + epsilon)) }

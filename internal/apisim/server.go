@@ -32,15 +32,20 @@ type Server struct {
 	// shedAcc accumulates ShedShare per request: a request sheds when it
 	// reaches 1 (evenly, deterministically).
 	shedAcc float64
+	// recent holds the offsets of the requests in the trailing
+	// SecondaryWindow, oldest first (only with Config.SecondaryLimit).
+	recent []time.Duration
 }
 
 // Stats are totals since New or Reset, for the visible client only (requests
 // that reached ServeHTTP or Transport).
 type Stats struct {
-	Requests  int // OK + Throttled + Shed
+	Requests  int // OK + Throttled + Shed + Secondary + Gone
 	OK        int // 200 responses
-	Throttled int // 429 responses
+	Throttled int // 429 responses of the stated quota
 	Shed      int // 503 responses of Config.ShedShare
+	Secondary int // 403 responses of Config.SecondaryLimit
+	Gone      int // 429 insufficient_quota responses of Config.QuotaGone
 	// TokensUsed sums the X-Apisim-Tokens of OK requests.
 	TokensUsed int
 	// FirstRequest and LastRequest are the admission times (Config.Now) of the
@@ -53,7 +58,7 @@ type Stats struct {
 // Event records one visible request, in admission order.
 type Event struct {
 	At     time.Time // admission time (Config.Now)
-	Status int       // 200 or 429
+	Status int       // 200, 429 (quota or Config.QuotaGone), 403 (Config.SecondaryLimit) or 503 (Config.ShedShare)
 	Key    string    // bucket: "default" for the shared quota, else the route's name
 	Path   string    // request URL path
 	Tokens int       // token usage the request declared in X-Apisim-Tokens
@@ -95,6 +100,8 @@ func (s *Server) resetLocked() {
 	s.last = 0
 	s.stats = Stats{}
 	s.events = nil
+	s.recent = nil
+	s.shedAcc = 0
 	s.shared = s.newBucket(sharedName, "", s.cfg.Limit)
 	s.routes = s.routes[:0]
 	for _, prefix := range sortedRoutes(s.cfg.Routes) {
@@ -198,6 +205,8 @@ func (s *Server) runUnseen(b *bucket, t time.Duration) {
 type decision struct {
 	ok         bool
 	shed       bool // overload: 503, not counted
+	secondary  bool // over Config.SecondaryLimit: 403, not counted
+	gone       bool // Config.QuotaGone: 429 insufficient_quota, not counted
 	bucket     *bucket
 	now        time.Duration
 	wall       time.Time
@@ -221,19 +230,29 @@ func (s *Server) admit(path string, tokens int) decision {
 	b.used = true
 
 	n := float64(tokens)
+	// Refusals that are not the stated quota's: told the quota as it
+	// stands, counted against nothing.
+	refuse := func(d decision, status int, count *int) decision {
+		d.bucket, d.now, d.wall = b, t, wall
+		d.limit, d.remaining, d.reset = b.req.limit(t), b.req.remaining(t), b.req.resetAt(t)
+		if b.tok != nil {
+			d.hasTokens = true
+			d.tokLimit, d.tokRemain, d.tokReset = b.tok.limit(t), b.tok.remaining(t), b.tok.resetAt(t)
+		}
+		*count++
+		s.record(wall, Event{At: wall, Status: status, Key: b.name, Path: path, Tokens: tokens})
+		return d
+	}
+	if s.cfg.QuotaGone {
+		return refuse(decision{gone: true}, http.StatusTooManyRequests, &s.stats.Gone)
+	}
+	if s.cfg.SecondaryLimit > 0 && s.overSecondary(t) {
+		return refuse(decision{secondary: true}, http.StatusForbidden, &s.stats.Secondary)
+	}
 	if s.cfg.ShedShare > 0 {
 		if s.shedAcc += s.cfg.ShedShare; s.shedAcc >= 1 {
 			s.shedAcc--
-			d := decision{shed: true, bucket: b, now: t, wall: wall}
-			d.limit, d.remaining, d.reset = b.req.limit(t), b.req.remaining(t), b.req.resetAt(t)
-			if b.tok != nil {
-				d.hasTokens = true
-				d.tokLimit, d.tokRemain, d.tokReset = b.tok.limit(t), b.tok.remaining(t), b.tok.resetAt(t)
-			}
-			s.stats.Shed++
-			s.stats.Requests++
-			s.events = append(s.events, Event{At: wall, Status: http.StatusServiceUnavailable, Key: b.name, Path: path, Tokens: tokens})
-			return d
+			return refuse(decision{shed: true}, http.StatusServiceUnavailable, &s.stats.Shed)
 		}
 	}
 	ok := b.req.fits(t, 1) && (b.tok == nil || b.tok.fits(t, n))
@@ -274,13 +293,30 @@ func (s *Server) admit(path string, tokens int) decision {
 		status = 429
 		s.stats.Throttled++
 	}
+	s.record(wall, Event{At: wall, Status: status, Key: b.name, Path: path, Tokens: tokens})
+	return d
+}
+
+// record counts one visible request in Stats.Requests and Events.
+func (s *Server) record(wall time.Time, e Event) {
 	s.stats.Requests++
 	if s.stats.FirstRequest.IsZero() {
 		s.stats.FirstRequest = wall
 	}
 	s.stats.LastRequest = wall
-	s.events = append(s.events, Event{At: wall, Status: status, Key: b.name, Path: path, Tokens: tokens})
-	return d
+	s.events = append(s.events, e)
+}
+
+// overSecondary records a request arriving at offset t and reports whether
+// it is over Config.SecondaryLimit: SecondaryLimit or more requests already
+// arrived in the trailing SecondaryWindow.
+func (s *Server) overSecondary(t time.Duration) bool {
+	i := 0
+	for i < len(s.recent) && t-s.recent[i] >= s.cfg.SecondaryWindow {
+		i++
+	}
+	s.recent = append(s.recent[i:], t)
+	return len(s.recent) > s.cfg.SecondaryLimit
 }
 
 // parseTokens reads X-Apisim-Tokens; malformed or negative values count as 0.

@@ -79,7 +79,10 @@ func (a *RateLimit) AcquireToken(amount float64) (ok bool, retryIn time.Duration
 		a.tokens -= amount
 		return true, 0
 	}
-	return false, time.Duration((amount - a.tokens) / a.fillRate * float64(time.Second))
+	// Rounded up: a deficit smaller than a nanosecond's refill would
+	// otherwise say "wait 0", and a caller in virtual time (testing/synctest,
+	// where the clock moves only when every goroutine waits) would spin.
+	return false, time.Duration(math.Ceil((amount - a.tokens) / a.fillRate * float64(time.Second)))
 }
 
 // Update records the outcome of one attempt: throttled or not.

@@ -171,3 +171,22 @@ func near(t *testing.T, what string, got, want, delta float64) {
 		t.Errorf("%s = %v, want %v ± %v", what, got, want, delta)
 	}
 }
+
+// A deficit smaller than a nanosecond's refill still asks for a wait: with a
+// clock that moves only when the caller sleeps, "wait 0" would spin.
+func TestAcquireTokenNeverSaysWaitZeroWhenItRefuses(t *testing.T) {
+	c := newClock()
+	a := NewRateLimit(c.now)
+	send(a, c, 4, 2*time.Second, false)
+	a.Update(true)
+	a.AcquireToken(0) // refill now
+	a.tokens = 1 - 1e-12
+	ok, wait := a.AcquireToken(1)
+	if ok || wait <= 0 {
+		t.Fatalf("AcquireToken with a tiny deficit = %v, %v; want false and a positive wait", ok, wait)
+	}
+	c.advance(wait)
+	if ok, _ := a.AcquireToken(1); !ok {
+		t.Errorf("after waiting %v the token is still not there", wait)
+	}
+}
