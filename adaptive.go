@@ -163,6 +163,9 @@ type Adaptive struct {
 	// Body-stated limits (bodyLimitLocked): how many in a row, the last.
 	bodyStrikes   uint
 	lastBodyLimit time.Time
+	// bodyLimitUntil is the end of the pause the last body-stated limit
+	// began: answers arriving before it belong to the same trip.
+	bodyLimitUntil time.Time
 }
 
 // NewAdaptive returns an Adaptive for cfg. It panics if a field is invalid

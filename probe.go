@@ -88,6 +88,11 @@ type probe struct {
 	cycleFrom time.Time
 	cycleOK   float64
 	fromBurst bool
+
+	// atMaxUntil stops the cubic at lastMax until then: after a limit the
+	// server punishes tripping (GitHub's secondary limits), probing
+	// beyond what it admitted costs more than the headroom it finds.
+	atMaxUntil time.Time
 }
 
 const (
@@ -276,6 +281,9 @@ func (p *probe) grow(now time.Time) float64 {
 	// Scaled so the cubic climbs from β·lastMax to lastMax in k seconds.
 	c := p.lastMax * (1 - probeBeta) / (p.k * p.k * p.k)
 	rate := p.lastMax + c*t*t*t
+	if now.Before(p.atMaxUntil) {
+		rate = math.Min(rate, p.lastMax)
+	}
 	if m := p.sendRate(now); m > 0 {
 		rate = math.Min(rate, 2*m)
 	}

@@ -353,16 +353,12 @@ type sitCheck struct {
 	met, held         bool
 }
 
-// The bounds pacer is held to on the hidden secondary limit, below issue
-// 12's (≤ 5 secondary-limit responses, ≥ 0.5 of what the limit allows),
-// which it does not meet yet: every run measured sent 20 to 24 requests
-// into the limit, all in the first tenth of a second, and kept 0.19 of
-// what it allows (see secondaryGapNote). One burst of the 32 workers, and
-// a collapse to nothing, still fail.
-const (
-	secondaryHeldTrips   = 32
-	secondaryHeldGoodput = 0.15
-)
+// The bound pacer is held to on the hidden secondary limit's responses,
+// above issue 12's ≤ 5, which it does not meet: every run sends 20 to 24
+// requests into the limit, all in flight (or sent at the same virtual
+// instant) when the first 403 arrives (see secondaryGapNote). One burst of
+// the 32 workers still fails. Its goodput target (≥ 0.5) is held as is.
+const secondaryHeldTrips = 32
 
 // sitTargets checks pacer's run r of sit against issue 12's targets.
 func sitTargets(sit situation, r sitRun) []sitCheck {
@@ -381,8 +377,7 @@ func sitTargets(sit situation, r sitRun) []sitCheck {
 	case sit.server.SecondaryLimit > 0:
 		target(fmt.Sprintf("%d secondary-limit responses", r.secondary), "≤ 5", r.secondary <= 5,
 			fmt.Sprintf("≤ %d", secondaryHeldTrips), r.secondary <= secondaryHeldTrips)
-		target(fmt.Sprintf("goodput %.3f of what the secondary limit allows", g), "≥ 0.5", g >= 0.5,
-			fmt.Sprintf("≥ %.2f", secondaryHeldGoodput), g >= secondaryHeldGoodput)
+		exact(fmt.Sprintf("goodput %.3f of what the secondary limit allows", g), "≥ 0.5", g >= 0.5)
 	case sit.server.QuotaGone:
 		exact(fmt.Sprintf("%d requests for %d calls", r.requests, r.calls), "one each", r.requests == r.calls)
 		exact(fmt.Sprintf("calls held %v in all after their response arrived", r.held), "0", r.held == 0)
@@ -398,18 +393,15 @@ func sitTargets(sit situation, r sitRun) []sitCheck {
 	return out
 }
 
-// secondaryGapNote says why pacer misses the secondary limit's targets, as
-// found when the row was added (pacer at 95528fa).
+// secondaryGapNote says why pacer misses the secondary limit's target.
 const secondaryGapNote = `
-Why, on the hidden secondary limit (as found when this row was added, at 95528fa): the limit is
-unknowable until it trips, and the primary quota's headers say 4,999 of 5,000 left, so the 32 workers
-run unpaced (as they should below a quota): 60 requests pass in the first 0.1 s, then the requests in
-flight meet the 403 (4 sent at 0.05 s, the rest at 0.1 s, the instant the first 403 arrives). Then
-` + "`bodyLimitLocked`" + ` (retune.go) counts a strike for every one of those responses, so the wait doubles per
-response of the one burst and reaches its 15-minute cap (` + "`bodyLimitMaxWait`" + `): nothing succeeds from
-0:01 to 0:15. In a scratch copy, counting no strike for a body-limit response that arrives while the
-endpoint is already paused for one raised goodput to 0.63 (the 0.5 target met); the 20-24 responses of
-the first burst remained.
+Why, on the hidden secondary limit: the limit is unknowable until it trips, and the primary quota's
+headers say 4,999 of 5,000 left, so the 32 workers run unpaced (as they should below a quota): 60
+requests pass in the first 0.1 s, then the requests in flight meet the 403 (4 sent at 0.05 s, the rest
+at 0.1 s, the instant the first 403 arrives). After that burst pacer does not trip the limit again:
+it waits GitHub's minute, and the answers of one burst count as one trip (they once each doubled the
+wait, to its 15-minute cap, and kept 0.19 of what the limit allows), and it no longer probes past what
+the server admitted while the trip is remembered: 0.82 of what it allows.
 `
 
 // situationsHeader opens SITUATIONS.md.
