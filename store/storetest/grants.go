@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/store"
 )
 
 // The cases of this file check Reserve and Cancel on one bucket: what a
@@ -93,7 +93,7 @@ func testEndedContext(t *testing.T, peers Peers, _ config) {
 			t.Errorf("Reserve with an ended context: %v, want %v", err, c.want)
 		}
 		// Publish may queue the update and return nil, but it must not wait.
-		if err := s.Publish(c.ctx, "k", pacer.SharedState{Limit: 1, Burst: 1}); err != nil && !errors.Is(err, c.want) {
+		if err := s.Publish(c.ctx, "k", store.State{Limit: 1, Burst: 1}); err != nil && !errors.Is(err, c.want) {
 			t.Errorf("Publish with an ended context: %v, want nil or %v", err, c.want)
 		}
 		checkNear(t, "time the two calls took with an ended context", 0, time.Since(start))
@@ -128,7 +128,7 @@ func testCancelShared(t *testing.T, peers Peers, _ config) {
 func testInfiniteLimit(t *testing.T, peers Peers, _ config) {
 	s := peers()
 	for range 5 {
-		checkGrant(t, "100 tokens at Inf", reserve(t, s, "k", req(100, pacer.Inf, 1)), true, 0)
+		checkGrant(t, "100 tokens at Inf", reserve(t, s, "k", req(100, store.Unlimited, 1)), true, 0)
 	}
 	checkGrant(t, "Inf booked nothing", reserve(t, s, "k", req(1, 1, 1)), true, 0)
 }
