@@ -3,6 +3,8 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -127,10 +129,12 @@ func testCancelShared(t *testing.T, peers Peers, _ config) {
 
 func testInfiniteLimit(t *testing.T, peers Peers, _ config) {
 	s := peers()
-	for range 5 {
-		checkGrant(t, "100 tokens at Inf", reserve(t, s, "k", req(100, store.Unlimited, 1)), true, 0)
+	for _, limit := range []float64{store.Unlimited, math.Inf(1)} {
+		for range 5 {
+			checkGrant(t, fmt.Sprintf("100 tokens at %v", limit), reserve(t, s, "k", req(100, limit, 1)), true, 0)
+		}
 	}
-	checkGrant(t, "Inf booked nothing", reserve(t, s, "k", req(1, 1, 1)), true, 0)
+	checkGrant(t, "Unlimited and +Inf booked nothing", reserve(t, s, "k", req(1, 1, 1)), true, 0)
 }
 
 func testLimitChange(t *testing.T, peers Peers, _ config) {

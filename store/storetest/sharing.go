@@ -19,7 +19,7 @@ func testPause(t *testing.T, peers Peers, _ config) {
 
 	flush(t, a)
 	checkGrant(t, "b's token comes after a's, at 10/s", reserve(t, b, "k", req(1, 10, 1)), true, 2100*time.Millisecond)
-	checkGrant(t, "b at Inf waits for the pause only", reserve(t, b, "k", req(1, store.Unlimited, 1)), true, 2*time.Second)
+	checkGrant(t, "b at Unlimited waits for the pause only", reserve(t, b, "k", req(1, store.Unlimited, 1)), true, 2*time.Second)
 }
 
 func testPauseExtends(t *testing.T, peers Peers, _ config) {

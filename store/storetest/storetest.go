@@ -22,13 +22,14 @@
 // are granted at once up to the burst and then at the limit, also into the
 // future and beyond the burst; refusals (MaxWait, the context's deadline, a
 // pause) book nothing and say when the tokens would have come; Cancel gives
-// tokens back to every handle; an infinite limit books nothing; published
-// limits and pauses reach every handle, and the publisher at once; pauses
-// extend but never shorten; Age is the store's and grows; keys are
-// independent; ended contexts fail at once with their own error; concurrent
-// callers on several handles never get more than the limit and lose no
-// Cancel; hostile values are clamped or refused, never a panic. With
-// [IdleTTL] it also checks that idle keys are forgotten and used ones kept.
+// tokens back to every handle; an unlimited limit ([store.Unlimited] or
+// +Inf) books nothing; published limits and pauses reach every handle, and
+// the publisher at once; pauses extend but never shorten; Age is the store's
+// and grows; keys are independent; ended contexts fail at once with their
+// own error; concurrent callers on several handles never get more than the
+// limit and lose no Cancel; hostile values are clamped or refused, never a
+// panic. With [IdleTTL] it also checks that idle keys are forgotten and used
+// ones kept.
 // Run your test under -race: concurrent use is part of the contract.
 //
 // A store that applies Cancel and Publish in the background (the interface
