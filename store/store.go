@@ -1,7 +1,7 @@
 // Package store is the interface between pacer's limiters and the place
-// their rate-limit state lives, for those who implement one. Users of
-// pacer's Transport do not need it beyond handing a store to
-// pacer.WithStore (as database/sql users never touch database/sql/driver).
+// their rate-limit state lives, for those who implement such a place (as
+// database/sql/driver is for database drivers). Users of pacer's Transport
+// need it at most to create a [Memory] for pacer.WithStore.
 //
 // A [Store] keeps the rate-limit state that several limiters share: the token
 // buckets themselves and what each limiter learned about the server's quota.
