@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pacer-go/pacer/store"
 )
 
 // AdaptiveConfig configures an [Adaptive]. The zero value is ready to use:
@@ -47,13 +49,13 @@ type AdaptiveConfig struct {
 	Logger *slog.Logger
 	// Store, when set, holds the request and token buckets of Key, shared
 	// with every limiter that uses the same Store and Key (several
-	// Transports in one process with a MemoryStore, or many processes with
+	// Transports in one process with a [store.Memory], or many processes with
 	// redisstore). The limiter publishes the limits it learns and its pauses
 	// there and adopts the ones others publish. Spending by clients outside
 	// the store's fleet is then not estimated from the figures (the fleet's
 	// own would be counted twice); budgets and 429s still catch it. nil:
 	// local buckets only.
-	Store Store
+	Store store.Store
 }
 
 // Adaptive is a rate limiter for one endpoint whose limits follow what the

@@ -4,9 +4,11 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/pacer-go/pacer/store"
 )
 
-// storeShare is an Adaptive's link to a [Store] (AdaptiveConfig.Store): its
+// storeShare is an Adaptive's link to a [store.Store] (AdaptiveConfig.Store): its
 // request and token buckets live in the store, shared with every limiter of
 // the same key, and it publishes what it learns (its request limit, its
 // pauses) and adopts what the others published.
@@ -15,7 +17,7 @@ import (
 // responses and still carry its pauses; they hand out no tokens. A limiter
 // without a Store has no storeShare and pays nothing for this.
 type storeShare struct {
-	store Store
+	store store.Store
 	key   string // request bucket; key+tokensKeySuffix is the token bucket
 
 	mu       sync.Mutex
@@ -80,7 +82,7 @@ func (s *storeShare) wait(ctx context.Context, a *Adaptive, b *Bucket, n int, to
 			limit, burst = s.effective(limit, burst, a.cfg)
 		}
 		horizon := bookingHorizon(limit, n)
-		r := StoreRequest{Tokens: float64(n), Limit: limit, Burst: burst, MaxWait: horizon}
+		r := store.Request{Tokens: float64(n), Limit: toStoreLimit(limit), Burst: burst, MaxWait: horizon}
 		if a.cfg.MaxWait > 0 && a.cfg.MaxWait < horizon {
 			r.MaxWait = a.cfg.MaxWait
 		}
@@ -150,11 +152,11 @@ func (s *storeShare) effective(limit Limit, burst int, cfg AdaptiveConfig) (Limi
 // adopt takes in the shared state a reservation returned: a newer learned
 // limit, and a pause (applied to the local request bucket so that Stats,
 // NextAllowed and later waits see it).
-func (s *storeShare) adopt(a *Adaptive, now time.Time, st SharedState) {
+func (s *storeShare) adopt(a *Adaptive, now time.Time, st store.State) {
 	s.mu.Lock()
-	if st.Limit > 0 && st.Limit != Inf {
+	if limit := fromStoreLimit(st.Limit); limit > 0 && limit != Inf {
 		if at := now.Add(-st.Age); at.After(s.sharedAt) {
-			s.shared, s.burst, s.sharedAt = st.Limit, max(st.Burst, 1), at
+			s.shared, s.burst, s.sharedAt = limit, max(st.Burst, 1), at
 		}
 	}
 	s.mu.Unlock()
@@ -201,7 +203,7 @@ func (s *storeShare) learned(limit Limit, burst int) {
 	}
 	s.ownAt, s.own, s.ownBurst = now, limit, burst
 	s.mu.Unlock()
-	_ = s.store.Publish(context.Background(), s.key, SharedState{Limit: limit, Burst: burst})
+	_ = s.store.Publish(context.Background(), s.key, store.State{Limit: toStoreLimit(limit), Burst: burst})
 }
 
 // paused publishes a pause until t (Retry-After, or a spent quota).
@@ -210,6 +212,22 @@ func (s *storeShare) paused(t time.Time) {
 		return
 	}
 	if d := time.Until(t); d > 0 {
-		_ = s.store.Publish(context.Background(), s.key, SharedState{Pause: d})
+		_ = s.store.Publish(context.Background(), s.key, store.State{Pause: d})
 	}
 }
+
+// toStoreLimit and fromStoreLimit carry a limit to a store and back. Inf is
+// math.MaxFloat64, which is store.Unlimited, so both are exact; a store may
+// also report +Inf (store.Unlimited's alias), which comes back as Inf.
+func toStoreLimit(l Limit) float64 { return float64(l) }
+
+func fromStoreLimit(f float64) Limit {
+	if f >= store.Unlimited {
+		return Inf
+	}
+	return Limit(f)
+}
+
+// The conversions above rely on Inf and store.Unlimited being one value;
+// this stops compiling if either changes (a constant index out of range).
+var _ = [1]struct{}{}[int(float64(Inf)-store.Unlimited)]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -12,14 +13,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/store"
 )
 
 func TestAPauseOneLimiterLearnsStopsEveryLimiterOfTheKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := pacer.NewMemoryStore()
-		a := pacer.NewAdaptive(pacer.AdaptiveConfig{Key: "k", Store: store})
-		b := pacer.NewAdaptive(pacer.AdaptiveConfig{Key: "k", Store: store})
-		other := pacer.NewAdaptive(pacer.AdaptiveConfig{Key: "other", Store: store})
+		mem := store.NewMemory()
+		a := pacer.NewAdaptive(pacer.AdaptiveConfig{Key: "k", Store: mem})
+		b := pacer.NewAdaptive(pacer.AdaptiveConfig{Key: "k", Store: mem})
+		other := pacer.NewAdaptive(pacer.AdaptiveConfig{Key: "other", Store: mem})
 		ctx := context.Background()
 
 		p, err := a.Acquire(ctx, 0)
@@ -38,8 +40,8 @@ func TestAPauseOneLimiterLearnsStopsEveryLimiterOfTheKey(t *testing.T) {
 
 func TestALimitOneLimiterLearnsPacesTheOthers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := pacer.NewMemoryStore()
-		a := pacer.NewAdaptive(pacer.AdaptiveConfig{Key: "k", Store: store})
+		mem := store.NewMemory()
+		a := pacer.NewAdaptive(pacer.AdaptiveConfig{Key: "k", Store: mem})
 		ctx := context.Background()
 		p, err := a.Acquire(ctx, 0)
 		require.NoError(t, err)
@@ -50,7 +52,7 @@ func TestALimitOneLimiterLearnsPacesTheOthers(t *testing.T) {
 
 		// b has seen no response of its own, yet paces at a's limit: its
 		// burst at once, then one request per interval.
-		b := pacer.NewAdaptive(pacer.AdaptiveConfig{Key: "k", Store: store, SlowStart: 100})
+		b := pacer.NewAdaptive(pacer.AdaptiveConfig{Key: "k", Store: mem, SlowStart: 100})
 		start := time.Now()
 		for range learned.Burst + 3 {
 			_, err = b.Acquire(ctx, 0)
@@ -64,8 +66,8 @@ func TestALimitOneLimiterLearnsPacesTheOthers(t *testing.T) {
 
 func TestCancelledWaitReturnsItsStoreToken(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := pacer.NewMemoryStore()
-		a := pacer.NewAdaptive(pacer.AdaptiveConfig{Key: "k", Store: store, Ceiling: 1, CeilingBurst: 1, SlowStart: 10})
+		mem := store.NewMemory()
+		a := pacer.NewAdaptive(pacer.AdaptiveConfig{Key: "k", Store: mem, Ceiling: 1, CeilingBurst: 1, SlowStart: 10})
 		start := time.Now()
 		_, err := a.Acquire(context.Background(), 0)
 		require.NoError(t, err)
@@ -92,12 +94,12 @@ func TestCancelledWaitReturnsItsStoreToken(t *testing.T) {
 }
 
 // failingStore fails every reservation as a fail-closed store does.
-type failingStore struct{ pacer.MemoryStore }
+type failingStore struct{ store.Memory }
 
 var errStoreDown = errors.New("store down")
 
-func (*failingStore) Reserve(_ context.Context, key string, _ pacer.StoreRequest) (pacer.StoreGrant, error) {
-	return pacer.StoreGrant{}, &pacer.RateLimitError{Endpoint: key, RetryAt: time.Now().Add(time.Second), Err: errStoreDown}
+func (*failingStore) Reserve(_ context.Context, key string, _ store.Request) (store.Grant, error) {
+	return store.Grant{}, &pacer.RateLimitError{Endpoint: key, RetryAt: time.Now().Add(time.Second), Err: errStoreDown}
 }
 
 func TestStoreFailureIsARateLimitErrorOfTheEndpoint(t *testing.T) {
@@ -107,4 +109,37 @@ func TestStoreFailureIsARateLimitErrorOfTheEndpoint(t *testing.T) {
 	require.ErrorAs(t, err, &rle)
 	assert.Equal(t, "https://api.example.com", rle.Endpoint)
 	assert.ErrorIs(t, err, errStoreDown)
+}
+
+// limitRecorder is a store.Memory that records the limits it is asked for.
+type limitRecorder struct {
+	*store.Memory
+	mu     sync.Mutex
+	limits []float64
+}
+
+func (s *limitRecorder) Reserve(ctx context.Context, key string, r store.Request) (store.Grant, error) {
+	s.mu.Lock()
+	s.limits = append(s.limits, r.Limit)
+	s.mu.Unlock()
+	return s.Memory.Reserve(ctx, key, r)
+}
+
+func TestLimitsReachTheStoreUnchanged(t *testing.T) {
+	assert.Equal(t, store.Unlimited, float64(pacer.Inf), "Inf is store.Unlimited")
+	for _, ceiling := range []pacer.Limit{0, 2.5} {
+		synctest.Test(t, func(t *testing.T) {
+			rec := &limitRecorder{Memory: store.NewMemory()}
+			a := pacer.NewAdaptive(pacer.AdaptiveConfig{Key: "k", Store: rec, Ceiling: ceiling, CeilingBurst: 1})
+			p, err := a.Acquire(context.Background(), 0)
+			require.NoError(t, err)
+			p.Done(pacer.Outcome{Status: http.StatusOK})
+			want := store.Unlimited // no ceiling and nothing learned
+			if ceiling > 0 {
+				want = float64(ceiling)
+			}
+			require.NotEmpty(t, rec.limits)
+			assert.Equal(t, want, rec.limits[0], "ceiling %v", ceiling)
+		})
+	}
 }

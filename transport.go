@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/pacer-go/pacer/store"
 )
 
 // Transport is an [http.RoundTripper] that keeps every request inside the
@@ -77,7 +79,7 @@ type config struct {
 	logger       *slog.Logger
 	observer     func(Attempt)
 	longWait     longWaitHook
-	store        Store
+	store        store.Store
 }
 
 // NewTransport returns a Transport that sends requests through base once
@@ -355,12 +357,12 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithStore keeps every endpoint's buckets in s, shared with all limiters
-// that use s: other Transports in this process with one [MemoryStore], or
+// that use s: other Transports in this process with one [store.Memory], or
 // Transports in many processes with redisstore. Endpoints with the same key
 // then pace against one quota, and a limit or Retry-After one of them learns
 // applies to all. Without it (the default) buckets are local and cost no
 // store round trips.
-func WithStore(s Store) Option {
+func WithStore(s store.Store) Option {
 	if s == nil {
 		panic("pacer: WithStore(nil)")
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/internal/apisim"
+	"github.com/pacer-go/pacer/store"
 )
 
 // runClients sends requests through each transport from workers goroutines
@@ -56,7 +57,7 @@ func runClients(t *testing.T, api *apisim.Server, transports []*pacer.Transport,
 }
 
 // TestTransportsSharingAStoreShareOneQuota runs four Transports, as four
-// replicas would, against one API quota. Sharing a MemoryStore they pace as
+// replicas would, against one API quota. Sharing a store.Memory they pace as
 // one client: no 429 and most of the quota used. Without it each sees the
 // others only as drops in Remaining it did not cause and must estimate their
 // spending (the drift model); that estimate once compounded into a collapse
@@ -71,12 +72,12 @@ func TestTransportsSharingAStoreShareOneQuota(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				api := apisim.New(apisim.Config{Style: apisim.StyleOpenAI, Limit: 100, Window: time.Second, Latency: 20 * time.Millisecond})
-				store := pacer.NewMemoryStore()
+				mem := store.NewMemory()
 				var transports []*pacer.Transport
 				for range 4 {
 					opts := []pacer.Option{pacer.WithRetries(0)}
 					if shared {
-						opts = append(opts, pacer.WithStore(store))
+						opts = append(opts, pacer.WithStore(mem))
 					}
 					transports = append(transports, pacer.NewTransport(api.Transport(), opts...))
 				}
@@ -105,9 +106,9 @@ func ExampleWithStore() {
 	// Transports that share a Store pace against one quota per endpoint: here
 	// two in one process. For many processes, use redisstore instead:
 	//
-	//	store := redisstore.New(redis.NewClient(&redis.Options{Addr: "localhost:6379"}))
-	store := pacer.NewMemoryStore()
-	reports := &http.Client{Transport: pacer.NewTransport(nil, pacer.WithStore(store))}
-	exports := &http.Client{Transport: pacer.NewTransport(nil, pacer.WithStore(store))}
+	//	shared := redisstore.New(redis.NewClient(&redis.Options{Addr: "localhost:6379"}))
+	shared := store.NewMemory()
+	reports := &http.Client{Transport: pacer.NewTransport(nil, pacer.WithStore(shared))}
+	exports := &http.Client{Transport: pacer.NewTransport(nil, pacer.WithStore(shared))}
 	_, _ = reports, exports
 }

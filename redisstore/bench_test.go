@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/redisstore"
 	"github.com/pacer-go/pacer/redisstore/internal/redistest"
+	"github.com/pacer-go/pacer/store"
 )
 
 // BenchmarkReserve measures reservations per second of one process against
@@ -16,7 +16,7 @@ import (
 // makes anyone wait: this is the store's own cost.
 func BenchmarkReserve(b *testing.B) {
 	srv := redistest.Start(b)
-	r := pacer.StoreRequest{Tokens: 1, Limit: 1e7, Burst: 1000}
+	r := store.Request{Tokens: 1, Limit: 1e7, Burst: 1000}
 	for _, bc := range []struct {
 		name   string
 		window time.Duration

@@ -14,6 +14,7 @@ import (
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/redisstore"
 	"github.com/pacer-go/pacer/redisstore/internal/redistest"
+	"github.com/pacer-go/pacer/store"
 )
 
 // TestClusterFailoverToAReplica kills a master that has a replica: its keys
@@ -31,7 +32,7 @@ func TestClusterFailoverToAReplica(t *testing.T) {
 		redisstore.WithTimeout(500*time.Millisecond), redisstore.WithProbeInterval(50*time.Millisecond),
 		redisstore.WithLeaseWindow(0))
 	defer func() { require.NoError(t, s.Close()) }()
-	r := pacer.StoreRequest{Tokens: 1, Limit: 1000, Burst: 100}
+	r := store.Request{Tokens: 1, Limit: 1000, Burst: 100}
 	reserve := func() {
 		t.Helper()
 		g, err := s.Reserve(context.Background(), "k", r)
@@ -73,7 +74,7 @@ func TestClusterUnreachableAtStart(t *testing.T) {
 		redisstore.WithFailureMode(redisstore.FailClosed),
 		redisstore.WithTimeout(300*time.Millisecond), redisstore.WithProbeInterval(50*time.Millisecond))
 	defer func() { require.NoError(t, s.Close()) }()
-	r := pacer.StoreRequest{Tokens: 1, Limit: 1000, Burst: 100}
+	r := store.Request{Tokens: 1, Limit: 1000, Burst: 100}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	start := time.Now()

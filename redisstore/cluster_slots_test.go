@@ -17,6 +17,7 @@ import (
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/redisstore"
 	"github.com/pacer-go/pacer/redisstore/internal/redistest"
+	"github.com/pacer-go/pacer/store"
 )
 
 // TestClusterKeysSpreadOverMastersAndShareTheirLimits: 600 keys land on all
@@ -45,7 +46,7 @@ func TestClusterKeysSpreadOverMastersAndShareTheirLimits(t *testing.T) {
 		t.Cleanup(func() { require.NoError(t, s.Close()) })
 		stores = append(stores, s)
 	}
-	r := pacer.StoreRequest{Tokens: 1, Limit: 0.001, Burst: 3, MaxWait: time.Microsecond}
+	r := store.Request{Tokens: 1, Limit: 0.001, Burst: 3, MaxWait: time.Microsecond}
 	var (
 		granted [nkeys]atomic.Int32
 		wg      sync.WaitGroup
@@ -108,7 +109,7 @@ func TestClusterSlotMovesMidRun(t *testing.T) {
 		stores = append(stores, s)
 	}
 	const limit, burst = 100, 10
-	r := pacer.StoreRequest{Tokens: 1, Limit: limit, Burst: burst, MaxWait: time.Microsecond}
+	r := store.Request{Tokens: 1, Limit: limit, Burst: burst, MaxWait: time.Microsecond}
 	keys := append([]string{"cold0", "cold1", "cold2", "cold3"}, hot...)
 	var (
 		stop    atomic.Bool
@@ -188,7 +189,7 @@ func TestClusterDownIsNotMistakenForHealth(t *testing.T) {
 			keyOn[m] = k
 		}
 	}
-	r := pacer.StoreRequest{Tokens: 1, Limit: 1000, Burst: 100}
+	r := store.Request{Tokens: 1, Limit: 1000, Burst: 100}
 	for _, k := range keyOn {
 		_, err := s.Reserve(context.Background(), k, r)
 		require.NoError(t, err)

@@ -18,7 +18,8 @@ import (
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/redisstore"
 	"github.com/pacer-go/pacer/redisstore/internal/redistest"
-	"github.com/pacer-go/pacer/storetest"
+	"github.com/pacer-go/pacer/store"
+	"github.com/pacer-go/pacer/store/storetest"
 )
 
 // scriptCalls is a go-redis hook that counts the store's script calls that
@@ -82,7 +83,7 @@ func TestClusterConformance(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			storetest.Run(t, func(t *testing.T) storetest.Peers {
 				prefix := uniquePrefix()
-				return func() pacer.Store {
+				return func() store.Store {
 					s := redisstore.New(cc, append([]redisstore.Option{redisstore.WithPrefix(prefix),
 						redisstore.WithLogger(quiet), redisstore.WithTimeout(2 * time.Second)}, mode.opts...)...)
 					t.Cleanup(func() { require.NoError(t, s.Close()) })
@@ -166,7 +167,7 @@ func testClusterOutage(t *testing.T, c *redistest.Cluster, mode redisstore.Failu
 		wg         sync.WaitGroup
 		unexpected sync.Map
 	)
-	r := pacer.StoreRequest{Tokens: 1, Limit: 5000, Burst: 100}
+	r := store.Request{Tokens: 1, Limit: 5000, Burst: 100}
 	for g := range 6 {
 		wg.Go(func() {
 			for i := g; !stop.Load(); i++ {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/redisstore"
+	"github.com/pacer-go/pacer/store"
 )
 
 // Every process whose Transport uses the same Redis (and prefix) paces each
@@ -18,10 +19,10 @@ import (
 func ExampleNew() {
 	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
 	defer rdb.Close()
-	store := redisstore.New(rdb, redisstore.WithPrefix("myapp:pacer:"))
-	defer store.Close() // returns leased tokens nobody used
+	shared := redisstore.New(rdb, redisstore.WithPrefix("myapp:pacer:"))
+	defer shared.Close() // returns leased tokens nobody used
 
-	client := &http.Client{Transport: pacer.NewTransport(nil, pacer.WithStore(store))}
+	client := &http.Client{Transport: pacer.NewTransport(nil, pacer.WithStore(shared))}
 	resp, err := client.Get("https://api.example.com/v1/items")
 	if err != nil {
 		fmt.Println(err)
@@ -39,11 +40,11 @@ func ExampleNew_cluster() {
 		Addrs: []string{"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"},
 	})
 	defer rdb.Close()
-	store := redisstore.New(rdb, redisstore.WithPrefix("myapp:pacer:"),
+	shared := redisstore.New(rdb, redisstore.WithPrefix("myapp:pacer:"),
 		redisstore.WithFailureMode(redisstore.FailClosed))
-	defer store.Close()
+	defer shared.Close()
 
-	client := &http.Client{Transport: pacer.NewTransport(nil, pacer.WithStore(store))}
+	client := &http.Client{Transport: pacer.NewTransport(nil, pacer.WithStore(shared))}
 	resp, err := client.Get("https://api.example.com/v1/items")
 	var se *redisstore.ShardError
 	if errors.As(err, &se) && errors.Is(se, redisstore.ErrRefused) {
@@ -60,11 +61,11 @@ func ExampleNew_cluster() {
 // A Store can also be used directly: Reserve books tokens in a shared bucket
 // and says when they may be used.
 func ExampleStore_Reserve() {
-	store := redisstore.New(redis.NewClient(&redis.Options{Addr: "localhost:6379"}))
-	defer store.Close()
+	shared := redisstore.New(redis.NewClient(&redis.Options{Addr: "localhost:6379"}))
+	defer shared.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	g, err := store.Reserve(ctx, "https://api.example.com", pacer.StoreRequest{Tokens: 1, Limit: 2, Burst: 1})
+	g, err := shared.Reserve(ctx, "https://api.example.com", store.Request{Tokens: 1, Limit: 2, Burst: 1})
 	if err != nil || !g.OK {
 		fmt.Println("not now:", err)
 		return

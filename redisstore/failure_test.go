@@ -18,6 +18,7 @@ import (
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/redisstore"
 	"github.com/pacer-go/pacer/redisstore/internal/redistest"
+	"github.com/pacer-go/pacer/store"
 )
 
 // logBuffer collects log output from concurrent goroutines.
@@ -75,7 +76,7 @@ func testOutage(t *testing.T, mode redisstore.FailureMode, outage string, window
 		redisstore.WithLeaseWindow(window),
 	)
 	defer func() { require.NoError(t, s.Close()) }()
-	r := pacer.StoreRequest{Tokens: 1, Limit: 5000, Burst: 100}
+	r := store.Request{Tokens: 1, Limit: 5000, Burst: 100}
 
 	var (
 		stop                      atomic.Bool
@@ -165,7 +166,7 @@ func TestFailOpenPacesEachProcessAtItsShare(t *testing.T) {
 		redisstore.WithTimeout(200*time.Millisecond), redisstore.WithProbeInterval(time.Hour))
 	srv.Kill()
 	ctx := context.Background()
-	r := pacer.StoreRequest{Tokens: 1, Limit: 10, Burst: 4}
+	r := store.Request{Tokens: 1, Limit: 10, Burst: 4}
 	var delays []time.Duration
 	for range 4 {
 		g, err := s.Reserve(ctx, "k", r)
@@ -190,14 +191,14 @@ func TestCallsHonourTheContextEvenWhenTheClientIgnoresIt(t *testing.T) {
 	for _, window := range []time.Duration{0, redisstore.DefaultLeaseWindow} {
 		s := redisstore.New(c, redisstore.WithPrefix(uniquePrefix()), redisstore.WithLogger(quiet),
 			redisstore.WithTimeout(10*time.Second), redisstore.WithLeaseWindow(window))
-		r := pacer.StoreRequest{Tokens: 1, Limit: 100, Burst: 10}
+		r := store.Request{Tokens: 1, Limit: 100, Burst: 10}
 		_, err := s.Reserve(context.Background(), "k", r)
 		require.NoError(t, err)
 
 		srv.Freeze()
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		start := time.Now()
-		_, err = s.Reserve(ctx, "k", pacer.StoreRequest{Tokens: 1, Limit: 200, Burst: 10})
+		_, err = s.Reserve(ctx, "k", store.Request{Tokens: 1, Limit: 200, Burst: 10})
 		took := time.Since(start)
 		cancel()
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
@@ -213,7 +214,7 @@ func TestFailClosedErrorCarriesTheRedisError(t *testing.T) {
 		redisstore.WithTimeout(200*time.Millisecond), redisstore.WithProbeInterval(time.Hour))
 	srv.Kill()
 	before := time.Now()
-	_, err := s.Reserve(context.Background(), "https://api.example.com", pacer.StoreRequest{Tokens: 1, Limit: 1, Burst: 1})
+	_, err := s.Reserve(context.Background(), "https://api.example.com", store.Request{Tokens: 1, Limit: 1, Burst: 1})
 	var rle *pacer.RateLimitError
 	require.ErrorAs(t, err, &rle)
 	assert.Equal(t, "https://api.example.com", rle.Endpoint)
@@ -224,7 +225,7 @@ func TestFailClosedErrorCarriesTheRedisError(t *testing.T) {
 
 	// While Redis is known to be down, refusals come at once, without a call.
 	calls := s.Stats().Calls
-	_, err = s.Reserve(context.Background(), "https://api.example.com", pacer.StoreRequest{Tokens: 1, Limit: 1, Burst: 1})
+	_, err = s.Reserve(context.Background(), "https://api.example.com", store.Request{Tokens: 1, Limit: 1, Burst: 1})
 	require.ErrorAs(t, err, &rle)
 	assert.Equal(t, calls, s.Stats().Calls)
 }
@@ -258,10 +259,10 @@ func TestClosedStoreRefusesWork(t *testing.T) {
 	s := redisstore.New(srv.Client(t), redisstore.WithLogger(quiet))
 	require.NoError(t, s.Close())
 	require.NoError(t, s.Close(), "idempotent")
-	_, err := s.Reserve(context.Background(), "k", pacer.StoreRequest{Tokens: 1, Limit: 1, Burst: 1})
+	_, err := s.Reserve(context.Background(), "k", store.Request{Tokens: 1, Limit: 1, Burst: 1})
 	assert.ErrorIs(t, err, redisstore.ErrClosed)
-	assert.ErrorIs(t, s.Publish(context.Background(), "k", pacer.SharedState{Pause: time.Second}), redisstore.ErrClosed)
-	s.Cancel("k", pacer.StoreRequest{Tokens: 1, Limit: 1, Burst: 1}) // no-op, no panic
+	assert.ErrorIs(t, s.Publish(context.Background(), "k", store.State{Pause: time.Second}), redisstore.ErrClosed)
+	s.Cancel("k", store.Request{Tokens: 1, Limit: 1, Burst: 1}) // no-op, no panic
 }
 
 // TestErrorsSayWhatHappened checks the kind of each failure: a dead Redis
@@ -269,7 +270,7 @@ func TestClosedStoreRefusesWork(t *testing.T) {
 // the client's 5 dials 100 ms apart), a stalled one does not answer in time,
 // and a master asked about a slot it does not own redirects.
 func TestErrorsSayWhatHappened(t *testing.T) {
-	r := pacer.StoreRequest{Tokens: 1, Limit: 1, Burst: 1}
+	r := store.Request{Tokens: 1, Limit: 1, Burst: 1}
 	reserve := func(t *testing.T, s *redisstore.Store, key string) (*redisstore.ShardError, time.Duration) {
 		t.Helper()
 		start := time.Now()
@@ -331,7 +332,7 @@ func TestFallbackKeepsItsStateAcrossOutages(t *testing.T) {
 	srv := redistest.Start(t)
 	s := newStore(t, srv, redisstore.WithPrefix(uniquePrefix()), redisstore.WithTimeout(time.Second),
 		redisstore.WithProbeInterval(20*time.Millisecond))
-	r := pacer.StoreRequest{Tokens: 1, Limit: 0.5, Burst: 4}
+	r := store.Request{Tokens: 1, Limit: 0.5, Burst: 4}
 	immediate := func() int {
 		n := 0
 		for range 4 {

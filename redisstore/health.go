@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/store"
 )
 
 // loop is the store's background goroutine: it returns expired leases, sends
@@ -98,12 +98,12 @@ func (s *Store) drain(ctx context.Context) error {
 	s.mu.Lock()
 	refunds, updates := s.refunds, s.updates
 	s.refunds = make(map[string]giveBack)
-	s.updates = make(map[string]pacer.SharedState)
+	s.updates = make(map[string]store.State)
 	s.mu.Unlock()
 
 	type work struct {
 		h       health
-		updates map[string]pacer.SharedState
+		updates map[string]store.State
 		refunds map[string]giveBack
 	}
 	byShard := make(map[*shard]*work)
@@ -111,7 +111,7 @@ func (s *Store) drain(ctx context.Context) error {
 		sh := s.shardOf(key)
 		w := byShard[sh]
 		if w == nil {
-			w = &work{h: s.healthOf(sh), updates: make(map[string]pacer.SharedState), refunds: make(map[string]giveBack)}
+			w = &work{h: s.healthOf(sh), updates: make(map[string]store.State), refunds: make(map[string]giveBack)}
 			byShard[sh] = w
 		}
 		if w.h.down {
@@ -155,7 +155,7 @@ func (s *Store) drain(ctx context.Context) error {
 
 // drainShard sends one shard's publishes and refunds, and stops at the first
 // failure.
-func (s *Store) drainShard(ctx context.Context, h health, updates map[string]pacer.SharedState, refunds map[string]giveBack) error {
+func (s *Store) drainShard(ctx context.Context, h health, updates map[string]store.State, refunds map[string]giveBack) error {
 	var failed error
 	var failedKey string
 	for key, st := range updates {

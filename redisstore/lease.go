@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/store"
 )
 
 // leaseTolerance is how far a reservation's limit may drift from the limit a
@@ -30,7 +30,7 @@ type keyState struct {
 	inflight *fetch // lease being fetched; others wait for it instead of calling Redis too
 
 	// Shared state as last read (local times), and local pauses.
-	limit      pacer.Limit
+	limit      float64
 	burst      int
 	learnedAt  time.Time
 	pauseUntil time.Time
@@ -50,7 +50,7 @@ type keyState struct {
 // lease is a run of tokens booked in Redis in one call: the j-th (1-based)
 // may be used at origin + max(pause, base + j*interval) seconds.
 type lease struct {
-	limit    pacer.Limit
+	limit    float64
 	interval float64
 	origin   time.Time
 	base     float64
@@ -87,15 +87,15 @@ func (s *Store) keyState(key string) *keyState {
 // reserve serves r from the lease of key, or books in Redis (a lease sized to
 // local demand when leases are on), or falls back when the key's shard is
 // down. maxWait < 0 means unbounded.
-func (s *Store) reserve(ctx context.Context, key string, r pacer.StoreRequest, maxWait time.Duration) (pacer.StoreGrant, error) {
+func (s *Store) reserve(ctx context.Context, key string, r store.Request, maxWait time.Duration) (store.Grant, error) {
 	s.route(ctx)
 	if err := ctx.Err(); err != nil {
-		return pacer.StoreGrant{}, err
+		return store.Grant{}, err
 	}
 	ks := s.keyState(key)
 	interval := 0.0
-	if r.Limit != pacer.Inf {
-		interval = 1 / float64(r.Limit)
+	if r.Limit < store.Unlimited { // also false for +Inf
+		interval = 1 / r.Limit
 	}
 	book := r.Tokens > 0 && interval > 0
 	leasing := s.leaseWindow > 0
@@ -109,7 +109,7 @@ func (s *Store) reserve(ctx context.Context, key string, r pacer.StoreRequest, m
 	for {
 		if !book && leasing && !ks.readAt.IsZero() && now.Sub(ks.readAt) < s.leaseWindow {
 			// Nothing to book: the shared state read moments ago will do.
-			g := pacer.StoreGrant{OK: true, Shared: ks.shared(now)}
+			g := store.Grant{OK: true, Shared: ks.shared(now)}
 			g.Delay = g.Shared.Pause
 			g.OK = maxWait < 0 || g.Delay <= maxWait
 			ks.mu.Unlock()
@@ -129,7 +129,7 @@ func (s *Store) reserve(ctx context.Context, key string, r pacer.StoreRequest, m
 			ks.mu.Unlock()
 			err := s.await(ctx, h, key, f.done)
 			if err != nil && ctx.Err() != nil {
-				return pacer.StoreGrant{}, ctx.Err()
+				return store.Grant{}, ctx.Err()
 			}
 			ks.mu.Lock()
 			now = time.Now()
@@ -160,7 +160,7 @@ func (s *Store) reserve(ctx context.Context, key string, r pacer.StoreRequest, m
 		res, origin, err := s.reserveRedis(ctx, h, key, b)
 		if err != nil {
 			if ctx.Err() != nil {
-				return pacer.StoreGrant{}, ctx.Err()
+				return store.Grant{}, ctx.Err()
 			}
 			return s.degraded(ctx, key, r, h.sh, err)
 		}
@@ -179,7 +179,7 @@ func (s *Store) reserve(ctx context.Context, key string, r pacer.StoreRequest, m
 		ks.inflight = nil
 		close(f.done)
 		ks.mu.Unlock()
-		return pacer.StoreGrant{}, ErrClosed
+		return store.Grant{}, ErrClosed
 	}
 	if err := s.await(ctx, h, key, f.done); err != nil && ctx.Err() != nil {
 		ks.mu.Lock()
@@ -188,13 +188,13 @@ func (s *Store) reserve(ctx context.Context, key string, r pacer.StoreRequest, m
 			if f.err == nil && f.r.ok && book {
 				ks.mu.Unlock()
 				s.Cancel(key, r)
-				return pacer.StoreGrant{}, ctx.Err()
+				return store.Grant{}, ctx.Err()
 			}
 		default:
 			f.abandoned = true
 		}
 		ks.mu.Unlock()
-		return pacer.StoreGrant{}, ctx.Err()
+		return store.Grant{}, ctx.Err()
 	} else if err != nil { // the shard went down
 		ks.mu.Lock()
 		select {
@@ -218,7 +218,7 @@ func (s *Store) reserve(ctx context.Context, key string, r pacer.StoreRequest, m
 // runFetch books b in Redis and installs the result as the key's lease, even
 // if every caller waiting for it has left: the tokens then serve the next
 // ones, or go back at the lease's deadline.
-func (s *Store) runFetch(h health, key string, ks *keyState, f *fetch, b booking, limit pacer.Limit) {
+func (s *Store) runFetch(h health, key string, ks *keyState, f *fetch, b booking, limit float64) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	sent := time.Now()
 	r, err := s.runReserve(ctx, s.client, h.sh.addr, key, b)
@@ -265,14 +265,14 @@ func (s *Store) runFetch(h health, key string, ks *keyState, f *fetch, b booking
 // fromLease serves r from the current lease when it can: ok is false when the
 // lease is missing, expired, too small or booked at a limit too different
 // from r's.
-func (ks *keyState) fromLease(now time.Time, r pacer.StoreRequest, maxWait time.Duration) (pacer.StoreGrant, bool) {
+func (ks *keyState) fromLease(now time.Time, r store.Request, maxWait time.Duration) (store.Grant, bool) {
 	l := &ks.lease
 	if l.total == 0 || !now.Before(l.deadline) || l.left() < r.Tokens-1e-9 ||
 		math.Abs(float64(r.Limit-l.limit)) > leaseTolerance*float64(l.limit) {
-		return pacer.StoreGrant{}, false
+		return store.Grant{}, false
 	}
 	at := l.origin.Add(secs(max(l.pause, l.base+(l.used+r.Tokens)*l.interval)))
-	g := pacer.StoreGrant{Shared: ks.shared(now)}
+	g := store.Grant{Shared: ks.shared(now)}
 	g.Delay = max(at.Sub(now), g.Shared.Pause, 0)
 	if maxWait >= 0 && g.Delay > maxWait {
 		return g, true // a later token would come later still
@@ -283,8 +283,8 @@ func (ks *keyState) fromLease(now time.Time, r pacer.StoreRequest, maxWait time.
 }
 
 // grant is the starter's answer from its own fetch.
-func (ks *keyState) grant(now, origin time.Time, r reply, tokens, interval float64) pacer.StoreGrant {
-	g := pacer.StoreGrant{OK: r.ok, Shared: ks.shared(now)}
+func (ks *keyState) grant(now, origin time.Time, r reply, tokens, interval float64) store.Grant {
+	g := store.Grant{OK: r.ok, Shared: ks.shared(now)}
 	at := origin.Add(secs(r.pause))
 	if tokens > 0 && interval > 0 {
 		at = origin.Add(secs(r.at(tokens, interval)))
@@ -297,7 +297,7 @@ func (ks *keyState) grant(now, origin time.Time, r reply, tokens, interval float
 // demand, at least r.Tokens, at most maxLease (unless r alone needs more).
 // Demand is a time-weighted moving average of the tokens asked for, with a
 // time constant of demandHorizon, so a long idle spell forgets old traffic.
-func (ks *keyState) leaseSize(now time.Time, r pacer.StoreRequest, window time.Duration, maxLease float64) float64 {
+func (ks *keyState) leaseSize(now time.Time, r store.Request, window time.Duration, maxLease float64) float64 {
 	if !ks.lastFetch.IsZero() {
 		if e := now.Sub(ks.lastFetch).Seconds(); e > 0 {
 			alpha := -math.Expm1(-e / demandHorizon.Seconds())
@@ -318,7 +318,7 @@ func (ks *keyState) leaseSize(now time.Time, r pacer.StoreRequest, window time.D
 // answered at origin. A reply without a limit forgets the local one only if
 // the call went out after local publishes reached Redis: an older call's
 // script may have run before the publish landed, and the publisher must keep
-// seeing what it published (the pacer.Store contract).
+// seeing what it published (the [store.Store] contract).
 func (ks *keyState) read(sent, origin time.Time, r reply) {
 	ks.readAt = origin
 	ks.pauseUntil = maxTime(ks.pauseUntil, origin.Add(secs(r.pause)))
@@ -334,7 +334,7 @@ func (ks *keyState) read(sent, origin time.Time, r reply) {
 
 // learn applies a local publish at once and returns the lease tokens to give
 // back because a pause makes them unusable.
-func (ks *keyState) learn(now time.Time, st pacer.SharedState) giveBack {
+func (ks *keyState) learn(now time.Time, st store.State) giveBack {
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
 	ks.lastUse = now // keeps the local pause from being forgotten as idle
@@ -356,8 +356,8 @@ func (ks *keyState) sent() {
 	ks.mu.Unlock()
 }
 
-func (ks *keyState) shared(now time.Time) pacer.SharedState {
-	st := pacer.SharedState{Pause: max(ks.pauseUntil.Sub(now), 0)}
+func (ks *keyState) shared(now time.Time) store.State {
+	st := store.State{Pause: max(ks.pauseUntil.Sub(now), 0)}
 	if ks.limit > 0 {
 		st.Limit, st.Burst, st.Age = ks.limit, ks.burst, max(now.Sub(ks.learnedAt), 0)
 	}

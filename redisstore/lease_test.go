@@ -11,14 +11,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/redisstore"
 	"github.com/pacer-go/pacer/redisstore/internal/redistest"
+	"github.com/pacer-go/pacer/store"
 )
 
 // hammer makes n reservations of one token from g goroutines and returns how
 // many were granted.
-func hammer(t *testing.T, s pacer.Store, key string, r pacer.StoreRequest, g, n int) int {
+func hammer(t *testing.T, s store.Store, key string, r store.Request, g, n int) int {
 	t.Helper()
 	var (
 		wg      sync.WaitGroup
@@ -46,7 +46,7 @@ func hammer(t *testing.T, s pacer.Store, key string, r pacer.StoreRequest, g, n 
 
 func TestLeasesCutRedisCallsAtHighRates(t *testing.T) {
 	srv := redistest.Start(t)
-	r := pacer.StoreRequest{Tokens: 1, Limit: 20000, Burst: 100}
+	r := store.Request{Tokens: 1, Limit: 20000, Burst: 100}
 	const n = 4000
 
 	leased := newStore(t, srv, redisstore.WithPrefix(uniquePrefix()))
@@ -72,7 +72,7 @@ func TestLeasesStayWithinTheSharedLimit(t *testing.T) {
 	a := newStore(t, srv, redisstore.WithPrefix(prefix))
 	b := newStore(t, srv, redisstore.WithPrefix(prefix))
 	const limit, burst = 200, 20
-	r := pacer.StoreRequest{Tokens: 1, Limit: limit, Burst: burst}
+	r := store.Request{Tokens: 1, Limit: limit, Burst: burst}
 	var (
 		mu    sync.Mutex
 		slots []time.Duration
@@ -134,7 +134,7 @@ func TestUnusedLeasedTokensGoBackToRedis(t *testing.T) {
 			defer s.Close()
 			// 10 per second, a burst of 100: 30 tokens come at once and the
 			// refill during the test is about one token per 100 ms.
-			r := pacer.StoreRequest{Tokens: 1, Limit: 10, Burst: 100}
+			r := store.Request{Tokens: 1, Limit: 10, Burst: 100}
 			start := time.Now()
 			require.Equal(t, 30, hammer(t, s, "k", r, 1, 30))
 			held := s.Stats().Held
@@ -160,7 +160,7 @@ func TestLeaseIsRebookedWhenTheLimitChanges(t *testing.T) {
 	prefix := uniquePrefix()
 	s := newStore(t, srv, redisstore.WithPrefix(prefix), redisstore.WithLeaseWindow(500*time.Millisecond))
 	ctx := context.Background()
-	fast := pacer.StoreRequest{Tokens: 1, Limit: 1000, Burst: 1}
+	fast := store.Request{Tokens: 1, Limit: 1000, Burst: 1}
 	for i := 0; s.Stats().Held < 20; i++ {
 		require.Less(t, i, 5000, "no lease of 20 tokens")
 		_, err := s.Reserve(ctx, "k", fast)
@@ -173,7 +173,7 @@ func TestLeaseIsRebookedWhenTheLimitChanges(t *testing.T) {
 	// A tenfold slower limit must not be served from tokens booked at the
 	// fast one: the old lease goes back (1 ms per token), in the same call
 	// that books the next token at the new limit (10 ms).
-	slow := pacer.StoreRequest{Tokens: 1, Limit: 100, Burst: 1}
+	slow := store.Request{Tokens: 1, Limit: 100, Burst: 1}
 	calls := s.Stats().Calls
 	g, err := s.Reserve(ctx, "k", slow)
 	require.NoError(t, err)
@@ -189,11 +189,11 @@ func TestLeaseIsRebookedWhenTheLimitChanges(t *testing.T) {
 func TestPublishedPauseStopsLeasedTokensAtOnce(t *testing.T) {
 	srv := redistest.Start(t)
 	s := newStore(t, srv, redisstore.WithPrefix(uniquePrefix()))
-	r := pacer.StoreRequest{Tokens: 1, Limit: 1000, Burst: 100}
+	r := store.Request{Tokens: 1, Limit: 1000, Burst: 100}
 	require.Equal(t, 200, hammer(t, s, "k", r, 2, 200))
 	require.Positive(t, s.Stats().Held)
 
-	require.NoError(t, s.Publish(context.Background(), "k", pacer.SharedState{Pause: 2 * time.Second}))
+	require.NoError(t, s.Publish(context.Background(), "k", store.State{Pause: 2 * time.Second}))
 	g, err := s.Reserve(context.Background(), "k", r)
 	require.NoError(t, err)
 	assert.InDelta(t, 2, g.Delay.Seconds(), 0.1)
@@ -209,14 +209,14 @@ func TestKeysExpireOnceIdle(t *testing.T) {
 
 	// Two tokens from a bucket of one at 1 per second: it is full again in
 	// two seconds, and kept for the TTL after that.
-	_, err := s.Reserve(ctx, "k", pacer.StoreRequest{Tokens: 2, Limit: 1, Burst: 1})
+	_, err := s.Reserve(ctx, "k", store.Request{Tokens: 2, Limit: 1, Burst: 1})
 	require.NoError(t, err)
 	ttl, err := c.PTTL(ctx, prefix+"k").Result()
 	require.NoError(t, err)
 	assert.InDelta(t, (time.Minute + 2*time.Second).Seconds(), ttl.Seconds(), 0.1)
 
 	// A pause outlives the bucket.
-	require.NoError(t, s.Publish(ctx, "k", pacer.SharedState{Pause: time.Hour}))
+	require.NoError(t, s.Publish(ctx, "k", store.State{Pause: time.Hour}))
 	require.NoError(t, s.Flush(ctx))
 	ttl, err = c.PTTL(ctx, prefix+"k").Result()
 	require.NoError(t, err)
@@ -224,14 +224,14 @@ func TestKeysExpireOnceIdle(t *testing.T) {
 
 	// A store whose keys expire quickly: an idle key vanishes.
 	short := newStore(t, srv, redisstore.WithPrefix(prefix), redisstore.WithIdleTTL(50*time.Millisecond), redisstore.WithLeaseWindow(0))
-	_, err = short.Reserve(ctx, "idle", pacer.StoreRequest{Tokens: 1, Limit: 1000, Burst: 1})
+	_, err = short.Reserve(ctx, "idle", store.Request{Tokens: 1, Limit: 1000, Burst: 1})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		n, err := c.Exists(ctx, prefix+"idle").Result()
 		return err == nil && n == 0
 	}, 5*time.Second, 10*time.Millisecond)
 	// Reads of a key that does not exist do not create it.
-	_, err = short.Reserve(ctx, "idle", pacer.StoreRequest{Tokens: 1, Limit: pacer.Inf})
+	_, err = short.Reserve(ctx, "idle", store.Request{Tokens: 1, Limit: store.Unlimited})
 	require.NoError(t, err)
 	n, err := c.Exists(ctx, prefix+"idle").Result()
 	require.NoError(t, err)
@@ -243,7 +243,7 @@ func TestScriptIsReloadedWhenRedisForgetsIt(t *testing.T) {
 	c := srv.Client(t)
 	s := newStore(t, srv, redisstore.WithPrefix(uniquePrefix()), redisstore.WithLeaseWindow(0))
 	ctx := context.Background()
-	r := pacer.StoreRequest{Tokens: 1, Limit: 10, Burst: 10}
+	r := store.Request{Tokens: 1, Limit: 10, Burst: 10}
 	_, err := s.Reserve(ctx, "k", r)
 	require.NoError(t, err)
 	require.NoError(t, c.ScriptFlush(ctx).Err())

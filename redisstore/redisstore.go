@@ -1,4 +1,4 @@
-// Package redisstore is a [pacer.Store] on Redis: processes that use one
+// Package redisstore is a [store.Store] on Redis: processes that use one
 // Redis, or one Redis Cluster (and one key prefix), share their rate-limit
 // buckets, learned limits and Retry-After pauses, so N replicas calling one
 // API with one key pace against one quota instead of overshooting it N-fold.
@@ -49,9 +49,9 @@
 //
 //	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
 //	// or: rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"10.0.0.1:6379", "10.0.0.2:6379"}})
-//	store := redisstore.New(rdb)
-//	defer store.Close()
-//	client := &http.Client{Transport: pacer.NewTransport(nil, pacer.WithStore(store))}
+//	shared := redisstore.New(rdb)
+//	defer shared.Close()
+//	client := &http.Client{Transport: pacer.NewTransport(nil, pacer.WithStore(shared))}
 package redisstore
 
 import (
@@ -68,6 +68,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/store"
 )
 
 // Defaults of the options.
@@ -128,7 +129,7 @@ func WithTimeout(d time.Duration) Option {
 
 // WithIdleTTL sets how long Redis keeps a key nobody uses, counted from when
 // its bucket is full again and its pause over (default
-// pacer.DefaultStoreIdleTTL).
+// [store.DefaultIdleTTL]).
 func WithIdleTTL(d time.Duration) Option {
 	if d < time.Millisecond {
 		panic(fmt.Sprintf("redisstore: WithIdleTTL(%v): TTL must be at least 1ms", d))
@@ -198,7 +199,7 @@ func WithLogger(l *slog.Logger) Option {
 	return func(s *Store) { s.logger = l }
 }
 
-// Store is a [pacer.Store] on Redis. It is safe for concurrent use. Close it
+// Store is a [store.Store] on Redis. It is safe for concurrent use. Close it
 // when done: it returns unused leased tokens and stops its background
 // goroutine.
 type Store struct {
@@ -216,7 +217,7 @@ type Store struct {
 	// fallback paces the keys of shards that are down. It is never replaced:
 	// its buckets (one per key) carry over from one outage to the next, so a
 	// shard that flaps does not hand out a fresh burst at each failure.
-	fallback *pacer.MemoryStore
+	fallback *store.Memory
 
 	single   *shard      // the only shard of a client without shards; nil for a cluster
 	unrouted *shard      // a cluster's keys until its slot map is loaded; nil otherwise
@@ -224,10 +225,10 @@ type Store struct {
 
 	mu      sync.Mutex
 	keys    map[string]*keyState
-	refunds map[string]giveBack          // tokens to return, per key
-	updates map[string]pacer.SharedState // publishes not yet sent, per key
-	shards  map[string]*shard            // by address
-	routing chan struct{}                // closed when the slot map load in flight ends
+	refunds map[string]giveBack    // tokens to return, per key
+	updates map[string]store.State // publishes not yet sent, per key
+	shards  map[string]*shard      // by address
+	routing chan struct{}          // closed when the slot map load in flight ends
 	closed  bool
 
 	flushMu sync.Mutex // one drain of refunds and updates at a time
@@ -238,7 +239,7 @@ type Store struct {
 	calls, reservations, leased, fallbacks, failures, outages atomic.Int64
 }
 
-var _ pacer.Store = (*Store)(nil)
+var _ store.Store = (*Store)(nil)
 
 // New returns a Store on client: a *redis.Client, a *redis.ClusterClient
 // (health per master), or any other UniversalClient (one health for all
@@ -252,7 +253,7 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 		client:        client,
 		prefix:        DefaultPrefix,
 		timeout:       DefaultTimeout,
-		idleTTL:       pacer.DefaultStoreIdleTTL,
+		idleTTL:       store.DefaultIdleTTL,
 		leaseWindow:   DefaultLeaseWindow,
 		maxLease:      DefaultMaxLease,
 		share:         1,
@@ -260,9 +261,9 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 		logger:        slog.Default(),
 		keys:          make(map[string]*keyState),
 		refunds:       make(map[string]giveBack),
-		updates:       make(map[string]pacer.SharedState),
+		updates:       make(map[string]store.State),
 		shards:        make(map[string]*shard),
-		fallback:      pacer.NewMemoryStore(),
+		fallback:      store.NewMemory(),
 		wake:          make(chan struct{}, 1),
 		quit:          make(chan struct{}),
 	}
@@ -332,13 +333,13 @@ func (s *Store) Stats() Stats {
 	}
 }
 
-// Reserve implements [pacer.Store].
-func (s *Store) Reserve(ctx context.Context, key string, r pacer.StoreRequest) (pacer.StoreGrant, error) {
+// Reserve implements [store.Store].
+func (s *Store) Reserve(ctx context.Context, key string, r store.Request) (store.Grant, error) {
 	if err := ctx.Err(); err != nil {
-		return pacer.StoreGrant{}, err
+		return store.Grant{}, err
 	}
 	if !(r.Limit > 0) {
-		return pacer.StoreGrant{}, fmt.Errorf("redisstore: reservation needs a limit > 0, got %v", float64(r.Limit))
+		return store.Grant{}, fmt.Errorf("redisstore: reservation needs a limit > 0, got %v", float64(r.Limit))
 	}
 	if !(r.Tokens > 0) || math.IsInf(r.Tokens, 0) {
 		r.Tokens = 0
@@ -360,9 +361,9 @@ func (s *Store) Reserve(ctx context.Context, key string, r pacer.StoreRequest) (
 	return g, err
 }
 
-// Cancel implements [pacer.Store]: the tokens go back to Redis in the
+// Cancel implements [store.Store]: the tokens go back to Redis in the
 // background, together with other returns for the same key.
-func (s *Store) Cancel(key string, r pacer.StoreRequest) {
+func (s *Store) Cancel(key string, r store.Request) {
 	if !(r.Tokens > 0) || math.IsInf(r.Tokens, 0) {
 		return
 	}
@@ -390,18 +391,18 @@ func (s *Store) giveBackLocked(key string, g giveBack) {
 	s.signal()
 }
 
-// intervalOf is seconds per token at limit; 0 for Inf.
-func intervalOf(limit pacer.Limit) float64 {
-	if limit == pacer.Inf || !(limit > 0) {
+// intervalOf is seconds per token at limit; 0 for store.Unlimited (and +Inf).
+func intervalOf(limit float64) float64 {
+	if limit >= store.Unlimited || !(limit > 0) {
 		return 0
 	}
-	return 1 / float64(limit)
+	return 1 / limit
 }
 
-// Publish implements [pacer.Store]. The update applies to this process at
+// Publish implements [store.Store]. The update applies to this process at
 // once and reaches Redis in the background, moments later; updates made
 // while the key's shard is unreachable stay local.
-func (s *Store) Publish(ctx context.Context, key string, st pacer.SharedState) error {
+func (s *Store) Publish(ctx context.Context, key string, st store.State) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -542,7 +543,7 @@ func (s *Store) goAsync(fn func()) bool {
 
 // degraded answers a reservation whose shard is unreachable, or whose call
 // failed with cause.
-func (s *Store) degraded(ctx context.Context, key string, r pacer.StoreRequest, sh *shard, cause error) (pacer.StoreGrant, error) {
+func (s *Store) degraded(ctx context.Context, key string, r store.Request, sh *shard, cause error) (store.Grant, error) {
 	s.mu.Lock()
 	closed, probeAt := s.closed, sh.probeAt
 	if cause == nil {
@@ -550,7 +551,7 @@ func (s *Store) degraded(ctx context.Context, key string, r pacer.StoreRequest, 
 	}
 	s.mu.Unlock()
 	if closed {
-		return pacer.StoreGrant{}, ErrClosed
+		return store.Grant{}, ErrClosed
 	}
 	if s.mode == FailClosed {
 		if cause == nil {
@@ -559,15 +560,15 @@ func (s *Store) degraded(ctx context.Context, key string, r pacer.StoreRequest, 
 		if !probeAt.After(time.Now()) {
 			probeAt = time.Now().Add(s.probeInterval)
 		}
-		return pacer.StoreGrant{}, &pacer.RateLimitError{Endpoint: key, RetryAt: probeAt, Err: cause}
+		return store.Grant{}, &pacer.RateLimitError{Endpoint: key, RetryAt: probeAt, Err: cause}
 	}
 	s.fallbacks.Add(1)
 	return s.fallback.Reserve(ctx, key, s.scaled(r))
 }
 
-func (s *Store) scaled(r pacer.StoreRequest) pacer.StoreRequest {
-	if s.share < 1 && r.Limit != pacer.Inf {
-		r.Limit *= pacer.Limit(s.share)
+func (s *Store) scaled(r store.Request) store.Request {
+	if s.share < 1 && r.Limit < store.Unlimited {
+		r.Limit *= s.share
 		r.Burst = max(1, int(float64(r.Burst)*s.share))
 	}
 	return r

@@ -13,10 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/redisstore"
 	"github.com/pacer-go/pacer/redisstore/internal/redistest"
-	"github.com/pacer-go/pacer/storetest"
+	"github.com/pacer-go/pacer/store"
+	"github.com/pacer-go/pacer/store/storetest"
 )
 
 func TestMain(m *testing.M) {
@@ -62,7 +62,7 @@ func TestConformance(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			storetest.Run(t, func(t *testing.T) storetest.Peers {
 				opts := append([]redisstore.Option{redisstore.WithPrefix(uniquePrefix()), redisstore.WithIdleTTL(ttl)}, mode.opts...)
-				return func() pacer.Store { return newStore(t, srv, opts...) }
+				return func() store.Store { return newStore(t, srv, opts...) }
 			}, storetest.IdleTTL(ttl))
 		})
 	}

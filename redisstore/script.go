@@ -9,12 +9,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/store"
 )
 
 // reserveScript books tokens of one GCRA bucket, atomically, on the Redis
-// clock. It is the arithmetic of pacer's gcraState (store.go), which the
-// conformance suite checks both against; times are microseconds.
+// clock. It is the arithmetic of store.Memory's gcraState (store/memory.go),
+// which the conformance suite checks both against; times are microseconds.
 //
 // The bucket is a hash: tat is the theoretical arrival time of the next token,
 // pu the end of a pause; lim, bur and la hold the learned limit, its burst and when it was
@@ -143,7 +143,7 @@ type reply struct {
 	ok     bool
 	base   float64 // seconds
 	pause  float64 // seconds
-	shared pacer.SharedState
+	shared store.State
 }
 
 // at is when the first j booked tokens may be used, in seconds after the
@@ -172,7 +172,7 @@ func (s *Store) runReserve(ctx context.Context, c redis.Scripter, shard, key str
 	return parseReply(res)
 }
 
-func (s *Store) runPublish(ctx context.Context, shard, key string, st pacer.SharedState) error {
+func (s *Store) runPublish(ctx context.Context, shard, key string, st store.State) error {
 	s.calls.Add(1)
 	limit := ""
 	if st.Limit > 0 {
@@ -204,7 +204,7 @@ func parseReply(res []any) (reply, error) {
 	r.shared.Pause = time.Duration(ints[2]) * time.Microsecond
 	if lim, ok := res[3].(string); ok {
 		if v, err := strconv.ParseFloat(lim, 64); err == nil && v > 0 && ints[5] >= 0 {
-			r.shared.Limit = pacer.Limit(v)
+			r.shared.Limit = v
 			r.shared.Burst = int(max(ints[4], 1))
 			r.shared.Age = time.Duration(ints[5]) * time.Microsecond
 		}

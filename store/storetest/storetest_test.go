@@ -9,16 +9,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pacer-go/pacer"
-	"github.com/pacer-go/pacer/storetest"
+	"github.com/pacer-go/pacer/store"
+	"github.com/pacer-go/pacer/store/storetest"
 )
 
-func TestMemoryStorePassesTheSuite(t *testing.T) {
+func TestMemoryPassesTheSuite(t *testing.T) {
 	storetest.Run(t, newPeers)
 }
 
 // brokenStores each break one promise of the Store interface, on top of a
-// MemoryStore; cases are the suite's cases that must catch the breach.
+// Memory store; cases are the suite's cases that must catch the breach.
 var brokenStores = map[string]struct {
 	cases []string
 	peers func(t *testing.T) storetest.Peers
@@ -36,7 +36,7 @@ var brokenStores = map[string]struct {
 		cases: []string{"EndedContextFailsAtOnceWithItsError"},
 		peers: wrapped(func(s *broken) { s.ignoreCtx = true }),
 	},
-	"ForgetsIdleKeysTooLate": { // a MemoryStore forgets after 10 minutes, not 1.5 s
+	"ForgetsIdleKeysTooLate": { // a store.Memory forgets after 10 minutes, not 1.5 s
 		cases: []string{"IdleKeysAreForgottenAndUsedOnesKept"},
 		peers: newPeers,
 		opts:  []storetest.Option{storetest.IdleTTL(1500 * time.Millisecond)},
@@ -81,42 +81,42 @@ func TestBrokenStore(t *testing.T) {
 	storetest.Run(t, b.peers, b.opts...)
 }
 
-// broken is a MemoryStore with one promise broken.
+// broken is a store.Memory with one promise broken.
 type broken struct {
-	*pacer.MemoryStore
+	*store.Memory
 	ignoreCancel, lazyPublish, ignoreCtx bool
 
 	mu      sync.Mutex
-	pending map[string][]pacer.SharedState // lazyPublish: applied by Flush
+	pending map[string][]store.State // lazyPublish: applied by Flush
 }
 
 func wrapped(breach func(*broken)) func(t *testing.T) storetest.Peers {
 	return func(t *testing.T) storetest.Peers {
-		s := &broken{MemoryStore: pacer.NewMemoryStore(), pending: map[string][]pacer.SharedState{}}
+		s := &broken{Memory: store.NewMemory(), pending: map[string][]store.State{}}
 		breach(s)
-		return func() pacer.Store { return s }
+		return func() store.Store { return s }
 	}
 }
 
-func (s *broken) Reserve(ctx context.Context, key string, r pacer.StoreRequest) (pacer.StoreGrant, error) {
+func (s *broken) Reserve(ctx context.Context, key string, r store.Request) (store.Grant, error) {
 	if s.ignoreCtx {
 		ctx = context.WithoutCancel(ctx)
 	}
-	return s.MemoryStore.Reserve(ctx, key, r)
+	return s.Memory.Reserve(ctx, key, r)
 }
 
-func (s *broken) Cancel(key string, r pacer.StoreRequest) {
+func (s *broken) Cancel(key string, r store.Request) {
 	if !s.ignoreCancel {
-		s.MemoryStore.Cancel(key, r)
+		s.Memory.Cancel(key, r)
 	}
 }
 
-func (s *broken) Publish(ctx context.Context, key string, st pacer.SharedState) error {
+func (s *broken) Publish(ctx context.Context, key string, st store.State) error {
 	if s.ignoreCtx {
 		ctx = context.WithoutCancel(ctx)
 	}
 	if !s.lazyPublish {
-		return s.MemoryStore.Publish(ctx, key, st)
+		return s.Memory.Publish(ctx, key, st)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -129,7 +129,7 @@ func (s *broken) Flush(ctx context.Context) error {
 	defer s.mu.Unlock()
 	for key, sts := range s.pending {
 		for _, st := range sts {
-			if err := s.MemoryStore.Publish(ctx, key, st); err != nil {
+			if err := s.Memory.Publish(ctx, key, st); err != nil {
 				return err
 			}
 		}

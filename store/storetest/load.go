@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/store"
 )
 
 // The cases of this file check the store under concurrent callers, hostile
@@ -30,7 +31,7 @@ func testConcurrent(t *testing.T, peers Peers, _ config) {
 		each       = 25
 		n          = goroutines * each
 	)
-	stores := []pacer.Store{peers(), peers()}
+	stores := []store.Store{peers(), peers()}
 	var (
 		mu    sync.Mutex
 		slots []time.Time
@@ -91,7 +92,7 @@ func testConcurrentCancel(t *testing.T, peers Peers, _ config) {
 		goroutines = 8
 		each       = 25
 	)
-	stores := []pacer.Store{peers(), peers()}
+	stores := []store.Store{peers(), peers()}
 	var wg sync.WaitGroup
 	var fails atomic.Int32
 	for i := range goroutines {
@@ -106,7 +107,7 @@ func testConcurrentCancel(t *testing.T, peers Peers, _ config) {
 				}
 				s.Cancel("k", r)
 				if j%5 == 0 {
-					if err := s.Publish(context.Background(), "k", pacer.SharedState{Limit: pacer.Limit(1 + i), Burst: 1}); err != nil {
+					if err := s.Publish(context.Background(), "k", store.State{Limit: float64(1 + i), Burst: 1}); err != nil {
 						fails.Add(1)
 					}
 				}
@@ -123,14 +124,14 @@ func testConcurrentCancel(t *testing.T, peers Peers, _ config) {
 	// Had Cancels been lost, 200 tokens at 100/s would leave 2 s of debt.
 	g := reserve(t, stores[0], "k", req(burst, limit, burst))
 	checkGrant(t, "the whole burst after every token was cancelled", g, true, 0)
-	if l := g.Shared.Limit; l < 1 || l > goroutines || float64(l) != math.Trunc(float64(l)) {
+	if l := g.Shared.Limit; l < 1 || l > goroutines || l != math.Trunc(l) {
 		t.Errorf("the learned limit is %v, which nobody published", l)
 	}
 }
 
 func testInvalid(t *testing.T, peers Peers, _ config) {
 	s := peers()
-	for _, limit := range []pacer.Limit{0, -1, pacer.Limit(math.NaN())} {
+	for _, limit := range []float64{0, -1, math.NaN()} {
 		_, err := s.Reserve(context.Background(), "k", req(1, limit, 1))
 		if err == nil {
 			t.Errorf("Reserve at limit %v: no error", limit)
@@ -140,7 +141,7 @@ func testInvalid(t *testing.T, peers Peers, _ config) {
 			t.Errorf("Reserve at limit %v: %v; an invalid request is not a rate limit", limit, err)
 		}
 	}
-	for _, r := range []pacer.StoreRequest{
+	for _, r := range []store.Request{
 		req(math.NaN(), 1, 1), req(-3, 1, 1), req(math.Inf(1), 1, 1), req(1, 1, -5), req(1, 1e300, 0),
 		req(1, 1e-300, 1),
 	} {
@@ -151,10 +152,10 @@ func testInvalid(t *testing.T, peers Peers, _ config) {
 	s.Cancel("hostile", req(math.NaN(), 1, 1))
 	s.Cancel("hostile", req(math.Inf(1), 1, 1))
 	s.Cancel("never-used", req(1, 1, 1))
-	publish(t, s, "hostile", pacer.SharedState{Limit: pacer.Limit(math.NaN()), Pause: -time.Second})
-	publish(t, s, "hostile", pacer.SharedState{Limit: -1, Burst: -1})
+	publish(t, s, "hostile", store.State{Limit: math.NaN(), Pause: -time.Second})
+	publish(t, s, "hostile", store.State{Limit: -1, Burst: -1})
 	flush(t, s)
-	if sh := reserve(t, s, "fresh", req(1, pacer.Inf, 1)).Shared; sh.Limit != 0 || sh.Pause != 0 {
+	if sh := reserve(t, s, "fresh", req(1, store.Unlimited, 1)).Shared; sh.Limit != 0 || sh.Pause != 0 {
 		t.Errorf("a fresh key reads %+v after hostile calls on others", sh)
 	}
 }
@@ -171,21 +172,21 @@ func testIdleTTL(t *testing.T, peers Peers, cfg config) {
 	a, b := peers(), peers()
 	const refill, pause = 200 * time.Millisecond, 300 * time.Millisecond
 	reserve(t, a, "k", req(2, 5, 1)) // 2 tokens at 5/s from a bucket of 1: refilled in 200 ms
-	publish(t, a, "k", pacer.SharedState{Limit: 3, Burst: 1, Pause: pause})
+	publish(t, a, "k", store.State{Limit: 3, Burst: 1, Pause: pause})
 	flush(t, a)
 
 	// Touched every third of the TTL, for twice the TTL: kept.
 	for end := time.Now().Add(2 * ttl); time.Now().Before(end); {
 		time.Sleep(ttl / 3)
-		if sh := reserve(t, b, "k", req(1, pacer.Inf, 1)).Shared; sh.Limit != 3 {
+		if sh := reserve(t, b, "k", req(1, store.Unlimited, 1)).Shared; sh.Limit != 3 {
 			t.Fatalf("the learned limit was forgotten while in use: %+v", sh)
 		}
 	}
 
 	// Idle for the TTL and more: forgotten, for both peers.
 	time.Sleep(ttl + max(refill, pause) + 2*Tolerance)
-	for name, s := range map[string]pacer.Store{"publisher": a, "other": b} {
-		if sh := reserve(t, s, "k", req(1, pacer.Inf, 1)).Shared; sh != (pacer.SharedState{}) {
+	for name, s := range map[string]store.Store{"publisher": a, "other": b} {
+		if sh := reserve(t, s, "k", req(1, store.Unlimited, 1)).Shared; sh != (store.State{}) {
 			t.Errorf("%s: an idle key still reads %+v after the TTL", name, sh)
 		}
 	}

@@ -1,8 +1,7 @@
-package pacer_test
+package store_test
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -11,23 +10,23 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/pacer-go/pacer"
-	"github.com/pacer-go/pacer/storetest"
+	"github.com/pacer-go/pacer/store"
+	"github.com/pacer-go/pacer/store/storetest"
 )
 
-func TestMemoryStoreConformance(t *testing.T) {
+func TestMemoryConformance(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T) storetest.Peers {
-		s := pacer.NewMemoryStore()
-		return func() pacer.Store { return s }
+		s := store.NewMemory()
+		return func() store.Store { return s }
 	})
 }
 
-func TestMemoryStoreSchedulesTokensExactlyAtTheLimit(t *testing.T) {
+func TestMemorySchedulesTokensExactlyAtTheLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := pacer.NewMemoryStore()
+		s := store.NewMemory()
 		ctx := context.Background()
-		r := pacer.StoreRequest{Tokens: 1, Limit: 4, Burst: 2}
+		r := store.Request{Tokens: 1, Limit: 4, Burst: 2}
 		var delays []time.Duration
 		for range 5 {
 			g, err := s.Reserve(ctx, "k", r)
@@ -46,9 +45,9 @@ func TestMemoryStoreSchedulesTokensExactlyAtTheLimit(t *testing.T) {
 	})
 }
 
-func TestMemoryStoreWaitingOnAGrantNeverExceedsTheLimit(t *testing.T) {
+func TestMemoryWaitingOnAGrantNeverExceedsTheLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := pacer.NewMemoryStore()
+		s := store.NewMemory()
 		const workers, each = 4, 50
 		var (
 			mu  sync.Mutex
@@ -59,7 +58,7 @@ func TestMemoryStoreWaitingOnAGrantNeverExceedsTheLimit(t *testing.T) {
 		for range workers {
 			wg.Go(func() {
 				for range each {
-					g, err := s.Reserve(context.Background(), "k", pacer.StoreRequest{Tokens: 1, Limit: 10, Burst: 5})
+					g, err := s.Reserve(context.Background(), "k", store.Request{Tokens: 1, Limit: 10, Burst: 5})
 					if !assert.NoError(t, err) {
 						return
 					}
@@ -80,57 +79,39 @@ func TestMemoryStoreWaitingOnAGrantNeverExceedsTheLimit(t *testing.T) {
 	})
 }
 
-func TestMemoryStoreForgetsIdleKeys(t *testing.T) {
+func TestMemoryForgetsIdleKeys(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := pacer.NewMemoryStore()
+		s := store.NewMemory()
 		ctx := context.Background()
-		require.NoError(t, s.Publish(ctx, "k", pacer.SharedState{Limit: 3, Burst: 1}))
-		time.Sleep(pacer.DefaultStoreIdleTTL / 2)
-		g, err := s.Reserve(ctx, "k", pacer.StoreRequest{Limit: pacer.Inf})
+		require.NoError(t, s.Publish(ctx, "k", store.State{Limit: 3, Burst: 1}))
+		time.Sleep(store.DefaultIdleTTL / 2)
+		g, err := s.Reserve(ctx, "k", store.Request{Limit: store.Unlimited})
 		require.NoError(t, err)
-		assert.Equal(t, pacer.Limit(3), g.Shared.Limit, "still in use")
-		assert.Equal(t, pacer.DefaultStoreIdleTTL/2, g.Shared.Age)
+		assert.Equal(t, 3.0, g.Shared.Limit, "still in use")
+		assert.Equal(t, store.DefaultIdleTTL/2, g.Shared.Age)
 
-		time.Sleep(pacer.DefaultStoreIdleTTL + time.Minute)
-		g, err = s.Reserve(ctx, "other", pacer.StoreRequest{Limit: pacer.Inf}) // sweeps
+		time.Sleep(store.DefaultIdleTTL + time.Minute)
+		g, err = s.Reserve(ctx, "other", store.Request{Limit: store.Unlimited}) // sweeps
 		require.NoError(t, err)
-		g, err = s.Reserve(ctx, "k", pacer.StoreRequest{Limit: pacer.Inf})
+		g, err = s.Reserve(ctx, "k", store.Request{Limit: store.Unlimited})
 		require.NoError(t, err)
 		assert.Zero(t, g.Shared.Limit, "forgotten after the idle TTL")
 	})
 }
 
-func TestMemoryStorePauseEndsWithAFullBucketNotAFlood(t *testing.T) {
+func TestMemoryPauseEndsWithAFullBucketNotAFlood(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := pacer.NewMemoryStore()
+		s := store.NewMemory()
 		ctx := context.Background()
-		require.NoError(t, s.Publish(ctx, "k", pacer.SharedState{Pause: 10 * time.Second}))
+		require.NoError(t, s.Publish(ctx, "k", store.State{Pause: 10 * time.Second}))
 		// Tokens do not pile up during the pause: at its end the bucket holds
 		// its burst, and further tokens come at the limit.
 		var delays []time.Duration
 		for range 4 {
-			g, err := s.Reserve(ctx, "k", pacer.StoreRequest{Tokens: 1, Limit: 1, Burst: 2})
+			g, err := s.Reserve(ctx, "k", store.Request{Tokens: 1, Limit: 1, Burst: 2})
 			require.NoError(t, err)
 			delays = append(delays, g.Delay)
 		}
 		assert.Equal(t, []time.Duration{10 * time.Second, 10 * time.Second, 11 * time.Second, 12 * time.Second}, delays)
 	})
-}
-
-func ExampleNewMemoryStore() {
-	// Two limiters (for example two Transports) that use one MemoryStore share
-	// one bucket per key: here 2 requests per second with a burst of 2.
-	store := pacer.NewMemoryStore()
-	ctx := context.Background()
-	for range 3 {
-		g, err := store.Reserve(ctx, "https://api.example.com", pacer.StoreRequest{Tokens: 1, Limit: 2, Burst: 2})
-		if err != nil {
-			panic(err)
-		}
-		fmt.Println(g.OK, g.Delay.Round(100*time.Millisecond))
-	}
-	// Output:
-	// true 0s
-	// true 0s
-	// true 500ms
 }

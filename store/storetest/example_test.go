@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pacer-go/pacer"
-	"github.com/pacer-go/pacer/storetest"
+	"github.com/pacer-go/pacer/store"
+	"github.com/pacer-go/pacer/store/storetest"
 )
 
 // newPeers makes a clean backend and returns a way to open handles on it.
@@ -22,8 +22,8 @@ import (
 //		storetest.Run(t, newPeers)
 //	}
 func newPeers(t *testing.T) storetest.Peers {
-	s := pacer.NewMemoryStore()
-	return func() pacer.Store { return s }
+	s := store.NewMemory()
+	return func() store.Store { return s }
 }
 
 // Handles from one Peers share every key, as processes sharing a server do:
@@ -31,7 +31,7 @@ func newPeers(t *testing.T) storetest.Peers {
 func ExampleRun() {
 	peers := newPeers(nil) // Run passes each case's t
 	a, b := peers(), peers()
-	r := pacer.StoreRequest{Tokens: 1, Limit: 1, Burst: 1}
+	r := store.Request{Tokens: 1, Limit: 1, Burst: 1}
 	ga, _ := a.Reserve(context.Background(), "api.example.com", r)
 	gb, _ := b.Reserve(context.Background(), "api.example.com", r)
 	fmt.Println(ga.Delay.Round(time.Second), gb.Delay.Round(time.Second))

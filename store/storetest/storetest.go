@@ -1,6 +1,6 @@
-// Package storetest checks that a [pacer.Store] keeps the promises the Store
+// Package storetest checks that a [store.Store] keeps the promises the Store
 // interface documents, as testing/fstest does for an fs.FS: a store written
-// outside this module proves itself by passing [Run]. [pacer.MemoryStore]
+// outside this module proves itself by passing [Run]. [store.Memory]
 // defines the semantics, and both it and redisstore pass the suite.
 //
 // A store proves itself with one test; newPeers is called once per case, so
@@ -10,7 +10,7 @@
 //	func TestConformance(t *testing.T) {
 //		storetest.Run(t, func(t *testing.T) storetest.Peers {
 //			backend := startBackend(t)          // clean, closed by t.Cleanup
-//			return func() pacer.Store {
+//			return func() store.Store {
 //				s := mystore.New(backend)     // one handle per "process"
 //				t.Cleanup(func() { s.Close() })
 //				return s
@@ -22,13 +22,14 @@
 // are granted at once up to the burst and then at the limit, also into the
 // future and beyond the burst; refusals (MaxWait, the context's deadline, a
 // pause) book nothing and say when the tokens would have come; Cancel gives
-// tokens back to every handle; an infinite limit books nothing; published
-// limits and pauses reach every handle, and the publisher at once; pauses
-// extend but never shorten; Age is the store's and grows; keys are
-// independent; ended contexts fail at once with their own error; concurrent
-// callers on several handles never get more than the limit and lose no
-// Cancel; hostile values are clamped or refused, never a panic. With
-// [IdleTTL] it also checks that idle keys are forgotten and used ones kept.
+// tokens back to every handle; an unlimited limit ([store.Unlimited] or
+// +Inf) books nothing; published limits and pauses reach every handle, and
+// the publisher at once; pauses extend but never shorten; Age is the store's
+// and grows; keys are independent; ended contexts fail at once with their
+// own error; concurrent callers on several handles never get more than the
+// limit and lose no Cancel; hostile values are clamped or refused, never a
+// panic. With [IdleTTL] it also checks that idle keys are forgotten and used
+// ones kept.
 // Run your test under -race: concurrent use is part of the contract.
 //
 // A store that applies Cancel and Publish in the background (the interface
@@ -51,7 +52,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/store"
 )
 
 // Tolerance is how far a delay the store reports may be from the one the
@@ -60,10 +61,10 @@ import (
 const Tolerance = 150 * time.Millisecond
 
 // Peers returns a new handle on one shared backend each time it is called:
-// the same MemoryStore, or a new store on the same server and key prefix, as
+// the same store.Memory, or a new store on the same server and key prefix, as
 // another process would have. Handles from one Peers must share every key's
 // state; handles from different calls of newPeers must not.
-type Peers func() pacer.Store
+type Peers func() store.Store
 
 // Flusher is implemented by stores that apply Cancel and Publish in the
 // background. Flush returns once everything sent before it has taken effect
@@ -80,7 +81,7 @@ type config struct {
 }
 
 // IdleTTL tells [Run] that the stores forget a key d after it was last used
-// (and its bucket refilled and its pause ended), as [pacer.DefaultStoreIdleTTL]
+// (and its bucket refilled and its pause ended), as [store.DefaultIdleTTL]
 // describes, and has it check that they do, and that keys in use are kept.
 // Without it that case is skipped, since at the default it would take ten
 // minutes. Pick d of a second or so: the case waits about 3×d. It panics if
@@ -144,7 +145,7 @@ var cases = []struct {
 }
 
 // flush waits for s's background work, if it has any.
-func flush(t *testing.T, s pacer.Store) {
+func flush(t *testing.T, s store.Store) {
 	t.Helper()
 	if f, ok := s.(Flusher); ok {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -157,7 +158,7 @@ func flush(t *testing.T, s pacer.Store) {
 
 // reserve books r on key and fails the test on an error. A zero MaxWait is
 // raised to an hour, so that the call's 5 s context does not bound the wait.
-func reserve(t *testing.T, s pacer.Store, key string, r pacer.StoreRequest) pacer.StoreGrant {
+func reserve(t *testing.T, s store.Store, key string, r store.Request) store.Grant {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -172,15 +173,15 @@ func reserve(t *testing.T, s pacer.Store, key string, r pacer.StoreRequest) pace
 }
 
 // publish shares st on key and fails the test on an error.
-func publish(t *testing.T, s pacer.Store, key string, st pacer.SharedState) {
+func publish(t *testing.T, s store.Store, key string, st store.State) {
 	t.Helper()
 	if err := s.Publish(context.Background(), key, st); err != nil {
 		t.Fatalf("Publish(%q, %+v): %v", key, st, err)
 	}
 }
 
-func req(tokens float64, limit pacer.Limit, burst int) pacer.StoreRequest {
-	return pacer.StoreRequest{Tokens: tokens, Limit: limit, Burst: burst}
+func req(tokens float64, limit float64, burst int) store.Request {
+	return store.Request{Tokens: tokens, Limit: limit, Burst: burst}
 }
 
 // checkNear reports got unless it is within Tolerance of want.
@@ -193,7 +194,7 @@ func checkNear(t *testing.T, what string, want, got time.Duration) {
 
 // checkGrant reports g unless its OK is ok and its Delay within Tolerance of
 // delay.
-func checkGrant(t *testing.T, what string, g pacer.StoreGrant, ok bool, delay time.Duration) {
+func checkGrant(t *testing.T, what string, g store.Grant, ok bool, delay time.Duration) {
 	t.Helper()
 	if g.OK != ok {
 		t.Errorf("%s: OK %v, want %v (grant %+v)", what, g.OK, ok, g)

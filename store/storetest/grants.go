@@ -3,10 +3,12 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"testing"
 	"time"
 
-	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/store"
 )
 
 // The cases of this file check Reserve and Cancel on one bucket: what a
@@ -93,7 +95,7 @@ func testEndedContext(t *testing.T, peers Peers, _ config) {
 			t.Errorf("Reserve with an ended context: %v, want %v", err, c.want)
 		}
 		// Publish may queue the update and return nil, but it must not wait.
-		if err := s.Publish(c.ctx, "k", pacer.SharedState{Limit: 1, Burst: 1}); err != nil && !errors.Is(err, c.want) {
+		if err := s.Publish(c.ctx, "k", store.State{Limit: 1, Burst: 1}); err != nil && !errors.Is(err, c.want) {
 			t.Errorf("Publish with an ended context: %v, want nil or %v", err, c.want)
 		}
 		checkNear(t, "time the two calls took with an ended context", 0, time.Since(start))
@@ -127,10 +129,12 @@ func testCancelShared(t *testing.T, peers Peers, _ config) {
 
 func testInfiniteLimit(t *testing.T, peers Peers, _ config) {
 	s := peers()
-	for range 5 {
-		checkGrant(t, "100 tokens at Inf", reserve(t, s, "k", req(100, pacer.Inf, 1)), true, 0)
+	for _, limit := range []float64{store.Unlimited, math.Inf(1)} {
+		for range 5 {
+			checkGrant(t, fmt.Sprintf("100 tokens at %v", limit), reserve(t, s, "k", req(100, limit, 1)), true, 0)
+		}
 	}
-	checkGrant(t, "Inf booked nothing", reserve(t, s, "k", req(1, 1, 1)), true, 0)
+	checkGrant(t, "Unlimited and +Inf booked nothing", reserve(t, s, "k", req(1, 1, 1)), true, 0)
 }
 
 func testLimitChange(t *testing.T, peers Peers, _ config) {
