@@ -152,9 +152,10 @@ type Adaptive struct {
 	mu        sync.Mutex // guards the learning state; never held across a sleep
 	windows   []*quotaWindow
 	probe     probe
-	infer     inferred  // the quota of a server that states none (infer.go)
-	inferBuf  [1]Quota  // infer's quota, without an allocation per response
-	paused    time.Time // no request starts before this
+	clock     clockOffset // the server's clock, for Permit.Done (the Transport keeps one per host)
+	infer     inferred    // the quota of a server that states none (infer.go)
+	inferBuf  [1]Quota    // infer's quota, without an allocation per response
+	paused    time.Time   // no request starts before this
 	lastInfo  Info
 	throttled int64
 	requests  int64

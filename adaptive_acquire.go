@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"net/http"
 	"time"
 )
 
@@ -165,12 +166,30 @@ func (a *Adaptive) Acquire(ctx context.Context, cost float64) (Permit, error) {
 	return Permit{a: a, cost: cost, live: true}, nil
 }
 
-// Done settles the permit of a request that was sent: o.Status and o.Info
-// are what the response said (Status 0 when none was obtained: the request
-// stops counting as in flight and nothing is learned, and its cost stays
-// charged, since the server may have counted it). The limiter learns from
-// it at once; Done never blocks.
-func (p *Permit) Done(o Outcome) { p.doneAt(o, time.Time{}) }
+// Done settles the permit of a request that was sent, with the response it
+// got: nil when none was obtained (the request stops counting as in flight,
+// nothing is learned, and its cost stays charged, since the server may have
+// counted it). The limiter learns at once what the response says about the
+// rate limit: every header convention [ParseHeaders] reads, absolute resets
+// corrected by the server's Date, and, for a 403 or 429, what its body
+// states (a limit only the body names, such as GitHub's secondary limits; a
+// quota gone for good, such as OpenAI's insufficient_quota). For that it
+// reads at most 4 KiB of such a body, which stays readable byte for byte;
+// resp is otherwise untouched, and the caller still closes its body.
+func (p *Permit) Done(resp *http.Response) {
+	if !p.live {
+		return
+	}
+	now := time.Now()
+	if resp == nil {
+		p.doneAt(Outcome{}, now)
+		return
+	}
+	a := p.a
+	a.clock.observe(dateOf(resp.Header), now)
+	info, _ := parseHeadersSkewed(resp.Header, now, a.cfg.MaxDelay, a.clock.offset(now))
+	p.doneAt(Outcome{Status: resp.StatusCode, Info: info, Signal: bodySignal(resp)}, now)
+}
 
 // doneAt is Done for a response that arrived at now (the Transport's one
 // clock reading per response), the zero time to read the clock.

@@ -26,7 +26,7 @@ func TestAPauseOneLimiterLearnsStopsEveryLimiterOfTheKey(t *testing.T) {
 
 		p, err := a.Acquire(ctx, 0)
 		require.NoError(t, err)
-		p.Done(pacer.Outcome{Status: http.StatusTooManyRequests, Info: pacer.Info{RetryAfter: 3 * time.Second}})
+		p.Done(response(http.StatusTooManyRequests, "Retry-After", "3"))
 
 		start := time.Now()
 		_, err = other.Acquire(ctx, 0)
@@ -45,8 +45,7 @@ func TestALimitOneLimiterLearnsPacesTheOthers(t *testing.T) {
 		ctx := context.Background()
 		p, err := a.Acquire(ctx, 0)
 		require.NoError(t, err)
-		now := time.Now()
-		p.Done(pacer.Outcome{Status: http.StatusOK, Info: pacer.Info{Quotas: []pacer.Quota{{Name: "requests", Limit: 100, Remaining: 60, Reset: now.Add(10 * time.Second)}}}})
+		p.Done(response(http.StatusOK, "X-Ratelimit-Limit-Requests", "100", "X-Ratelimit-Remaining-Requests", "60", "X-Ratelimit-Reset-Requests", "10s"))
 		learned := a.Stats()
 		require.NotEqual(t, pacer.Inf, learned.Limit)
 
@@ -133,7 +132,7 @@ func TestLimitsReachTheStoreUnchanged(t *testing.T) {
 			a := pacer.NewAdaptive(pacer.AdaptiveConfig{Key: "k", Store: rec, Ceiling: ceiling, CeilingBurst: 1})
 			p, err := a.Acquire(context.Background(), 0)
 			require.NoError(t, err)
-			p.Done(pacer.Outcome{Status: http.StatusOK})
+			p.Done(response(http.StatusOK))
 			want := store.Unlimited // no ceiling and nothing learned
 			if ceiling > 0 {
 				want = float64(ceiling)
@@ -142,4 +141,14 @@ func TestLimitsReachTheStoreUnchanged(t *testing.T) {
 			assert.Equal(t, want, rec.limits[0], "ceiling %v", ceiling)
 		})
 	}
+}
+
+// response is a response with status and header key/value pairs, as a
+// server would send it.
+func response(status int, kv ...string) *http.Response {
+	h := http.Header{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		h.Set(kv[i], kv[i+1])
+	}
+	return &http.Response{StatusCode: status, Header: h, Body: http.NoBody}
 }

@@ -2,10 +2,12 @@ package pacer
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"math"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -108,7 +110,7 @@ func TestAdaptiveSpendsWhatTheQuotaAffordsAtOnce(t *testing.T) {
 		assert.Zero(t, time.Since(start), "all that is left goes at once")
 		assert.Equal(t, 0.0, budgetOf(a, "requests"))
 		for i := range permits {
-			permits[i].Done(Outcome{Status: http.StatusOK, Info: quota(600, float64(598-i), time.Minute)})
+			permits[i].doneAt(Outcome{Status: http.StatusOK, Info: quota(600, float64(598-i), time.Minute)}, time.Time{})
 		}
 		// The next waits for the reset (plus rollGuard): the window is spent.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -324,7 +326,7 @@ func TestAdaptivePermitAbandonGivesBackItsCharge(t *testing.T) {
 		assert.Equal(t, 1, a.Stats().InFlight)
 		p.Abandon()
 		p.Abandon() // settled once; later calls do nothing
-		p.Done(Outcome{Status: http.StatusOK})
+		p.doneAt(Outcome{Status: http.StatusOK}, time.Time{})
 		assert.Equal(t, 10.0, budgetOf(a, "requests"), "a request never sent costs nothing")
 		assert.Equal(t, 5000.0, budgetOf(a, "tokens"))
 		assert.Zero(t, a.Stats().InFlight)
@@ -338,8 +340,8 @@ func TestAdaptivePermitDoneSettlesExactlyOnce(t *testing.T) {
 		require.NoError(t, err)
 		_, err = a.Acquire(context.Background(), 0)
 		require.NoError(t, err)
-		p.Done(Outcome{Status: http.StatusOK, Info: quota(100, 98, time.Minute)})
-		p.Done(Outcome{Status: http.StatusOK, Info: quota(100, 98, time.Minute)})
+		p.doneAt(Outcome{Status: http.StatusOK, Info: quota(100, 98, time.Minute)}, time.Time{})
+		p.doneAt(Outcome{Status: http.StatusOK, Info: quota(100, 98, time.Minute)}, time.Time{})
 		assert.Equal(t, int64(1), a.Stats().Requests, "a second Done is not a second response")
 		assert.Equal(t, 1, a.Stats().InFlight, "nor a second request out of flight")
 	})
@@ -625,5 +627,31 @@ func TestAdaptiveStatsReportsLastInfo(t *testing.T) {
 		st.LastInfo.Quotas[0].Remaining = 7 // a copy: the caller may keep it
 		assert.Equal(t, 42.0, a.Stats().LastInfo.Quotas[0].Remaining)
 		assert.Equal(t, int64(1), st.Requests)
+	})
+}
+
+// Done reads what a response says: its headers and, for a 403 or 429, what
+// only its body states; the caller still gets the whole body.
+func TestPermitDoneReadsTheResponseAndLeavesItsBody(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := NewAdaptive(AdaptiveConfig{Key: "github"})
+		p, err := a.Acquire(context.Background(), 0)
+		require.NoError(t, err)
+		body := `{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again."}`
+		resp := &http.Response{StatusCode: http.StatusForbidden, Header: http.Header{
+			"X-Ratelimit-Limit": {"5000"}, "X-Ratelimit-Remaining": {"4990"},
+		}, Body: io.NopCloser(strings.NewReader(body))}
+		p.Done(resp)
+		got, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		assert.Equal(t, body, string(got), "the body, byte for byte")
+		assert.GreaterOrEqual(t, time.Until(a.Stats().PausedUntil), time.Minute, "a secondary limit: at least a minute, as GitHub asks")
+
+		b := NewAdaptive(AdaptiveConfig{Key: "openai"})
+		p, err = b.Acquire(context.Background(), 0)
+		require.NoError(t, err)
+		p.Done(&http.Response{StatusCode: http.StatusTooManyRequests, Header: http.Header{},
+			Body: io.NopCloser(strings.NewReader(`{"error":{"type":"insufficient_quota"}}`))})
+		assert.True(t, b.Stats().PausedUntil.IsZero(), "a quota gone for good: waiting cannot help, nothing pauses")
 	})
 }

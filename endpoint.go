@@ -232,7 +232,7 @@ func (e *endpoints) peekHost(u *urlParts) *endpoint {
 // it is due.
 func (e *endpoints) release(ep *endpoint) { e.releaseAt(ep, nanotime()) }
 
-// releaseAt is release at now, a tableClock reading.
+// releaseAt is release at now, a package-clock reading (nanotime).
 func (e *endpoints) releaseAt(ep *endpoint, now int64) {
 	ep.used.Store(now) // before refs drops: an evictor seeing 0 sees this too
 	ep.refs.Add(-1)

@@ -25,11 +25,10 @@ func ExampleAdaptive() {
 	}
 	// ... send the request; the server answers 200 with IETF headers:
 	// 599 requests left, the window resets in 60 s, 600 per 60 s.
-	h := http.Header{}
-	h.Set("RateLimit", `"default";r=599;t=60`)
-	h.Set("RateLimit-Policy", `"default";q=600;w=60`)
-	info, _ := pacer.ParseHeaders(h, time.Now())
-	p.Done(pacer.Outcome{Status: http.StatusOK, Info: info})
+	resp := &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: http.NoBody}
+	resp.Header.Set("RateLimit", `"default";r=599;t=60`)
+	resp.Header.Set("RateLimit-Policy", `"default";q=600;w=60`)
+	p.Done(resp)
 
 	st := a.Stats()
 	fmt.Println(st.Mode)
@@ -46,7 +45,8 @@ func ExampleAdaptive() {
 func ExampleAdaptive_maxWait() {
 	a := pacer.NewAdaptive(pacer.AdaptiveConfig{Key: "api", MaxWait: 30 * time.Second})
 	p, _ := a.Acquire(context.Background(), 0)
-	p.Done(pacer.Outcome{Status: http.StatusTooManyRequests, Info: pacer.Info{RetryAfter: 10 * time.Minute}})
+	resp := &http.Response{StatusCode: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"600"}}, Body: http.NoBody}
+	p.Done(resp)
 
 	_, err := a.Acquire(context.Background(), 0)
 	var rle *pacer.RateLimitError

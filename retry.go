@@ -99,7 +99,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			err = errNilResponse
 		}
 		if err != nil {
-			permit.Done(Outcome{})
+			permit.Done(nil)
 			lim.failures.Add(1)
 			t.release(ep, lim)
 			t.report(Attempt{Endpoint: lim.key, Method: req.Method, Retry: n, Wait: sent.Sub(waitFrom), Latency: elapsedSince(sent), Err: err})
