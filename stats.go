@@ -12,7 +12,8 @@ type EndpointStats struct {
 	// scheme://host, or "scope#bucket" for a server-named bucket.
 	Key string
 	AdaptiveStats
-	// Retries counts throttled responses of this endpoint that were retried.
+	// Retries counts attempts of this endpoint that were retried (throttled
+	// responses, or what a WithRetryPolicy policy asked to retry).
 	Retries int64
 	// Refused counts requests refused at once with a [*RateLimitError].
 	Refused int64
