@@ -113,8 +113,8 @@ func WithRetryPolicy(policy func(ctx context.Context, resp *http.Response, err e
 // r is a clone of the caller's request with a fresh body from GetBody, made
 // once the endpoint's limiter has admitted the retry, just before it is
 // sent: a signature's timestamp is as fresh as it can be. prepare may
-// change r's headers, URL and body (set GetBody too if it replaces the
-// body); the caller's request is never touched. An error ends the request
+// change r's headers and URL; if it replaces r.Body it closes the body it
+// replaces. The caller's request is never touched. An error ends the request
 // with that error, unsent, and r's body is closed.
 func WithPrepareRetry(prepare func(r *http.Request) error) Option {
 	if prepare == nil {
@@ -144,7 +144,13 @@ func DefaultRetryPolicy(ctx context.Context, resp *http.Response, err error) (bo
 	if !ok || v.resp != resp {
 		v = verdict{resp: resp, throttled: classifyThrottled(resp)}
 	}
-	return v.throttled && serverSays(resp) != serverSaysNo, nil
+	return retryThrottled(resp, v.throttled), nil
+}
+
+// retryThrottled is DefaultRetryPolicy's decision on a response the
+// Transport has read: retry a throttled one unless the server says not to.
+func retryThrottled(resp *http.Response, throttled bool) bool {
+	return throttled && serverSays(resp) != serverSaysNo
 }
 
 // verdict is the Transport's reading of a response, handed to
@@ -172,7 +178,7 @@ func classifyThrottled(resp *http.Response) bool {
 func (rt *roundTrip) checkRetry(a *attemptState) (bool, error) {
 	if rt.t.retryPolicy == nil {
 		// DefaultRetryPolicy, without a context to carry the verdict.
-		return a.resp != nil && a.throttled && serverSays(a.resp) != serverSaysNo, nil
+		return a.resp != nil && retryThrottled(a.resp, a.throttled), nil
 	}
 	ctx := rt.ctx
 	if a.resp != nil {

@@ -30,8 +30,9 @@ import (
 // A request waits for its limiter before it is sent, fails at once with a
 // [*RateLimitError] when that wait would pass its context's deadline or the
 // transport's MaxWait, and is retried (after a fresh wait) when the response
-// is a 429, a 503 or GitHub's 403 with an exhausted quota, if it can be
-// replayed safely (see [WithRetries]).
+// is a 429, a 503 or GitHub's 403 with an exhausted quota (or as
+// [WithRetryPolicy] decides), if it can be replayed safely (see
+// [WithRetries]).
 //
 // A Transport is safe for concurrent use. It never modifies a request, always
 // closes the request body, and leaves the response body to the caller. Its
@@ -42,14 +43,6 @@ import (
 // The zero Transport is ready to use, as the zero [http.Client] is: it
 // behaves as NewTransport(nil) does, sending through [http.DefaultTransport]
 // with every default. It must not be copied after first use.
-//
-// One request's path, top to bottom: [Transport.RoundTrip] (this file) runs
-// attempts until one ends without a retry; each attempt picks its endpoint
-// and limiter (route.go, endpoint.go), waits for the limiter
-// ([Adaptive.Acquire]), sends through the base transport, reads the response
-// (headers.go, skew.go, classify.go) and settles: the limiter learns the
-// response ([Permit.Done]), the endpoints are released, [Stats] counts and
-// [WithObserver] sees the attempt. Whether and when to retry is retry.go's.
 type Transport struct {
 	once         sync.Once // runs setup: in NewTransport, or on a zero Transport's first use
 	base         http.RoundTripper
@@ -164,6 +157,15 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return o.result()
 }
 
+// One request's path, top to bottom: RoundTrip runs attempts until one ends
+// without a retry. An attempt (run) waits out the retry the previous one
+// asked for, picks its endpoint and limiter (route.go, endpoint.go), waits
+// for the limiter (Adaptive.Acquire), sends through the base transport and
+// reads the response (headers.go, skew.go, classify.go); settle then squares
+// it in one place (the limiter learns the response through Permit.Done, the
+// endpoints are released, Stats counts, the observer sees the attempt), and
+// decide (retry.go) asks the retry policy whether and when to go again.
+
 // roundTrip is one call of RoundTrip, across its attempts.
 type roundTrip struct {
 	t        *Transport
@@ -243,9 +245,12 @@ func (rt *roundTrip) attempt(prev *attemptOutcome) attemptOutcome {
 func (rt *roundTrip) run(prev *attemptOutcome, a *attemptState) {
 	t, req := rt.t, rt.req
 	if prev == nil {
-		a.out = req
-	} else if a.key = prev.key; !rt.awaitRetry(prev, a) {
-		return
+		a.out = req // closed by settle unless the base transport gets it
+	} else {
+		a.key = prev.key
+		if !rt.awaitRetry(prev, a) {
+			return
+		}
 	}
 	a.ep = t.keyEndpoint(req, &rt.u)
 	a.lim = t.limiterBound(a.ep, &rt.u, &a.seen)
