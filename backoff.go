@@ -6,15 +6,15 @@ import (
 	"time"
 )
 
-// DefaultBackoffMax caps [Transport.Backoff] when its caller passes no
+// defaultBackoffMax caps Transport.Backoff when its caller passes no
 // positive maximum; it is go-retryablehttp's default RetryWaitMax.
-const DefaultBackoffMax = 30 * time.Second
+const defaultBackoffMax = 30 * time.Second
 
 // Backoff tells a retrying client how long to wait before the next attempt,
 // from what the transport knows about the endpoint: the time its limiter
 // will next admit a request (which includes any Retry-After or quota reset
 // the server announced), or else exponential backoff from min. The result is
-// always at most max (DefaultBackoffMax when max <= 0): a server asking for
+// always at most max (30 s, go-retryablehttp's default RetryWaitMax, when max <= 0): a server asking for
 // a longer pause cannot park the client, and the transport's limiter still
 // holds the retry until it is allowed.
 //
@@ -29,8 +29,9 @@ const DefaultBackoffMax = 30 * time.Second
 // attemptNum counts from 0; resp may be nil (the attempt failed without a
 // response). Backoff is safe for concurrent use.
 func (t *Transport) Backoff(min, max time.Duration, attemptNum int, resp *http.Response) time.Duration {
+	t.init()
 	if max <= 0 {
-		max = DefaultBackoffMax
+		max = defaultBackoffMax
 	}
 	min = clampDuration(min, 0, max)
 	d := max

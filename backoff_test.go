@@ -29,7 +29,7 @@ func TestBackoffIsExponentialAndCappedWithoutKnowledge(t *testing.T) {
 		{time.Second, 30 * time.Second, 3, 8 * time.Second},
 		{time.Second, 30 * time.Second, 10, 30 * time.Second},
 		{time.Second, 30 * time.Second, 5000, 30 * time.Second}, // no overflow
-		{time.Second, 0, 10, DefaultBackoffMax},                 // no max: still capped
+		{time.Second, 0, 10, defaultBackoffMax},                 // no max: still capped
 		{time.Minute, time.Second, 0, time.Second},              // min above max
 		{-time.Second, time.Second, 2, 0},
 		{time.Second, 30 * time.Second, -1, time.Second},

@@ -25,11 +25,13 @@ func toNanos(t time.Time) int64 { return clampTime(int64(t.Sub(epoch))) }
 // can never overflow.
 func clampTime(ns int64) int64 { return min(max(ns, minTime), maxTime) }
 
-// sleepUntil sleeps until t or until ctx ends, returning ctx's error then.
+// sleepUntil sleeps until t, or until ctx ends: it returns ctx's error then
+// (also when t has passed but ctx has ended, so a caller never goes on with
+// an ended context).
 func sleepUntil(ctx context.Context, t time.Time) error {
 	d := time.Until(t)
 	if d <= 0 {
-		return nil
+		return ctx.Err()
 	}
 	timer := time.NewTimer(d)
 	defer timer.Stop()

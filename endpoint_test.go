@@ -18,7 +18,7 @@ import (
 type okTransport struct{}
 
 func (okTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	closeBody(r)
+	closeRequestBody(r)
 	return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
 }
 

@@ -1,9 +1,6 @@
 package pacer
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // RateLimitError reports that a request was not sent because the wait the
 // limiter needed would have passed the caller's deadline or the transport's
@@ -30,17 +27,26 @@ type RateLimitError struct {
 	Err error
 }
 
+// Error states the endpoint and RetryAt as an absolute time, to the
+// millisecond with its zone offset: the message is the same however late it
+// is printed or logged (a relative "in 3s" would be wrong by then).
 func (e *RateLimitError) Error() string {
-	wait := time.Until(e.RetryAt).Round(time.Millisecond)
-	if wait < 0 {
-		wait = 0
+	msg := "pacer: rate limit"
+	if e.Endpoint != "" {
+		msg += " for " + e.Endpoint
 	}
-	msg := fmt.Sprintf("pacer: rate limit for %s: next request allowed in %v", e.Endpoint, wait)
+	if !e.RetryAt.IsZero() {
+		msg += ": next request allowed at " + e.RetryAt.Round(time.Millisecond).Format(retryAtLayout)
+	}
 	if e.Err != nil {
 		msg += ": " + e.Err.Error()
 	}
 	return msg
 }
+
+// retryAtLayout is RFC 3339 to the millisecond: a limit's reset is stated
+// to the second or finer, and a date keeps a daily quota's reset unambiguous.
+const retryAtLayout = "2006-01-02T15:04:05.000Z07:00"
 
 // Unwrap returns the cause, so errors.Is(err, context.DeadlineExceeded) holds
 // when the deadline was what made the wait impossible.

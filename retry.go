@@ -1,11 +1,9 @@
 package pacer
 
 import (
-	"cmp"
 	"context"
-	"errors"
+	"fmt"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -14,6 +12,11 @@ import (
 	"time"
 )
 
+// This file is the Transport's retry policy: which attempts are retried
+// (DefaultRetryPolicy, or the user's WithRetryPolicy, within the bounds that
+// make a retry safe and cheap), when (decide), and how a replay is made.
+// RoundTrip (transport.go) carries it out.
+
 // maxDrain bounds how much of a throttled response's body is read before it
 // is closed: enough for the usual JSON error so the connection can be
 // reused, not so much that a large body costs more than a new connection.
@@ -21,169 +24,221 @@ const maxDrain = 4 << 10
 
 // Backoff floor for throttled responses that say nothing about when to come
 // back (no Retry-After, no exhausted quota with a reset time): the limiter has
-// already slowed down (AIMD), this keeps a retry from following the 429 at
-// once. It doubles per retry, with jitter so clients throttled together do not
-// retry together.
+// already slowed down, this keeps a retry from following the 429 at once. It
+// doubles per retry, with jitter so clients throttled together do not retry
+// together.
 const (
 	minRetryBackoff = 200 * time.Millisecond
 	maxRetryBackoff = 5 * time.Second
 )
 
-var _ http.RoundTripper = (*Transport)(nil)
-
-var (
-	errNilURL      = errors.New("pacer: nil Request.URL")
-	errNilResponse = errors.New("pacer: base RoundTripper returned a nil *Response with a nil error")
-)
-
-// RoundTrip sends req once its endpoint's limiter admits it, and retries it
-// when it is throttled and can be retried (see [WithRetries]). It implements
-// [http.RoundTripper].
+// WithRetries sets how many times a request is retried when the retry
+// policy asks for it (by default, when it is throttled: 429, 503, 529, or
+// 403 with an exhausted quota or a Retry-After; see [DefaultRetryPolicy]);
+// 0 disables retries. The default is [DefaultRetries].
 //
-// It returns a [*RateLimitError] without sending, and without sleeping, when
-// a wait would exceed the transport's MaxWait or pass req's context
-// deadline; the context's error, promptly, when it is cancelled while
-// waiting; and the last response when retries are exhausted or not allowed.
-// The request body is always closed.
-func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL == nil {
-		closeBody(req)
-		return nil, errNilURL
+// A request is retried only when its body can be replayed (no body, or
+// Request.GetBody set, as http.NewRequest does for in-memory bodies) and it
+// is idempotent: GET, HEAD, OPTIONS, TRACE, PUT, DELETE, or any method with an
+// Idempotency-Key or X-Idempotency-Key header. [WithRetryNonIdempotent]
+// widens that. The server has the last word: x-should-retry: false or
+// Stripe-Should-Retry: false prevents a retry (in DefaultRetryPolicy), and
+// x-should-retry: true (or Stripe-Should-Retry: true) allows one for any
+// replayable request.
+//
+// Every retry waits for the endpoint's limiter again, at least as long as
+// the response's Retry-After. A retry that could not start before MaxWait,
+// MaxDelay or the context's deadline is not made: the response is returned
+// at once, body intact. Retries of load shed by the server (a 5xx without a
+// Retry-After or a spent quota) and of transport errors draw on a retry
+// budget, a tenth of the endpoint's traffic, so they never multiply an
+// overloaded server's load.
+func WithRetries(n int) Option {
+	if n < 0 {
+		panic(fmt.Sprintf("pacer: WithRetries(%d): negative count", n))
 	}
-	ctx := req.Context()
-	cost := costFrom(ctx)
-	u := partsOf(req)
-	var (
-		waitFrom time.Time // when the current attempt began waiting
-		backoff  time.Duration
-	)
-	if t.observer != nil {
-		waitFrom = time.Now()
-	}
-	for n := 0; ; n++ {
-		ep := t.keyEndpoint(req, &u)
-		var seen seenBinding
-		lim := t.limiterBound(ep, &u, &seen)
-		if t.longWait.fn != nil {
-			t.longWait.report(lim, req.Method, time.Now())
-		}
-		permit, err := lim.lim.Acquire(ctx, cost)
-		if err != nil {
-			if n == 0 {
-				closeBody(req)
-			}
-			if isRateLimitError(err) {
-				lim.refused.Add(1)
-				t.logRefused(ctx, lim.key, err)
-			}
-			t.release(ep, lim)
-			t.report(Attempt{Endpoint: lim.key, Method: req.Method, Retry: n, Wait: elapsedSince(waitFrom), Err: err})
-			return nil, err
-		}
-		r := req
-		if n > 0 {
-			var err error
-			if r, err = replay(req); err != nil {
-				permit.Abandon()
-				t.release(ep, lim)
-				t.report(Attempt{Endpoint: lim.key, Method: req.Method, Retry: n, Wait: elapsedSince(waitFrom), Err: err})
-				return nil, err
-			}
-		}
-		var sent time.Time
-		if t.observer != nil {
-			sent = time.Now()
-		}
-		resp, err := t.base.RoundTrip(r)
-		if err == nil && resp == nil {
-			err = errNilResponse
-		}
-		if err != nil {
-			permit.Done(nil)
-			lim.failures.Add(1)
-			t.release(ep, lim)
-			t.report(Attempt{Endpoint: lim.key, Method: req.Method, Retry: n, Wait: sent.Sub(waitFrom), Latency: elapsedSince(sent), Err: err})
-			return nil, err
-		}
-		if resp.Body == nil {
-			// As http.Client does: many RoundTrippers (mostly in tests) mean
-			// an empty body by a nil one.
-			resp.Body = http.NoBody
-		}
-		// One clock reading serves the headers, the limiter and the table.
-		now := time.Now()
-		ep.clock.observe(dateOf(resp.Header), now)
-		info, _ := parseHeadersSkewed(resp.Header, now, t.maxDelay, ep.clock.offset(now))
-		sig := bodySignal(resp)
-		t.learn(ep, lim, &u, &seen, &permit, resp.StatusCode, info, sig, now)
-		t.releaseAt(ep, lim, toNanos(now))
-		throttled := sig == SignalBodyLimit || (sig != SignalGone && isThrottled(resp, &info))
-		if t.observer != nil {
-			t.report(Attempt{Endpoint: lim.key, Method: req.Method, Retry: n, Wait: sent.Sub(waitFrom),
-				Latency: elapsedSince(sent), Status: resp.StatusCode, Throttled: throttled})
-			waitFrom = time.Now()
-		}
-		if n == 0 {
-			lim.retryBudget.deposit()
-		}
-		if !throttled || n >= t.retries || !t.mayRetry(req, resp) {
-			return resp, nil
-		}
-		if overloaded(resp.StatusCode, &info) && !lim.retryBudget.withdraw() {
-			// Shedding beyond what the budget covers: retries would only
-			// add to the overload. The caller gets the response.
-			return resp, nil
-		}
+	return func(c *config) { c.retries = n }
+}
 
-		// Decide when the retry may go, before sleeping: if that is too
-		// late, say so now.
-		backoff = nextBackoff(backoff)
-		now = time.Now()
-		at := now.Add(info.RetryAfter)
-		if info.RetryAfter == 0 {
-			at = now.Add(retryJitter(backoff))
-		}
-		next := t.peekLimiter(req)
-		key := lim.key
-		if next != nil {
-			key = next.key
-			if na := next.lim.nextAllowed(); na.After(at) {
-				at = na
-			}
-		}
-		if rle := t.tooLate(ctx, key, at, now, info); rle != nil {
-			// A RoundTripper that obtained a response returns it: the
-			// retry that would come too late is not made, and the caller
-			// gets the throttled response, body intact, at once. (A
-			// *RateLimitError means nothing was sent.)
-			lim.refused.Add(1)
-			t.logRefused(ctx, key, rle)
-			// The retry that will not be sent is an attempt refused, like
-			// one refused before its first try: observers count it.
-			t.report(Attempt{Endpoint: key, Method: req.Method, Retry: n + 1, Err: rle})
-			return resp, nil
-		}
-		drain(resp.Body)
-		lim.retries.Add(1)
-		if t.logger != nil {
-			t.logger.LogAttrs(ctx, slog.LevelDebug, "pacer: retrying throttled request",
-				slog.String("endpoint", key), slog.Int("status", resp.StatusCode),
-				slog.Int("retry", n+1), slog.Duration("wait", at.Sub(now)))
-		}
-		if err := retrySleep(ctx, at); err != nil {
-			t.report(Attempt{Endpoint: key, Method: req.Method, Retry: n + 1, Wait: elapsedSince(waitFrom), Err: err})
-			return nil, err
+// WithRetryNonIdempotent allows retrying requests of any method (POST,
+// PATCH, …) whose body can be replayed. A 429 usually means the server did
+// not act on the request, but only the API's documentation can promise
+// that; use this when it does.
+func WithRetryNonIdempotent() Option {
+	return func(c *config) { c.retryAll = true }
+}
+
+// WithRetryPolicy replaces [DefaultRetryPolicy] as the judge of whether an
+// attempt is worth retrying. policy has the signature of go-retryablehttp's
+// CheckRetry, and its meaning, so a policy written for one works with the
+// other: it is called after every attempt that was sent, with the response
+// (resp non-nil, err nil) or the base transport's error (resp nil); ctx is
+// the request's context. It is not called for requests that were not sent
+// (the limiter refused, the context ended while waiting): there is nothing
+// to judge.
+//
+// Returning true asks for a retry, which is made within the bounds that
+// keep it safe and bounded (see [WithRetries]: the count, a replayable and
+// idempotent request, the retry budget, MaxWait and the deadline); when it
+// is not made, the caller gets what the attempt obtained. Returning a
+// non-nil error ends the request with that error unless a retry is made,
+// as in go-retryablehttp: the response, if any, is drained and closed, and
+// the caller gets the error alone.
+//
+// Call DefaultRetryPolicy from policy to change only some decisions (see
+// the example). policy runs on the request's goroutine; it must be safe for
+// concurrent use and must not close or consume resp.Body unless it returns
+// an error.
+//
+// A policy is a function rather than an interface, as go-retryablehttp's
+// CheckRetry is and failsafe-go's HandleIf is: the decision needs nothing
+// but the attempt's result, and a function value composes by wrapping.
+func WithRetryPolicy(policy func(ctx context.Context, resp *http.Response, err error) (bool, error)) Option {
+	if policy == nil {
+		panic("pacer: WithRetryPolicy(nil)")
+	}
+	return func(c *config) { c.retryPolicy = policy }
+}
+
+// WithPrepareRetry calls prepare on every retry's request before it is
+// sent, as go-retryablehttp's PrepareRetry: to sign it again (AWS SigV4,
+// HMAC schemes with a timestamp or nonce), refresh a token or set a header
+// that counts attempts. The default is none: a retry is an exact copy of
+// the request.
+//
+// r is a clone of the caller's request with a fresh body from GetBody, made
+// once the endpoint's limiter has admitted the retry, just before it is
+// sent: a signature's timestamp is as fresh as it can be. prepare may
+// change r's headers and URL; if it replaces r.Body it closes the body it
+// replaces. The caller's request is never touched. An error ends the request
+// with that error, unsent, and r's body is closed.
+func WithPrepareRetry(prepare func(r *http.Request) error) Option {
+	if prepare == nil {
+		panic("pacer: WithPrepareRetry(nil)")
+	}
+	return func(c *config) { c.prepareRetry = prepare }
+}
+
+// DefaultRetryPolicy is the Transport's retry policy unless
+// [WithRetryPolicy] replaces it: it asks for a retry of a throttled
+// response (429, 503, Anthropic's 529, a 403 with an exhausted
+// X-RateLimit-Remaining or a Retry-After, a 403 or 429 whose body states a
+// secondary rate limit) unless the server says x-should-retry: false or
+// Stripe-Should-Retry: false. It never retries a transport error (the
+// request may have reached the server, and the limiter learnt nothing), nor
+// a quota gone for good (OpenAI's insufficient_quota and billing errors),
+// which waiting cannot help. It never returns an error.
+//
+// Within a Transport's policy, it reuses the Transport's reading of the
+// response; called elsewhere, it reads the headers and, for a 403 or 429,
+// up to 4 KiB of the body, which it puts back byte for byte.
+func DefaultRetryPolicy(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	if err != nil || resp == nil {
+		return false, nil
+	}
+	v, ok := ctx.Value(verdictKey{}).(verdict)
+	if !ok || v.resp != resp {
+		v = verdict{resp: resp, throttled: classifyThrottled(resp)}
+	}
+	return retryThrottled(resp, v.throttled), nil
+}
+
+// retryThrottled is DefaultRetryPolicy's decision on a response the
+// Transport has read: retry a throttled one unless the server says not to.
+func retryThrottled(resp *http.Response, throttled bool) bool {
+	return throttled && serverSays(resp) != serverSaysNo
+}
+
+// verdict is the Transport's reading of a response, handed to
+// DefaultRetryPolicy through the context of a user's policy so that both
+// judge the response alike.
+type verdict struct {
+	resp      *http.Response
+	throttled bool
+}
+
+type verdictKey struct{}
+
+// classifyThrottled is the Transport's reading of whether resp is
+// throttled, for a response that did not come through it.
+func classifyThrottled(resp *http.Response) bool {
+	sig := bodySignal(resp)
+	var info Info
+	if resp.StatusCode == http.StatusForbidden {
+		info, _ = parseHeaders(resp.Header, time.Now(), DefaultMaxDelay)
+	}
+	return sig == SignalBodyLimit || (sig != SignalGone && isThrottled(resp, &info))
+}
+
+// checkRetry asks the retry policy about a sent attempt.
+func (rt *roundTrip) checkRetry(a *attemptState) (bool, error) {
+	if rt.t.retryPolicy == nil {
+		// DefaultRetryPolicy, without a context to carry the verdict.
+		return a.resp != nil && retryThrottled(a.resp, a.throttled), nil
+	}
+	ctx := rt.ctx
+	if a.resp != nil {
+		ctx = context.WithValue(ctx, verdictKey{}, verdict{resp: a.resp, throttled: a.throttled})
+	}
+	return rt.t.retryPolicy(ctx, a.resp, a.err)
+}
+
+// decide turns a settled attempt into its outcome: what RoundTrip returns,
+// or a retry and when it may start. A retry is made when the policy asks
+// for one and the transport's bounds allow it: retries left, a request
+// that may be sent again, the retry budget for shed load.
+func (rt *roundTrip) decide(prev *attemptOutcome, a *attemptState) attemptOutcome {
+	if a.tooLate {
+		// A RoundTripper that obtained a response returns it: the retry
+		// that would come too late is not made, and the caller gets the
+		// throttled response, body intact, at once. (A *RateLimitError
+		// means nothing was sent.)
+		return attemptOutcome{resp: prev.resp, err: prev.err}
+	}
+	if !a.sent {
+		return attemptOutcome{err: a.err}
+	}
+	t := rt.t
+	o := attemptOutcome{resp: a.resp, err: a.err}
+	if a.resp != nil && rt.n == 0 {
+		a.lim.retryBudget.deposit()
+	}
+	retry, err := rt.checkRetry(a)
+	if err != nil {
+		o.err = err
+	}
+	if !retry || rt.n >= t.retries || !t.mayReplay(rt.req, a.resp) {
+		return o
+	}
+	if (a.resp == nil || overloaded(a.resp.StatusCode, &a.info)) && !a.lim.retryBudget.withdraw() {
+		// Shedding (or failing) beyond what the budget covers: retries
+		// would only add to the overload. The caller gets what it got.
+		return o
+	}
+	rt.backoff = nextBackoff(rt.backoff)
+	now := time.Now()
+	at := now.Add(a.info.RetryAfter)
+	if a.info.RetryAfter == 0 {
+		at = now.Add(retryJitter(rt.backoff))
+	}
+	key := a.lim.key
+	if next := t.peekLimiter(rt.req); next != nil {
+		key = next.key
+		if na := next.lim.nextAllowed(); na.After(at) {
+			at = na
 		}
 	}
+	o.retryAt, o.key, o.lim, o.info = at, key, a.lim, a.info
+	return o
 }
 
 // tooLate returns the error for a retry that may not start before at, if
-// that is beyond MaxWait or the context's deadline.
+// that is beyond MaxWait, MaxDelay or the context's deadline.
 func (t *Transport) tooLate(ctx context.Context, key string, at, now time.Time, info Info) *RateLimitError {
 	if t.maxWait > 0 && at.Sub(now) > t.maxWait {
 		return &RateLimitError{Endpoint: key, RetryAt: at, Info: info}
 	}
-	if maxDelay := cmp.Or(t.maxDelay, DefaultMaxDelay); at.Sub(now) > maxDelay {
+	if at.Sub(now) > t.maxDelay {
 		// No wait is longer than MaxDelay: a retry behind a daily quota's
 		// reset is refused with it, not slept on for hours.
 		return &RateLimitError{Endpoint: key, RetryAt: at, Info: info}
@@ -192,13 +247,6 @@ func (t *Transport) tooLate(ctx context.Context, key string, at, now time.Time, 
 		return &RateLimitError{Endpoint: key, RetryAt: at, Info: info, Err: context.DeadlineExceeded}
 	}
 	return nil
-}
-
-func (t *Transport) logRefused(ctx context.Context, key string, err error) {
-	if t.logger != nil {
-		t.logger.LogAttrs(ctx, slog.LevelDebug, "pacer: request refused",
-			slog.String("endpoint", key), slog.String("error", err.Error()))
-	}
 }
 
 // statusOverloaded is Anthropic's 529 overloaded_error: load shedding, retried
@@ -288,22 +336,36 @@ func spent(remaining string) bool {
 	return err == nil && v >= 0 && v < 1
 }
 
-// mayRetry reports whether req may be sent again after the throttled resp.
-func (t *Transport) mayRetry(req *http.Request, resp *http.Response) bool {
-	if !replayable(req) {
-		return false
+// The server's word on a retry: OpenAI's and Anthropic's x-should-retry,
+// Stripe's Stripe-Should-Retry.
+const (
+	serverSaysNothing = iota
+	serverSaysNo
+	serverSaysYes
+)
+
+// serverSays returns the server's word on retrying resp's request, if any.
+func serverSays(resp *http.Response) int {
+	if resp == nil {
+		return serverSaysNothing
 	}
-	// The server's word wins: OpenAI's and Anthropic's x-should-retry,
-	// Stripe's Stripe-Should-Retry.
 	for _, h := range [...]string{"X-Should-Retry", "Stripe-Should-Retry"} {
 		switch v := strings.TrimSpace(resp.Header.Get(h)); {
 		case strings.EqualFold(v, "false"):
-			return false
+			return serverSaysNo
 		case strings.EqualFold(v, "true"):
-			return true
+			return serverSaysYes
 		}
 	}
-	return t.retryAll || idempotent(req)
+	return serverSaysNothing
+}
+
+// mayReplay reports whether req may be sent again after the attempt that
+// got resp (nil after a transport error): its body can be replayed, and
+// sending it twice is harmless (idempotent), allowed by
+// WithRetryNonIdempotent, or allowed by the server.
+func (t *Transport) mayReplay(req *http.Request, resp *http.Response) bool {
+	return replayable(req) && (t.retryAll || idempotent(req) || serverSays(resp) == serverSaysYes)
 }
 
 // replayable reports whether req's body can be sent again.
@@ -335,12 +397,6 @@ func replay(req *http.Request) (*http.Request, error) {
 	return r, nil
 }
 
-func closeBody(req *http.Request) {
-	if req.Body != nil {
-		req.Body.Close()
-	}
-}
-
 // drain reads what is left of a body, up to maxDrain bytes, and closes it.
 func drain(body io.ReadCloser) {
 	_, _ = io.CopyN(io.Discard, body, maxDrain)
@@ -357,27 +413,4 @@ func nextBackoff(prev time.Duration) time.Duration {
 // retryJitter returns a duration in [d/2, d).
 func retryJitter(d time.Duration) time.Duration {
 	return d/2 + rand.N(d/2)
-}
-
-func retrySleep(ctx context.Context, at time.Time) error {
-	d := time.Until(at)
-	if d <= 0 {
-		return ctx.Err()
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// elapsedSince is time.Since for a start time that may be unset (observer off).
-func elapsedSince(t time.Time) time.Duration {
-	if t.IsZero() {
-		return 0
-	}
-	return time.Since(t)
 }

@@ -27,7 +27,7 @@ type closingMock struct{ *httpmock.MockTransport }
 
 func (m closingMock) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := m.MockTransport.RoundTrip(r)
-	closeBody(r)
+	closeRequestBody(r)
 	return resp, err
 }
 

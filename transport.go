@@ -1,20 +1,12 @@
 package pacer
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"math"
-	"net"
 	"net/http"
-	"slices"
-	"strings"
 	"sync"
 	"time"
-
-	"github.com/pacer-go/pacer/store"
 )
 
 // Transport is an [http.RoundTripper] that keeps every request inside the
@@ -38,86 +30,79 @@ import (
 // A request waits for its limiter before it is sent, fails at once with a
 // [*RateLimitError] when that wait would pass its context's deadline or the
 // transport's MaxWait, and is retried (after a fresh wait) when the response
-// is a 429, a 503 or GitHub's 403 with an exhausted quota, if it can be
-// replayed safely (see [WithRetries]).
+// is a 429, a 503 or GitHub's 403 with an exhausted quota (or as
+// [WithRetryPolicy] decides), if it can be replayed safely (see
+// [WithRetries]).
 //
 // A Transport is safe for concurrent use. It never modifies a request, always
 // closes the request body, and leaves the response body to the caller. Its
 // memory is bounded: idle endpoints are evicted (see [WithIdleTTL],
 // [WithMaxEndpoints]) lazily, without a background goroutine, so a Transport
 // needs no Close.
+//
+// The zero Transport is ready to use, as the zero [http.Client] is: it
+// behaves as NewTransport(nil) does, sending through [http.DefaultTransport]
+// with every default. It must not be copied after first use.
 type Transport struct {
-	base     http.RoundTripper
-	eps      *endpoints
-	mux      *http.ServeMux // nil without WithEndpoint
-	keyFunc  func(*http.Request) string
-	retries  int
-	retryAll bool
-	maxWait  time.Duration
-	maxDelay time.Duration
-	logger   *slog.Logger
-	observer func(Attempt)
-	longWait longWaitHook
-	views    sync.Pool // *http.Request views for pattern matching
-}
-
-// Option configures a [Transport]. Options are validated when they are
-// created: an invalid value panics with a message naming the option.
-type Option func(*config)
-
-type config struct {
-	safety       float64
-	rules        []*rule
+	once         sync.Once // runs setup: in NewTransport, or on a zero Transport's first use
+	base         http.RoundTripper
+	eps          *endpoints
+	mux          *http.ServeMux // nil without WithEndpoint
 	keyFunc      func(*http.Request) string
-	maxWait      time.Duration
-	maxDelay     time.Duration
 	retries      int
 	retryAll     bool
-	slowStart    int
-	idleTTL      time.Duration
-	maxEndpoints int
+	retryPolicy  func(context.Context, *http.Response, error) (bool, error) // nil: DefaultRetryPolicy, without the context it needs
+	prepareRetry func(*http.Request) error
+	maxWait      time.Duration
+	maxDelay     time.Duration
 	logger       *slog.Logger
 	observer     func(Attempt)
 	longWait     longWaitHook
-	store        store.Store
+	views        sync.Pool // *http.Request views for pattern matching
 }
+
+var _ http.RoundTripper = (*Transport)(nil)
 
 // NewTransport returns a Transport that sends requests through base once
 // their endpoint's limiter admits them. A nil base means
 // [http.DefaultTransport]. base is wrapped, never modified.
 //
-// It panics if two [WithEndpoint] patterns conflict or one is invalid, with a
-// message naming the pattern, as [http.ServeMux.Handle] does.
+// It panics if an Option is nil, or if two [WithEndpoint] patterns conflict
+// or one is invalid, with a message naming the pattern, as
+// [http.ServeMux.Handle] does.
 func NewTransport(base http.RoundTripper, opts ...Option) *Transport {
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	c := config{
-		safety:       0.9,
-		maxDelay:     DefaultMaxDelay,
-		retries:      DefaultRetries,
-		slowStart:    DefaultSlowStart,
-		idleTTL:      DefaultIdleTTL,
-		maxEndpoints: DefaultMaxEndpoints,
-	}
+	c := defaultConfig()
 	for _, o := range opts {
 		if o == nil {
 			panic("pacer: NewTransport: nil Option")
 		}
 		o(&c)
 	}
-	t := &Transport{
-		base:     base,
-		keyFunc:  c.keyFunc,
-		retries:  c.retries,
-		retryAll: c.retryAll,
-		maxWait:  c.maxWait,
-		maxDelay: c.maxDelay,
-		logger:   c.logger,
-		observer: c.observer,
-		longWait: c.longWait,
-		views:    sync.Pool{New: func() any { return new(http.Request) }},
+	t := new(Transport)
+	t.once.Do(func() { t.setup(base, &c) })
+	return t
+}
+
+// init sets a zero Transport up on its first use, as NewTransport(nil)
+// would; for any other Transport it costs one atomic load.
+func (t *Transport) init() {
+	t.once.Do(func() {
+		c := defaultConfig()
+		t.setup(nil, &c)
+	})
+}
+
+func (t *Transport) setup(base http.RoundTripper, c *config) {
+	if base == nil {
+		base = http.DefaultTransport
 	}
+	t.base = base
+	t.keyFunc = c.keyFunc
+	t.retries, t.retryAll = c.retries, c.retryAll
+	t.retryPolicy, t.prepareRetry = c.retryPolicy, c.prepareRetry
+	t.maxWait, t.maxDelay = c.maxWait, c.maxDelay
+	t.logger, t.observer, t.longWait = c.logger, c.observer, c.longWait
+	t.views.New = func() any { return new(http.Request) }
 	if len(c.rules) > 0 {
 		t.mux = http.NewServeMux()
 		for _, r := range c.rules {
@@ -137,533 +122,274 @@ func NewTransport(base http.RoundTripper, opts ...Option) *Transport {
 			Store:        c.store,
 		})
 	})
-	return t
 }
 
-// routeMarker is the handler registered for a pattern: the mux is only asked
-// which pattern matches, never to serve.
-type routeMarker struct{ rule *rule }
+var (
+	errNilURL      = errors.New("pacer: nil Request.URL")
+	errNilResponse = errors.New("pacer: base RoundTripper returned a nil *Response with a nil error")
+)
 
-func (*routeMarker) ServeHTTP(http.ResponseWriter, *http.Request) {}
+// RoundTrip sends req once its endpoint's limiter admits it, and retries it
+// when the retry policy asks for it and the request can be retried (see
+// [WithRetries], [WithRetryPolicy]). It implements [http.RoundTripper].
+//
+// It returns a [*RateLimitError] without sending, and without sleeping, when
+// a wait would exceed the transport's MaxWait or pass req's context
+// deadline; the context's error, promptly, when it is cancelled while
+// waiting; and the last response when retries are exhausted, not allowed,
+// or would come too late. The request body is always closed.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.init()
+	if req.URL == nil {
+		closeRequestBody(req)
+		return nil, errNilURL
+	}
+	ctx := req.Context()
+	rt := roundTrip{t: t, req: req, ctx: ctx, cost: costFrom(ctx), u: partsOf(req)}
+	if t.observer != nil {
+		rt.waitFrom = time.Now()
+	}
+	o := rt.attempt(nil)
+	for o.retry() {
+		rt.n++
+		o = rt.attempt(&o)
+	}
+	return o.result()
+}
 
-func register(mux *http.ServeMux, r *rule) {
-	pattern := muxPattern(r.pattern)
-	defer func() {
-		if p := recover(); p != nil {
-			panic(fmt.Sprintf("pacer: WithEndpoint(%q): %v", r.pattern, p))
+// One request's path, top to bottom: RoundTrip runs attempts until one ends
+// without a retry. An attempt (run) waits out the retry the previous one
+// asked for, picks its endpoint and limiter (route.go, endpoint.go), waits
+// for the limiter (Adaptive.Acquire), sends through the base transport and
+// reads the response (headers.go, skew.go, classify.go); settle then squares
+// it in one place (the limiter learns the response through Permit.Done, the
+// endpoints are released, Stats counts, the observer sees the attempt), and
+// decide (retry.go) asks the retry policy whether and when to go again.
+
+// roundTrip is one call of RoundTrip, across its attempts.
+type roundTrip struct {
+	t        *Transport
+	req      *http.Request // the caller's: sent by the first attempt, cloned by retries, never modified
+	ctx      context.Context
+	cost     float64
+	u        urlParts
+	n        int           // the attempt: 0 for the first, n for the n-th retry
+	waitFrom time.Time     // when the attempt began to wait; set only for an observer
+	backoff  time.Duration // the last retry's backoff floor (see nextBackoff)
+}
+
+// attemptOutcome is how an attempt ended: with what RoundTrip returns, or with a
+// retry to make. The response of an attempt that asks for a retry stays
+// open until the retry goes (then it is drained) or is refused as too late
+// (then it is returned).
+type attemptOutcome struct {
+	resp *http.Response
+	err  error // a transport error, or the retry policy's
+	// retryAt is when the retry may start; zero when there is none.
+	retryAt time.Time
+	key     string    // the endpoint the retry expects to wait on
+	lim     *endpoint // the endpoint the attempt waited on, which counts the retry
+	info    Info      // what the response said, for a *RateLimitError
+}
+
+func (o *attemptOutcome) retry() bool { return !o.retryAt.IsZero() }
+
+// result is what RoundTrip returns for o: never a response together with an
+// error. A response the retry policy turned into an error is drained and
+// closed, as go-retryablehttp does.
+func (o *attemptOutcome) result() (*http.Response, error) {
+	if o.err != nil && o.resp != nil {
+		drain(o.resp.Body)
+		return nil, o.err
+	}
+	return o.resp, o.err
+}
+
+// attemptState is one attempt as it went: what it took, sent and got. run
+// fills it and may stop at any step; settle then squares it, whichever step
+// it stopped at.
+type attemptState struct {
+	key     string    // the endpoint the attempt waited on (or would have), for the observer
+	ep, lim *endpoint // the request's endpoint and the one whose limiter it waits on; nil until acquired
+	seen    seenBinding
+	permit  Permit
+	out     *http.Request // what the attempt sends: req, or a replay of it; nil before the replay is made
+	sent    bool          // out was handed to the base transport, which closes its body
+	sentAt  time.Time     // set only for an observer
+	resp    *http.Response
+	now     time.Time // when resp arrived
+	info    Info
+	sig     Signal
+	// throttled reports a response saying the rate limit was hit (see
+	// isThrottled), unless its body says the quota is gone for good.
+	throttled bool
+	err       error     // why the attempt got no response
+	refusedBy *endpoint // the endpoint whose Refused counts err, a *RateLimitError
+	tooLate   bool      // the previous attempt's retry was refused before it waited
+}
+
+// attempt makes attempt rt.n and returns how it ended. prev is the previous
+// attempt's outcome, which asked for this retry; nil for the first.
+//
+// run takes the steps (wait for the retry, for the limiter, send, read the
+// response) and stops at the first that fails; settle is the one place that
+// settles the permit, releases the endpoints, counts, reports and closes a
+// body that was not sent, whatever the step; decide asks the retry policy.
+func (rt *roundTrip) attempt(prev *attemptOutcome) attemptOutcome {
+	var a attemptState
+	rt.run(prev, &a)
+	rt.settle(&a)
+	return rt.decide(prev, &a)
+}
+
+func (rt *roundTrip) run(prev *attemptOutcome, a *attemptState) {
+	t, req := rt.t, rt.req
+	if prev == nil {
+		a.out = req // closed by settle unless the base transport gets it
+	} else {
+		a.key = prev.key
+		if !rt.awaitRetry(prev, a) {
+			return
 		}
-	}()
-	mux.Handle(pattern, &routeMarker{rule: r})
-}
-
-// muxPattern returns pattern as the mux must see it to match what
-// [Transport.match] shows it: the host lower-cased and an IPv6 literal
-// unbracketed. A host with a port panics: ServeMux ignores the request's
-// port, so the pattern would never match.
-func muxPattern(pattern string) string {
-	method, rest := "", pattern
-	if i := strings.IndexAny(pattern, " \t"); i >= 0 {
-		method, rest = pattern[:i+1], strings.TrimLeft(pattern[i:], " \t")
 	}
-	i := strings.IndexByte(rest, '/')
-	if i <= 0 {
-		return pattern // no host; ServeMux judges the rest
+	a.ep = t.keyEndpoint(req, &rt.u)
+	a.lim = t.limiterBound(a.ep, &rt.u, &a.seen)
+	a.key = a.lim.key
+	if t.longWait.fn != nil {
+		t.longWait.report(a.lim, req.Method, time.Now())
 	}
-	host := rest[:i]
-	if strings.ContainsAny(host, " \t") || strings.Contains(rest, "://") {
-		panic(fmt.Sprintf("pacer: WithEndpoint(%q): %q is not a host", pattern, host))
-	}
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		panic(fmt.Sprintf("pacer: WithEndpoint(%q): host %q has a port, which is never matched: use %q (WithKeyFunc can tell ports apart)", pattern, host, h))
-	}
-	host = strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
-	return method + host + rest[i:]
-}
-
-// matchHost returns the host of a request URL as muxPattern writes pattern
-// hosts: without port or IPv6 brackets, lower-cased. It allocates only for a
-// host with upper-case letters.
-func matchHost(h string) string {
-	if strings.IndexByte(h, ':') >= 0 {
-		if hh, _, err := net.SplitHostPort(h); err == nil {
-			h = hh
+	var err error
+	if a.permit, err = a.lim.lim.Acquire(rt.ctx, rt.cost); err != nil {
+		a.err = err
+		if isRateLimitError(err) {
+			a.refusedBy = a.lim
 		}
-	}
-	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
-	for i := 0; i < len(h); i++ {
-		if 'A' <= h[i] && h[i] <= 'Z' {
-			return strings.ToLower(h)
-		}
-	}
-	return h
-}
-
-// WithSafetyFactor sets the fraction of a server's advertised quota the
-// transport plans to use, in (0, 1]; the default 0.9 leaves room for clock
-// skew and other clients.
-func WithSafetyFactor(f float64) Option {
-	if !(f > 0 && f <= 1) {
-		panic(fmt.Sprintf("pacer: WithSafetyFactor(%v): factor must be in (0, 1]", f))
-	}
-	return func(c *config) { c.safety = f }
-}
-
-// WithEndpoint gives the requests matching pattern their own endpoint, keyed
-// by the pattern, with at most limit requests per second and bursts of burst
-// (0 means 1). Headers can lower the rate the endpoint uses, never raise it
-// above limit. With limit [Inf] the pattern only separates the endpoint and
-// the limit is learnt from the server alone.
-//
-// pattern has [http.ServeMux] syntax: "[METHOD ][HOST]/[PATH]", with
-// wildcards ("GET api.example.com/repos/{owner}/{repo}/issues") and a
-// trailing slash matching a subtree ("api.example.com/search/"). It is matched
-// against the request URL's host and path; a pattern without a host matches
-// every host, and all of them then share the one endpoint. Hosts match
-// whatever their case and port (a pattern with a port panics: tell ports
-// apart with [WithKeyFunc]); an IPv6 host may be written with or without
-// brackets. The most specific
-// pattern wins, as in ServeMux; requests matching none use the key function
-// or the host.
-//
-// An endpoint with a finite limit is pinned: its requests always wait on its
-// own limiter, even when the server says the route shares a bucket with
-// others, so that nothing routes around the limit you set.
-func WithEndpoint(pattern string, limit Limit, burst int) Option {
-	if math.IsNaN(float64(limit)) || limit <= 0 {
-		panic(fmt.Sprintf("pacer: WithEndpoint(%q): limit %v must be > 0 (use pacer.Inf for no limit)", pattern, limit))
-	}
-	if burst < 0 {
-		panic(fmt.Sprintf("pacer: WithEndpoint(%q): negative burst %d", pattern, burst))
-	}
-	r := &rule{pattern: pattern}
-	if limit != Inf {
-		r.ceiling, r.burst = limit, max(burst, 1)
-	}
-	return func(c *config) { c.rules = append(c.rules, r) }
-}
-
-// WithKeyFunc keys the requests that match no [WithEndpoint] pattern by
-// fn's result instead of their scheme://host; an empty result falls back to
-// scheme://host. fn is called for every request and must be fast and safe
-// for concurrent use.
-//
-// Keying by credential gives each API token its own limit, as most APIs
-// count quotas per token. Hash the credential rather than returning it: keys
-// are kept in memory, shown by [Transport.Stats], logged and carried by
-// [*RateLimitError] (see the example).
-//
-// Responses naming a server-side bucket are scoped by the key: two keys
-// never share a bucket's limiter, so per-credential keys keep per-credential
-// buckets.
-func WithKeyFunc(fn func(*http.Request) string) Option {
-	if fn == nil {
-		panic("pacer: WithKeyFunc(nil)")
-	}
-	return func(c *config) { c.keyFunc = fn }
-}
-
-// WithMaxWait makes a request whose wait for its limiter would exceed d fail
-// at once with a [*RateLimitError] instead of sleeping. The default, 0, lets
-// a request wait as long as its context allows (a server-requested pause is
-// capped by [WithMaxDelay]); a wait that would pass the context's deadline
-// always fails at once.
-func WithMaxWait(d time.Duration) Option {
-	if d < 0 {
-		panic(fmt.Sprintf("pacer: WithMaxWait(%v): negative duration", d))
-	}
-	return func(c *config) { c.maxWait = d }
-}
-
-// WithMaxDelay caps any pause a server asks for (Retry-After, a quota reset
-// time): hostile or broken values cannot park an endpoint for longer than d.
-// The default is [DefaultMaxDelay].
-func WithMaxDelay(d time.Duration) Option {
-	if d <= 0 {
-		panic(fmt.Sprintf("pacer: WithMaxDelay(%v): duration must be > 0", d))
-	}
-	return func(c *config) { c.maxDelay = d }
-}
-
-// WithRetries sets how many times a throttled request (429, 503, or 403 with
-// an exhausted quota or a Retry-After) is retried; 0 disables retries. The
-// default is [DefaultRetries].
-//
-// A request is retried only when its body can be replayed (no body, or
-// Request.GetBody set, as http.NewRequest does for in-memory bodies) and it
-// is idempotent: GET, HEAD, OPTIONS, TRACE, PUT, DELETE, or any method with an
-// Idempotency-Key or X-Idempotency-Key header. [WithRetryNonIdempotent]
-// widens that. The server has the last word: x-should-retry: false or
-// Stripe-Should-Retry: false prevents a retry, and x-should-retry: true (or
-// Stripe-Should-Retry: true) allows one for any replayable request.
-//
-// Every retry waits for the endpoint's limiter again, at least as long as
-// the response's Retry-After; a wait that would exceed MaxWait or the
-// context's deadline returns a [*RateLimitError] at once.
-func WithRetries(n int) Option {
-	if n < 0 {
-		panic(fmt.Sprintf("pacer: WithRetries(%d): negative count", n))
-	}
-	return func(c *config) { c.retries = n }
-}
-
-// WithRetryNonIdempotent allows retrying throttled requests of any method
-// (POST, PATCH, …) whose body can be replayed. A 429 usually means the
-// server did not act on the request, but only the API's documentation can
-// promise that; use this when it does.
-func WithRetryNonIdempotent() Option {
-	return func(c *config) { c.retryAll = true }
-}
-
-// WithSlowStart sets how many requests may be in flight to an endpoint
-// before its first response arrives (default [DefaultSlowStart]): a fan-out
-// of a thousand requests onto an exhausted quota then costs n 429s, not a
-// thousand. 1 is the most careful, at a round trip for every job.
-func WithSlowStart(n int) Option {
-	if n < 1 {
-		panic(fmt.Sprintf("pacer: WithSlowStart(%d): must be >= 1", n))
-	}
-	return func(c *config) { c.slowStart = n }
-}
-
-// WithIdleTTL sets how long an endpoint may go unused before it is
-// forgotten (default [DefaultIdleTTL]). An endpoint with a request in
-// progress, or still paused by its server, is never evicted; a forgotten one
-// starts over (in slow start) on its next request.
-func WithIdleTTL(d time.Duration) Option {
-	if d <= 0 {
-		panic(fmt.Sprintf("pacer: WithIdleTTL(%v): duration must be > 0", d))
-	}
-	return func(c *config) { c.idleTTL = d }
-}
-
-// WithMaxEndpoints caps the endpoints tracked at once (default
-// [DefaultMaxEndpoints]), so attacker-chosen hosts or keys cannot grow memory
-// without bound. At the cap, the least recently used idle endpoints are
-// evicted, those still paused by their server last. If every endpoint has a
-// request in progress, the table exceeds the cap by at most the number of
-// requests in progress.
-func WithMaxEndpoints(n int) Option {
-	if n < 1 {
-		panic(fmt.Sprintf("pacer: WithMaxEndpoints(%d): must be >= 1", n))
-	}
-	return func(c *config) { c.maxEndpoints = n }
-}
-
-// WithLogger sets where the transport and its limiters log: debug when a
-// limiter retunes and when a request is retried or refused, warn when a
-// server answers 429. nil (the default) disables logging.
-func WithLogger(l *slog.Logger) Option {
-	return func(c *config) { c.logger = l }
-}
-
-// WithStore keeps every endpoint's buckets in s, shared with all limiters
-// that use s: other Transports in this process with one [store.Memory], or
-// Transports in many processes with redisstore. Endpoints with the same key
-// then pace against one quota, and a limit or Retry-After one of them learns
-// applies to all. Without it (the default) buckets are local and cost no
-// store round trips.
-func WithStore(s store.Store) Option {
-	if s == nil {
-		panic("pacer: WithStore(nil)")
-	}
-	return func(c *config) { c.store = s }
-}
-
-// WithObserver calls fn after every attempt of every request, including
-// attempts the limiter refused, for metrics (see the metrics example). fn
-// runs on the request's goroutine: it must be fast and safe for concurrent
-// use.
-func WithObserver(fn func(Attempt)) Option {
-	if fn == nil {
-		panic("pacer: WithObserver(nil)")
-	}
-	return func(c *config) { c.observer = fn }
-}
-
-// WithLongWaits calls fn when a request is about to wait at least threshold
-// for its endpoint's limiter (a spent quota's reset, a Retry-After, a
-// server that keeps refusing), before it waits, with the time it expects
-// to go: so an application can say "waiting for GitHub's reset at 14:05"
-// instead of looking hung. fn runs on the request's goroutine: it must be
-// fast and safe for concurrent use. threshold must be positive.
-func WithLongWaits(threshold time.Duration, fn func(LongWait)) Option {
-	if fn == nil {
-		panic("pacer: WithLongWaits(threshold, nil)")
-	}
-	if threshold <= 0 {
-		panic(fmt.Sprintf("pacer: WithLongWaits(%v, fn): threshold must be > 0", threshold))
-	}
-	return func(c *config) { c.longWait = longWaitHook{threshold: threshold, fn: fn} }
-}
-
-// LongWait is a wait [WithLongWaits] reports.
-type LongWait struct {
-	Endpoint string    // the endpoint's key (see EndpointStats.Key)
-	Method   string    // the request's method
-	Until    time.Time // when the request expects to go
-	Info     Info      // what the endpoint's last response said
-}
-
-type longWaitHook struct {
-	threshold time.Duration
-	fn        func(LongWait)
-}
-
-// report calls the hook if lim would hold a request from now for at least
-// the threshold. The limiter's state is read, not changed.
-func (h longWaitHook) report(lim *endpoint, method string, now time.Time) {
-	if h.fn == nil {
 		return
 	}
-	if at := lim.lim.nextAllowed(); at.Sub(now) >= h.threshold {
-		h.fn(LongWait{Endpoint: lim.key, Method: method, Until: at, Info: lim.lim.Stats().LastInfo})
+	if prev != nil {
+		if a.out, err = replay(req); err == nil && t.prepareRetry != nil {
+			err = t.prepareRetry(a.out)
+		}
+		if err != nil {
+			a.err = err
+			return
+		}
 	}
-}
-
-// Attempt describes one attempt of a request, for [WithObserver].
-type Attempt struct {
-	// Endpoint is the key of the limiter the attempt waited on: a pattern, a
-	// key, scheme://host, or "scope#bucket" for a server-named bucket.
-	Endpoint string
-	// Method is the request's method.
-	Method string
-	// Retry is 0 for a request's first attempt and n for its n-th retry.
-	Retry int
-	// Wait is how long the attempt waited before being sent: the retry
-	// backoff, if any, plus the limiter's wait.
-	Wait time.Duration
-	// Latency is how long the base transport took to return; 0 when the
-	// attempt was not sent.
-	Latency time.Duration
-	// Status is the response's status code; 0 when there was no response.
-	Status int
-	// Throttled reports a response saying the rate limit was hit: a 429, a
-	// 503, or a 403 with an exhausted quota or a Retry-After.
-	Throttled bool
-	// Err is why there was no response: a [*RateLimitError] when the
-	// limiter refused at once, the context's error, or the base transport's.
-	Err error
-}
-
-type costKey struct{}
-
-// WithCost returns a context whose requests cost n units of the endpoint's
-// token-denominated quotas (the tokens quotas of LLM APIs): a limiter that
-// has learnt such a quota admits the request only when n units are left.
-// Request quotas are charged one per request regardless. A negative or NaN
-// cost counts as 0.
-func WithCost(ctx context.Context, n float64) context.Context {
-	if !(n > 0) {
-		n = 0
+	if t.observer != nil {
+		a.sentAt = time.Now()
 	}
-	return context.WithValue(ctx, costKey{}, n)
+	a.sent = true
+	resp, err := t.base.RoundTrip(a.out)
+	if err == nil && resp == nil {
+		err = errNilResponse
+	}
+	if err != nil {
+		a.err = err
+		return
+	}
+	if resp.Body == nil {
+		// As http.Client does: many RoundTrippers (mostly in tests) mean
+		// an empty body by a nil one.
+		resp.Body = http.NoBody
+	}
+	// One clock reading serves the headers, the limiter and the table.
+	a.resp, a.now = resp, time.Now()
+	a.ep.clock.observe(dateOf(resp.Header), a.now)
+	a.info, _ = parseHeadersSkewed(resp.Header, a.now, t.maxDelay, a.ep.clock.offset(a.now))
+	a.sig = bodySignal(resp)
+	a.throttled = a.sig == SignalBodyLimit || (a.sig != SignalGone && isThrottled(resp, &a.info))
 }
 
-func costFrom(ctx context.Context) float64 {
-	n, _ := ctx.Value(costKey{}).(float64)
-	return n
+// awaitRetry waits until the retry prev asked for may start. It reports
+// false, with a.err set, when the retry is refused (it would start past
+// MaxWait, MaxDelay or the context's deadline: a *RateLimitError, and
+// prev's response is kept for the caller) or the context ends while it
+// waits.
+func (rt *roundTrip) awaitRetry(prev *attemptOutcome, a *attemptState) bool {
+	t := rt.t
+	now := time.Now()
+	if rle := t.tooLate(rt.ctx, prev.key, prev.retryAt, now, prev.info); rle != nil {
+		a.err, a.refusedBy, a.tooLate = rle, prev.lim, true
+		return false
+	}
+	status := 0
+	if prev.resp != nil {
+		status = prev.resp.StatusCode
+		drain(prev.resp.Body)
+	}
+	prev.lim.retries.Add(1)
+	if t.logger != nil {
+		t.logger.LogAttrs(rt.ctx, slog.LevelDebug, "pacer: retrying throttled request",
+			slog.String("endpoint", prev.key), slog.Int("status", status),
+			slog.Int("retry", rt.n), slog.Duration("wait", prev.retryAt.Sub(now)))
+	}
+	if err := sleepUntil(rt.ctx, prev.retryAt); err != nil {
+		a.err = err
+		return false
+	}
+	return true
+}
+
+// settle squares an attempt, whichever step it stopped at: the permit is
+// settled (Done once sent, learning the response if there is one; Abandon
+// if admitted but not sent), a request body not handed to the base
+// transport is closed, the endpoints are released, and the attempt is
+// counted and reported.
+func (rt *roundTrip) settle(a *attemptState) {
+	t := rt.t
+	switch {
+	case a.resp != nil:
+		t.learn(a.ep, a.lim, &rt.u, &a.seen, &a.permit, a.resp.StatusCode, a.info, a.sig, a.now)
+	case a.sent:
+		a.permit.Done(nil)
+		a.lim.failures.Add(1)
+	default:
+		a.permit.Abandon() // nothing to do if nothing was admitted
+		if a.out != nil {
+			closeRequestBody(a.out)
+		}
+	}
+	if a.ep != nil {
+		now := a.now
+		if now.IsZero() {
+			now = time.Now()
+		}
+		t.releaseAt(a.ep, a.lim, toNanos(now))
+	}
+	if a.refusedBy != nil {
+		a.refusedBy.refused.Add(1)
+		t.logRefused(rt.ctx, a.key, a.err)
+	}
+	if t.observer == nil {
+		return
+	}
+	at := Attempt{Endpoint: a.key, Method: rt.req.Method, Retry: rt.n, Err: a.err, Wait: elapsedSince(rt.waitFrom)}
+	if a.sent && !a.sentAt.IsZero() {
+		at.Wait = a.sentAt.Sub(rt.waitFrom)
+		at.Latency = time.Since(a.sentAt)
+		if a.resp != nil {
+			at.Latency = a.now.Sub(a.sentAt)
+			at.Status, at.Throttled = a.resp.StatusCode, a.throttled
+		}
+	}
+	t.observer(at)
+	rt.waitFrom = time.Now()
 }
 
 // CloseIdleConnections closes the idle connections of the base transport, if
 // it has a CloseIdleConnections method (http.Client.CloseIdleConnections
 // calls this).
 func (t *Transport) CloseIdleConnections() {
+	t.init()
 	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}
 }
 
-// EndpointStats is a snapshot of one endpoint of a [Transport].
-type EndpointStats struct {
-	// Key is the endpoint's key: a pattern, a key function's result,
-	// scheme://host, or "scope#bucket" for a server-named bucket.
-	Key string
-	AdaptiveStats
-	// Retries counts throttled responses of this endpoint that were retried.
-	Retries int64
-	// Refused counts requests refused at once with a [*RateLimitError].
-	Refused int64
-	// Errors counts attempts the base transport failed (no response).
-	Errors int64
-}
-
-// Stats returns a snapshot of every endpoint the transport tracks, sorted
-// by key. Each endpoint's figures are read separately, not at one instant.
-func (t *Transport) Stats() []EndpointStats {
-	eps := t.eps.snapshot()
-	out := make([]EndpointStats, 0, len(eps))
-	for _, ep := range eps {
-		out = append(out, EndpointStats{
-			Key:           ep.key,
-			AdaptiveStats: ep.lim.Stats(),
-			Retries:       ep.retries.Load(),
-			Refused:       ep.refused.Load(),
-			Errors:        ep.failures.Load(),
-		})
-	}
-	slices.SortFunc(out, func(a, b EndpointStats) int { return cmp.Compare(a.Key, b.Key) })
-	return out
-}
-
-// keyOf returns r's endpoint key and the rule of the pattern that produced
-// it: the matching pattern, else the key function's result; "" when r is
-// keyed by its scheme://host.
-func (t *Transport) keyOf(r *http.Request) (string, *rule) {
-	if t.mux != nil {
-		if rl := t.match(r); rl != nil {
-			return rl.pattern, rl
-		}
-	}
-	if t.keyFunc != nil {
-		return t.keyFunc(r), nil
-	}
-	return "", nil
-}
-
-// keyEndpoint acquires the endpoint of r's key.
-func (t *Transport) keyEndpoint(r *http.Request, u *urlParts) *endpoint {
-	if k, rl := t.keyOf(r); k != "" {
-		return t.eps.acquire(k, &spec{rule: rl})
-	}
-	return t.eps.acquireHost(u)
-}
-
-// limiterEndpoint acquires the endpoint whose limiter r waits on: the
-// server-named bucket its route is bound to, else ep itself.
-func (t *Transport) limiterEndpoint(ep *endpoint, u *urlParts) *endpoint {
-	return t.limiterBound(ep, u, nil)
-}
-
-// seenBinding is the binding of a request's route as limiterBound found it,
-// and the route table it came from: learn reuses it while ep's table is
-// the same (bind replaces the table), sparing a second hash of the route.
-type seenBinding struct {
-	routes *map[routeKey]binding
-	b      binding
-}
-
-// limiterBound is limiterEndpoint, recording in seen (if not nil) the
-// binding it found.
-func (t *Transport) limiterBound(ep *endpoint, u *urlParts, seen *seenBinding) *endpoint {
-	var b binding
-	if m := ep.routes.Load(); m != nil {
-		b = (*m)[routeKeyOf(ep, u)]
-		if seen != nil {
-			*seen = seenBinding{routes: m, b: b}
-		}
-	}
-	if b.key != "" {
-		return t.eps.acquireBucket(b.key, b.name)
-	}
-	return ep
-}
-
-// peekLimiter returns the endpoint whose limiter r would wait on, without
-// creating or counting anything; nil if it is not tracked.
-func (t *Transport) peekLimiter(r *http.Request) *endpoint {
-	u := partsOf(r)
-	var ep *endpoint
-	if k, _ := t.keyOf(r); k != "" {
-		ep = t.eps.peek(k)
-	} else {
-		ep = t.eps.peekHost(&u)
-	}
-	if ep == nil {
-		return nil
-	}
-	if b := ep.boundBucket(&u); b.key != "" {
-		if bep := t.eps.peek(b.key); bep != nil {
-			return bep
-		}
-	}
-	return ep
-}
-
-// match returns the rule of the pattern r matches, or nil.
-func (t *Transport) match(r *http.Request) *rule {
-	view := r
-	// ServeMux matches on Request.Host; a client request's Host may be empty
-	// or a virtual host, and its endpoint is where it is sent: URL.Host.
-	// Its port is not matched (ServeMux ignores it) and its case does not
-	// matter.
-	if host := matchHost(r.URL.Host); r.Host != host || r.Method == "" {
-		v := t.views.Get().(*http.Request)
-		v.Method, v.Host, v.URL = r.Method, host, r.URL
-		if v.Method == "" {
-			v.Method = http.MethodGet
-		}
-		view = v
-		defer func() {
-			*v = http.Request{}
-			t.views.Put(v)
-		}()
-	}
-	// A path that needs cleaning, or the /tree → /tree/ redirect, yields
-	// ServeMux's redirect handler rather than a marker: no pattern matched
-	// the request as sent.
-	h, _ := t.mux.Handler(view)
-	if m, ok := h.(*routeMarker); ok {
-		return m.rule
-	}
-	return nil
-}
-
-// learn reports an admitted attempt's outcome to the limiter that admitted
-// it and learns the server-named bucket of ep's route from it.
-// sig is what the response's body said; now is when the response arrived.
-// seen is the binding limiterBound found for the request, or nil.
-func (t *Transport) learn(ep, lim *endpoint, u *urlParts, seen *seenBinding, p *Permit, status int, info Info, sig Signal, now time.Time) {
-	if lim.bucket != "" && info.Bucket != "" && info.Bucket != lim.bucket {
-		// The server moved this route to another bucket: what the response
-		// says belongs to that bucket (taught below), not to lim's.
-		p.doneAt(Outcome{}, now)
-	} else {
-		p.doneAt(Outcome{Status: status, Info: info, Signal: sig}, now)
-	}
-	if info.Bucket == "" || ep.pinned || len(info.Bucket) > maxBucketName {
-		return
-	}
-	var b binding
-	if m := ep.routes.Load(); seen != nil && m == seen.routes {
-		b = seen.b
-	} else {
-		b = ep.boundBucket(u)
-	}
-	rebind := b.name != info.Bucket
-	if rebind {
-		scope := ep.key
-		if ep.hostScoped {
-			scope = hostKey(u)
-		}
-		b = binding{key: scope + "#" + info.Bucket, name: info.Bucket}
-	}
-	if lim.bucket != info.Bucket {
-		// Teach first: requests the binding sends to the bucket's limiter
-		// must find it knowing what this response said.
-		t.eps.teachBucket(b.key, b.name, lim.lim, status, info)
-	}
-	if rebind {
-		ep.bind(u, b)
-	}
-}
-
-func (t *Transport) release(ep, lim *endpoint) {
-	t.releaseAt(ep, lim, nanotime())
-}
-
-// releaseAt is release at now on the table's clock, for a caller that has
-// read the clock already.
-func (t *Transport) releaseAt(ep, lim *endpoint, now int64) {
-	if lim != ep {
-		t.eps.releaseAt(lim, now)
-	}
-	t.eps.releaseAt(ep, now)
-}
-
-// report calls the observer, if any.
-func (t *Transport) report(a Attempt) {
-	if t.observer != nil {
-		t.observer(a)
+func (t *Transport) logRefused(ctx context.Context, key string, err error) {
+	if t.logger != nil {
+		t.logger.LogAttrs(ctx, slog.LevelDebug, "pacer: request refused",
+			slog.String("endpoint", key), slog.String("error", err.Error()))
 	}
 }
 
@@ -671,4 +397,12 @@ func (t *Transport) report(a Attempt) {
 func isRateLimitError(err error) bool {
 	var rle *RateLimitError
 	return errors.As(err, &rle)
+}
+
+// elapsedSince is time.Since for a start time that may be unset (observer off).
+func elapsedSince(t time.Time) time.Duration {
+	if t.IsZero() {
+		return 0
+	}
+	return time.Since(t)
 }

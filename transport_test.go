@@ -232,7 +232,7 @@ func (m hostMux) RoundTrip(r *http.Request) (*http.Response, error) {
 	if rt, ok := m[r.URL.Host]; ok {
 		return rt.RoundTrip(r)
 	}
-	closeBody(r)
+	closeRequestBody(r)
 	return nil, fmt.Errorf("no such host %q", r.URL.Host)
 }
 

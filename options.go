@@ -1,0 +1,235 @@
+package pacer
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/pacer-go/pacer/store"
+)
+
+// Option configures a [Transport]. Options are validated when they are
+// created: an invalid value panics with a message naming the option.
+type Option func(*config)
+
+type config struct {
+	safety       float64
+	rules        []*rule
+	keyFunc      func(*http.Request) string
+	maxWait      time.Duration
+	maxDelay     time.Duration
+	retries      int
+	retryAll     bool
+	slowStart    int
+	idleTTL      time.Duration
+	maxEndpoints int
+	logger       *slog.Logger
+	observer     func(Attempt)
+	longWait     longWaitHook
+	store        store.Store
+	retryPolicy  func(context.Context, *http.Response, error) (bool, error)
+	prepareRetry func(*http.Request) error
+}
+
+// defaultConfig is the configuration without options: NewTransport's
+// starting point and what the zero Transport uses.
+func defaultConfig() config {
+	return config{
+		safety:       0.9,
+		maxDelay:     DefaultMaxDelay,
+		retries:      DefaultRetries,
+		slowStart:    DefaultSlowStart,
+		idleTTL:      DefaultIdleTTL,
+		maxEndpoints: DefaultMaxEndpoints,
+	}
+}
+
+// WithSafetyFactor sets the fraction of a server's advertised quota the
+// transport plans to use, in (0, 1]; the default 0.9 leaves room for clock
+// skew and other clients.
+func WithSafetyFactor(f float64) Option {
+	if !(f > 0 && f <= 1) {
+		panic(fmt.Sprintf("pacer: WithSafetyFactor(%v): factor must be in (0, 1]", f))
+	}
+	return func(c *config) { c.safety = f }
+}
+
+// WithEndpoint gives the requests matching pattern their own endpoint, keyed
+// by the pattern, with at most limit requests per second and bursts of burst
+// (0 means 1). Headers can lower the rate the endpoint uses, never raise it
+// above limit. With limit [Inf] the pattern only separates the endpoint and
+// the limit is learnt from the server alone.
+//
+// pattern has [http.ServeMux] syntax: "[METHOD ][HOST]/[PATH]", with
+// wildcards ("GET api.example.com/repos/{owner}/{repo}/issues") and a
+// trailing slash matching a subtree ("api.example.com/search/"). It is matched
+// against the request URL's host and path; a pattern without a host matches
+// every host, and all of them then share the one endpoint. Hosts match
+// whatever their case and port (a pattern with a port panics: tell ports
+// apart with [WithKeyFunc]); an IPv6 host may be written with or without
+// brackets. The most specific
+// pattern wins, as in ServeMux; requests matching none use the key function
+// or the host.
+//
+// An endpoint with a finite limit is pinned: its requests always wait on its
+// own limiter, even when the server says the route shares a bucket with
+// others, so that nothing routes around the limit you set.
+func WithEndpoint(pattern string, limit Limit, burst int) Option {
+	if math.IsNaN(float64(limit)) || limit <= 0 {
+		panic(fmt.Sprintf("pacer: WithEndpoint(%q): limit %v must be > 0 (use pacer.Inf for no limit)", pattern, limit))
+	}
+	if burst < 0 {
+		panic(fmt.Sprintf("pacer: WithEndpoint(%q): negative burst %d", pattern, burst))
+	}
+	r := &rule{pattern: pattern}
+	if limit != Inf {
+		r.ceiling, r.burst = limit, max(burst, 1)
+	}
+	return func(c *config) { c.rules = append(c.rules, r) }
+}
+
+// WithKeyFunc keys the requests that match no [WithEndpoint] pattern by
+// fn's result instead of their scheme://host; an empty result falls back to
+// scheme://host. fn is called for every request and must be fast and safe
+// for concurrent use.
+//
+// Keying by credential gives each API token its own limit, as most APIs
+// count quotas per token. Hash the credential rather than returning it: keys
+// are kept in memory, shown by [Transport.Stats], logged and carried by
+// [*RateLimitError] (see the example).
+//
+// Responses naming a server-side bucket are scoped by the key: two keys
+// never share a bucket's limiter, so per-credential keys keep per-credential
+// buckets.
+func WithKeyFunc(fn func(*http.Request) string) Option {
+	if fn == nil {
+		panic("pacer: WithKeyFunc(nil)")
+	}
+	return func(c *config) { c.keyFunc = fn }
+}
+
+// WithMaxWait makes a request whose wait for its limiter would exceed d fail
+// at once with a [*RateLimitError] instead of sleeping. The default, 0, lets
+// a request wait as long as its context allows (a server-requested pause is
+// capped by [WithMaxDelay]); a wait that would pass the context's deadline
+// always fails at once.
+func WithMaxWait(d time.Duration) Option {
+	if d < 0 {
+		panic(fmt.Sprintf("pacer: WithMaxWait(%v): negative duration", d))
+	}
+	return func(c *config) { c.maxWait = d }
+}
+
+// WithMaxDelay caps any pause a server asks for (Retry-After, a quota reset
+// time): hostile or broken values cannot park an endpoint for longer than d.
+// The default is [DefaultMaxDelay].
+func WithMaxDelay(d time.Duration) Option {
+	if d <= 0 {
+		panic(fmt.Sprintf("pacer: WithMaxDelay(%v): duration must be > 0", d))
+	}
+	return func(c *config) { c.maxDelay = d }
+}
+
+// WithSlowStart sets how many requests may be in flight to an endpoint
+// before its first response arrives (default [DefaultSlowStart]): a fan-out
+// of a thousand requests onto an exhausted quota then costs n 429s, not a
+// thousand. 1 is the most careful, at a round trip for every job.
+func WithSlowStart(n int) Option {
+	if n < 1 {
+		panic(fmt.Sprintf("pacer: WithSlowStart(%d): must be >= 1", n))
+	}
+	return func(c *config) { c.slowStart = n }
+}
+
+// WithIdleTTL sets how long an endpoint may go unused before it is
+// forgotten (default [DefaultIdleTTL]). An endpoint with a request in
+// progress, or still paused by its server, is never evicted; a forgotten one
+// starts over (in slow start) on its next request.
+func WithIdleTTL(d time.Duration) Option {
+	if d <= 0 {
+		panic(fmt.Sprintf("pacer: WithIdleTTL(%v): duration must be > 0", d))
+	}
+	return func(c *config) { c.idleTTL = d }
+}
+
+// WithMaxEndpoints caps the endpoints tracked at once (default
+// [DefaultMaxEndpoints]), so attacker-chosen hosts or keys cannot grow memory
+// without bound. At the cap, the least recently used idle endpoints are
+// evicted, those still paused by their server last. If every endpoint has a
+// request in progress, the table exceeds the cap by at most the number of
+// requests in progress.
+func WithMaxEndpoints(n int) Option {
+	if n < 1 {
+		panic(fmt.Sprintf("pacer: WithMaxEndpoints(%d): must be >= 1", n))
+	}
+	return func(c *config) { c.maxEndpoints = n }
+}
+
+// WithLogger sets where the transport and its limiters log: debug when a
+// limiter retunes and when a request is retried or refused, warn when a
+// server answers 429. nil (the default) disables logging.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) { c.logger = l }
+}
+
+// WithStore keeps every endpoint's buckets in s, shared with all limiters
+// that use s: other Transports in this process with one [store.Memory], or
+// Transports in many processes with redisstore. Endpoints with the same key
+// then pace against one quota, and a limit or Retry-After one of them learns
+// applies to all. Without it (the default) buckets are local and cost no
+// store round trips.
+func WithStore(s store.Store) Option {
+	if s == nil {
+		panic("pacer: WithStore(nil)")
+	}
+	return func(c *config) { c.store = s }
+}
+
+// WithObserver calls fn after every attempt of every request, including
+// attempts the limiter refused, for metrics (see the metrics example). fn
+// runs on the request's goroutine: it must be fast and safe for concurrent
+// use.
+func WithObserver(fn func(Attempt)) Option {
+	if fn == nil {
+		panic("pacer: WithObserver(nil)")
+	}
+	return func(c *config) { c.observer = fn }
+}
+
+// WithLongWaits calls fn when a request is about to wait at least threshold
+// for its endpoint's limiter (a spent quota's reset, a Retry-After, a
+// server that keeps refusing), before it waits, with the time it expects
+// to go: so an application can say "waiting for GitHub's reset at 14:05"
+// instead of looking hung. fn runs on the request's goroutine: it must be
+// fast and safe for concurrent use. threshold must be positive.
+func WithLongWaits(threshold time.Duration, fn func(LongWait)) Option {
+	if fn == nil {
+		panic("pacer: WithLongWaits(threshold, nil)")
+	}
+	if threshold <= 0 {
+		panic(fmt.Sprintf("pacer: WithLongWaits(%v, fn): threshold must be > 0", threshold))
+	}
+	return func(c *config) { c.longWait = longWaitHook{threshold: threshold, fn: fn} }
+}
+
+type costKey struct{}
+
+// WithCost returns a context whose requests cost n units of the endpoint's
+// token-denominated quotas (the tokens quotas of LLM APIs): a limiter that
+// has learnt such a quota admits the request only when n units are left.
+// Request quotas are charged one per request regardless. A negative or NaN
+// cost counts as 0.
+func WithCost(ctx context.Context, n float64) context.Context {
+	if !(n > 0) {
+		n = 0
+	}
+	return context.WithValue(ctx, costKey{}, n)
+}
+
+func costFrom(ctx context.Context) float64 {
+	n, _ := ctx.Value(costKey{}).(float64)
+	return n
+}

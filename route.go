@@ -1,0 +1,226 @@
+package pacer
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// This file maps a request to the endpoint and limiter it waits on (route
+// patterns, key functions, hosts, server-named buckets) and teaches a
+// server-named bucket what a response said.
+
+// routeMarker is the handler registered for a pattern: the mux is only asked
+// which pattern matches, never to serve.
+type routeMarker struct{ rule *rule }
+
+func (*routeMarker) ServeHTTP(http.ResponseWriter, *http.Request) {}
+
+func register(mux *http.ServeMux, r *rule) {
+	pattern := muxPattern(r.pattern)
+	defer func() {
+		if p := recover(); p != nil {
+			panic(fmt.Sprintf("pacer: WithEndpoint(%q): %v", r.pattern, p))
+		}
+	}()
+	mux.Handle(pattern, &routeMarker{rule: r})
+}
+
+// muxPattern returns pattern as the mux must see it to match what
+// [Transport.match] shows it: the host lower-cased and an IPv6 literal
+// unbracketed. A host with a port panics: ServeMux ignores the request's
+// port, so the pattern would never match.
+func muxPattern(pattern string) string {
+	method, rest := "", pattern
+	if i := strings.IndexAny(pattern, " \t"); i >= 0 {
+		method, rest = pattern[:i+1], strings.TrimLeft(pattern[i:], " \t")
+	}
+	i := strings.IndexByte(rest, '/')
+	if i <= 0 {
+		return pattern // no host; ServeMux judges the rest
+	}
+	host := rest[:i]
+	if strings.ContainsAny(host, " \t") || strings.Contains(rest, "://") {
+		panic(fmt.Sprintf("pacer: WithEndpoint(%q): %q is not a host", pattern, host))
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		panic(fmt.Sprintf("pacer: WithEndpoint(%q): host %q has a port, which is never matched: use %q (WithKeyFunc can tell ports apart)", pattern, host, h))
+	}
+	host = strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+	return method + host + rest[i:]
+}
+
+// matchHost returns the host of a request URL as muxPattern writes pattern
+// hosts: without port or IPv6 brackets, lower-cased. It allocates only for a
+// host with upper-case letters.
+func matchHost(h string) string {
+	if strings.IndexByte(h, ':') >= 0 {
+		if hh, _, err := net.SplitHostPort(h); err == nil {
+			h = hh
+		}
+	}
+	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	for i := 0; i < len(h); i++ {
+		if 'A' <= h[i] && h[i] <= 'Z' {
+			return strings.ToLower(h)
+		}
+	}
+	return h
+}
+
+// keyOf returns r's endpoint key and the rule of the pattern that produced
+// it: the matching pattern, else the key function's result; "" when r is
+// keyed by its scheme://host.
+func (t *Transport) keyOf(r *http.Request) (string, *rule) {
+	if t.mux != nil {
+		if rl := t.match(r); rl != nil {
+			return rl.pattern, rl
+		}
+	}
+	if t.keyFunc != nil {
+		return t.keyFunc(r), nil
+	}
+	return "", nil
+}
+
+// keyEndpoint acquires the endpoint of r's key.
+func (t *Transport) keyEndpoint(r *http.Request, u *urlParts) *endpoint {
+	if k, rl := t.keyOf(r); k != "" {
+		return t.eps.acquire(k, &spec{rule: rl})
+	}
+	return t.eps.acquireHost(u)
+}
+
+// limiterEndpoint acquires the endpoint whose limiter r waits on: the
+// server-named bucket its route is bound to, else ep itself.
+func (t *Transport) limiterEndpoint(ep *endpoint, u *urlParts) *endpoint {
+	return t.limiterBound(ep, u, nil)
+}
+
+// seenBinding is the binding of a request's route as limiterBound found it,
+// and the route table it came from: learn reuses it while ep's table is
+// the same (bind replaces the table), sparing a second hash of the route.
+type seenBinding struct {
+	routes *map[routeKey]binding
+	b      binding
+}
+
+// limiterBound is limiterEndpoint, recording in seen (if not nil) the
+// binding it found.
+func (t *Transport) limiterBound(ep *endpoint, u *urlParts, seen *seenBinding) *endpoint {
+	var b binding
+	if m := ep.routes.Load(); m != nil {
+		b = (*m)[routeKeyOf(ep, u)]
+		if seen != nil {
+			*seen = seenBinding{routes: m, b: b}
+		}
+	}
+	if b.key != "" {
+		return t.eps.acquireBucket(b.key, b.name)
+	}
+	return ep
+}
+
+// peekLimiter returns the endpoint whose limiter r would wait on, without
+// creating or counting anything; nil if it is not tracked.
+func (t *Transport) peekLimiter(r *http.Request) *endpoint {
+	u := partsOf(r)
+	var ep *endpoint
+	if k, _ := t.keyOf(r); k != "" {
+		ep = t.eps.peek(k)
+	} else {
+		ep = t.eps.peekHost(&u)
+	}
+	if ep == nil {
+		return nil
+	}
+	if b := ep.boundBucket(&u); b.key != "" {
+		if bep := t.eps.peek(b.key); bep != nil {
+			return bep
+		}
+	}
+	return ep
+}
+
+// match returns the rule of the pattern r matches, or nil.
+func (t *Transport) match(r *http.Request) *rule {
+	view := r
+	// ServeMux matches on Request.Host; a client request's Host may be empty
+	// or a virtual host, and its endpoint is where it is sent: URL.Host.
+	// Its port is not matched (ServeMux ignores it) and its case does not
+	// matter.
+	if host := matchHost(r.URL.Host); r.Host != host || r.Method == "" {
+		v := t.views.Get().(*http.Request)
+		v.Method, v.Host, v.URL = r.Method, host, r.URL
+		if v.Method == "" {
+			v.Method = http.MethodGet
+		}
+		view = v
+		defer func() {
+			*v = http.Request{}
+			t.views.Put(v)
+		}()
+	}
+	// A path that needs cleaning, or the /tree → /tree/ redirect, yields
+	// ServeMux's redirect handler rather than a marker: no pattern matched
+	// the request as sent.
+	h, _ := t.mux.Handler(view)
+	if m, ok := h.(*routeMarker); ok {
+		return m.rule
+	}
+	return nil
+}
+
+// learn reports an admitted attempt's outcome to the limiter that admitted
+// it and learns the server-named bucket of ep's route from it.
+// sig is what the response's body said; now is when the response arrived.
+// seen is the binding limiterBound found for the request, or nil.
+func (t *Transport) learn(ep, lim *endpoint, u *urlParts, seen *seenBinding, p *Permit, status int, info Info, sig Signal, now time.Time) {
+	if lim.bucket != "" && info.Bucket != "" && info.Bucket != lim.bucket {
+		// The server moved this route to another bucket: what the response
+		// says belongs to that bucket (taught below), not to lim's.
+		p.doneAt(Outcome{}, now)
+	} else {
+		p.doneAt(Outcome{Status: status, Info: info, Signal: sig}, now)
+	}
+	if info.Bucket == "" || ep.pinned || len(info.Bucket) > maxBucketName {
+		return
+	}
+	var b binding
+	if m := ep.routes.Load(); seen != nil && m == seen.routes {
+		b = seen.b
+	} else {
+		b = ep.boundBucket(u)
+	}
+	rebind := b.name != info.Bucket
+	if rebind {
+		scope := ep.key
+		if ep.hostScoped {
+			scope = hostKey(u)
+		}
+		b = binding{key: scope + "#" + info.Bucket, name: info.Bucket}
+	}
+	if lim.bucket != info.Bucket {
+		// Teach first: requests the binding sends to the bucket's limiter
+		// must find it knowing what this response said.
+		t.eps.teachBucket(b.key, b.name, lim.lim, status, info)
+	}
+	if rebind {
+		ep.bind(u, b)
+	}
+}
+
+func (t *Transport) release(ep, lim *endpoint) {
+	t.releaseAt(ep, lim, nanotime())
+}
+
+// releaseAt is release at now on the table's clock, for a caller that has
+// read the clock already.
+func (t *Transport) releaseAt(ep, lim *endpoint, now int64) {
+	if lim != ep {
+		t.eps.releaseAt(lim, now)
+	}
+	t.eps.releaseAt(ep, now)
+}

@@ -1,0 +1,90 @@
+package pacer
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// EndpointStats is a snapshot of one endpoint of a [Transport].
+type EndpointStats struct {
+	// Key is the endpoint's key: a pattern, a key function's result,
+	// scheme://host, or "scope#bucket" for a server-named bucket.
+	Key string
+	AdaptiveStats
+	// Retries counts attempts of this endpoint that were retried (throttled
+	// responses, or what a WithRetryPolicy policy asked to retry).
+	Retries int64
+	// Refused counts requests refused at once with a [*RateLimitError].
+	Refused int64
+	// Errors counts attempts the base transport failed (no response).
+	Errors int64
+}
+
+// Stats returns a snapshot of every endpoint the transport tracks, sorted
+// by key. Each endpoint's figures are read separately, not at one instant.
+func (t *Transport) Stats() []EndpointStats {
+	t.init()
+	eps := t.eps.snapshot()
+	out := make([]EndpointStats, 0, len(eps))
+	for _, ep := range eps {
+		out = append(out, EndpointStats{
+			Key:           ep.key,
+			AdaptiveStats: ep.lim.Stats(),
+			Retries:       ep.retries.Load(),
+			Refused:       ep.refused.Load(),
+			Errors:        ep.failures.Load(),
+		})
+	}
+	slices.SortFunc(out, func(a, b EndpointStats) int { return cmp.Compare(a.Key, b.Key) })
+	return out
+}
+
+// LongWait is a wait [WithLongWaits] reports.
+type LongWait struct {
+	Endpoint string    // the endpoint's key (see EndpointStats.Key)
+	Method   string    // the request's method
+	Until    time.Time // when the request expects to go
+	Info     Info      // what the endpoint's last response said
+}
+
+type longWaitHook struct {
+	threshold time.Duration
+	fn        func(LongWait)
+}
+
+// report calls the hook if lim would hold a request from now for at least
+// the threshold. The limiter's state is read, not changed.
+func (h longWaitHook) report(lim *endpoint, method string, now time.Time) {
+	if h.fn == nil {
+		return
+	}
+	if at := lim.lim.nextAllowed(); at.Sub(now) >= h.threshold {
+		h.fn(LongWait{Endpoint: lim.key, Method: method, Until: at, Info: lim.lim.Stats().LastInfo})
+	}
+}
+
+// Attempt describes one attempt of a request, for [WithObserver].
+type Attempt struct {
+	// Endpoint is the key of the limiter the attempt waited on: a pattern, a
+	// key, scheme://host, or "scope#bucket" for a server-named bucket.
+	Endpoint string
+	// Method is the request's method.
+	Method string
+	// Retry is 0 for a request's first attempt and n for its n-th retry.
+	Retry int
+	// Wait is how long the attempt waited before being sent: the retry
+	// backoff, if any, plus the limiter's wait.
+	Wait time.Duration
+	// Latency is how long the base transport took to return; 0 when the
+	// attempt was not sent.
+	Latency time.Duration
+	// Status is the response's status code; 0 when there was no response.
+	Status int
+	// Throttled reports a response saying the rate limit was hit: a 429, a
+	// 503, or a 403 with an exhausted quota or a Retry-After.
+	Throttled bool
+	// Err is why there was no response: a [*RateLimitError] when the
+	// limiter refused at once, the context's error, or the base transport's.
+	Err error
+}
