@@ -182,23 +182,23 @@ func (p *Permit) Done(resp *http.Response) {
 	}
 	now := time.Now()
 	if resp == nil {
-		p.doneAt(Outcome{}, now)
+		p.doneAt(outcome{}, now)
 		return
 	}
 	a := p.a
 	a.clock.observe(dateOf(resp.Header), now)
 	info, _ := parseHeadersSkewed(resp.Header, now, a.cfg.MaxDelay, a.clock.offset(now))
-	p.doneAt(Outcome{Status: resp.StatusCode, Info: info, Signal: bodySignal(resp)}, now)
+	p.doneAt(outcome{Status: resp.StatusCode, Info: info, signal: bodySignal(resp)}, now)
 }
 
 // doneAt is Done for a response that arrived at now (the Transport's one
 // clock reading per response), the zero time to read the clock.
-func (p *Permit) doneAt(o Outcome, now time.Time) {
+func (p *Permit) doneAt(o outcome, now time.Time) {
 	if !p.live {
 		return
 	}
 	p.live = false
-	p.a.observeCost(o.Status, o.Info, p.cost, o.Signal, now)
+	p.a.observeCost(o.Status, o.Info, p.cost, o.signal, now)
 }
 
 // Abandon settles the permit of a request that was not sent: its charge is

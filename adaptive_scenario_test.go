@@ -36,8 +36,8 @@ type scenario struct {
 	offset time.Duration
 }
 
-// outcome is what a scenario measured.
-type outcome struct {
+// simResult is what a scenario measured.
+type simResult struct {
 	requests, ok, throttled int
 	lateThrottled           int     // 429s for requests sent after the first response arrived
 	capacity                float64 // requests the server could have admitted
@@ -47,7 +47,7 @@ type outcome struct {
 	firstLate               time.Duration // when the first late 429 was sent, from the start
 }
 
-func (o outcome) String() string {
+func (o simResult) String() string {
 	return fmt.Sprintf("requests=%d ok=%d 429=%d (after first response %d, %.2f%%, first at %v) capacity=%.0f goodput=%.3f tokens=%.3f mode=%s",
 		o.requests, o.ok, o.throttled, o.lateThrottled, 100*float64(o.throttled)/max(1, float64(o.requests)),
 		o.firstLate, o.capacity, o.goodput, o.tokGoodput, o.mode)
@@ -56,9 +56,9 @@ func (o outcome) String() string {
 // drive runs sc in a synctest bubble (virtual time) and returns what the
 // server saw. The small driver stands in for the Transport: Wait, send,
 // parseHeaders, Observe.
-func drive(t *testing.T, sc scenario, acfg AdaptiveConfig) outcome {
+func drive(t *testing.T, sc scenario, acfg AdaptiveConfig) simResult {
 	t.Helper()
-	var out outcome
+	var out simResult
 	synctest.Test(t, func(t *testing.T) {
 		time.Sleep(sc.offset)
 		srv := apisim.New(sc.server)

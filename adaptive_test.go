@@ -110,7 +110,7 @@ func TestAdaptiveSpendsWhatTheQuotaAffordsAtOnce(t *testing.T) {
 		assert.Zero(t, time.Since(start), "all that is left goes at once")
 		assert.Equal(t, 0.0, budgetOf(a, "requests"))
 		for i := range permits {
-			permits[i].doneAt(Outcome{Status: http.StatusOK, Info: quota(600, float64(598-i), time.Minute)}, time.Time{})
+			permits[i].doneAt(outcome{Status: http.StatusOK, Info: quota(600, float64(598-i), time.Minute)}, time.Time{})
 		}
 		// The next waits for the reset (plus rollGuard): the window is spent.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -326,7 +326,7 @@ func TestAdaptivePermitAbandonGivesBackItsCharge(t *testing.T) {
 		assert.Equal(t, 1, a.Stats().InFlight)
 		p.Abandon()
 		p.Abandon() // settled once; later calls do nothing
-		p.doneAt(Outcome{Status: http.StatusOK}, time.Time{})
+		p.doneAt(outcome{Status: http.StatusOK}, time.Time{})
 		assert.Equal(t, 10.0, budgetOf(a, "requests"), "a request never sent costs nothing")
 		assert.Equal(t, 5000.0, budgetOf(a, "tokens"))
 		assert.Zero(t, a.Stats().InFlight)
@@ -340,8 +340,8 @@ func TestAdaptivePermitDoneSettlesExactlyOnce(t *testing.T) {
 		require.NoError(t, err)
 		_, err = a.Acquire(context.Background(), 0)
 		require.NoError(t, err)
-		p.doneAt(Outcome{Status: http.StatusOK, Info: quota(100, 98, time.Minute)}, time.Time{})
-		p.doneAt(Outcome{Status: http.StatusOK, Info: quota(100, 98, time.Minute)}, time.Time{})
+		p.doneAt(outcome{Status: http.StatusOK, Info: quota(100, 98, time.Minute)}, time.Time{})
+		p.doneAt(outcome{Status: http.StatusOK, Info: quota(100, 98, time.Minute)}, time.Time{})
 		assert.Equal(t, int64(1), a.Stats().Requests, "a second Done is not a second response")
 		assert.Equal(t, 1, a.Stats().InFlight, "nor a second request out of flight")
 	})

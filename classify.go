@@ -15,13 +15,13 @@ const bodyPeek = 4 << 10
 // header states (GitHub's secondary rate limits, abuse detection) or a quota
 // gone for good (OpenAI's insufficient_quota and billing limits). It reads
 // at most bodyPeek bytes and puts them back: the caller gets the body byte
-// for byte. Other statuses, and bodies that say neither, give SignalNone.
-func bodySignal(resp *http.Response) Signal {
+// for byte. Other statuses, and bodies that say neither, give signalNone.
+func bodySignal(resp *http.Response) signal {
 	if resp.StatusCode != http.StatusForbidden && resp.StatusCode != http.StatusTooManyRequests {
-		return SignalNone
+		return signalNone
 	}
 	if resp.Body == nil || resp.Body == http.NoBody {
-		return SignalNone
+		return signalNone
 	}
 	prefix, err := io.ReadAll(io.LimitReader(resp.Body, bodyPeek))
 	resp.Body = &peekedBody{Reader: io.MultiReader(bytes.NewReader(prefix), errReader{err}, resp.Body), closer: resp.Body}
@@ -29,19 +29,19 @@ func bodySignal(resp *http.Response) Signal {
 }
 
 // classifyBody is bodySignal's decision on a body prefix.
-func classifyBody(b []byte) Signal {
+func classifyBody(b []byte) signal {
 	lower := bytes.ToLower(b)
 	for _, gone := range [...]string{"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"} {
 		if bytes.Contains(lower, []byte(gone)) {
-			return SignalGone
+			return signalGone
 		}
 	}
 	for _, limit := range [...]string{"secondary rate limit", "abuse detection", "rate_limited"} {
 		if bytes.Contains(lower, []byte(limit)) {
-			return SignalBodyLimit
+			return signalBodyLimit
 		}
 	}
-	return SignalNone
+	return signalNone
 }
 
 // peekedBody is a response body whose first bytes were read by the

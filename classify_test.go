@@ -18,15 +18,15 @@ import (
 func TestClassifyBody(t *testing.T) {
 	for _, tc := range []struct {
 		body string
-		want Signal
+		want signal
 	}{
-		{`{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again.","documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"}`, SignalBodyLimit},
-		{`{"message":"You have triggered an abuse detection mechanism."}`, SignalBodyLimit},
-		{`{"errors":[{"type":"RATE_LIMITED","message":"API rate limit exceeded"}]}`, SignalBodyLimit},
-		{`{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`, SignalGone},
-		{`{"error":{"type":"rate_limit_exceeded","message":"Rate limit reached for requests"}}`, SignalNone},
-		{`{"message":"API rate limit exceeded for user ID 1."}`, SignalNone},
-		{``, SignalNone},
+		{`{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again.","documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"}`, signalBodyLimit},
+		{`{"message":"You have triggered an abuse detection mechanism."}`, signalBodyLimit},
+		{`{"errors":[{"type":"RATE_LIMITED","message":"API rate limit exceeded"}]}`, signalBodyLimit},
+		{`{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`, signalGone},
+		{`{"error":{"type":"rate_limit_exceeded","message":"Rate limit reached for requests"}}`, signalNone},
+		{`{"message":"API rate limit exceeded for user ID 1."}`, signalNone},
+		{``, signalNone},
 	} {
 		assert.Equal(t, tc.want, classifyBody([]byte(tc.body)), "%s", tc.body)
 	}
@@ -44,11 +44,11 @@ func TestBodySignalGivesTheBodyBackByteForByte(t *testing.T) {
 		assert.Equal(t, body, string(got))
 		assert.NoError(t, resp.Body.Close())
 		if strings.Contains(body, "secondary") && len(body) < bodyPeek {
-			assert.Equal(t, SignalBodyLimit, sig)
+			assert.Equal(t, signalBodyLimit, sig)
 		}
 	}
 	ok := &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(strings.NewReader("secondary rate limit"))}
-	assert.Equal(t, SignalNone, bodySignal(ok), "only 403 and 429 bodies are read")
+	assert.Equal(t, signalNone, bodySignal(ok), "only 403 and 429 bodies are read")
 }
 
 // OpenAI's insufficient_quota is a 429 whose headers show plenty left: no

@@ -34,7 +34,7 @@
 //	            ├─ the response read: headers.go (every convention,
 //	            │    clock skew: skew.go), classify.go (body-stated
 //	            │    limits, quota gone, overload)
-//	            ├─ Permit.Done(Outcome) → the limiter learns   retune.go, window*.go,
+//	            ├─ Permit.Done(outcome) → the limiter learns   retune.go, window*.go,
 //	            │    infer.go (Retry-After alone), probe.go (CUBIC)
 //	            └─ retry? (throttled, replayable, in time)  retry.go
 //	                 └─ back to endpoint, with the wait the server asked for

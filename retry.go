@@ -167,7 +167,7 @@ func classifyThrottled(resp *http.Response) bool {
 	if resp.StatusCode == http.StatusForbidden {
 		info, _ = parseHeaders(resp.Header, time.Now(), DefaultMaxDelay)
 	}
-	return sig == SignalBodyLimit || (sig != SignalGone && isThrottled(resp, &info))
+	return sig == signalBodyLimit || (sig != signalGone && isThrottled(resp, &info))
 }
 
 // checkRetry asks the retry policy about a sent attempt.

@@ -17,14 +17,14 @@ import (
 // probing fallback on 429/503 without quota headers, and ends slow start.
 // Observe never blocks on the limiter.
 func (a *Adaptive) observe(status int, info Info) {
-	a.observeCost(status, info, -1, SignalNone, time.Time{})
+	a.observeCost(status, info, -1, signalNone, time.Time{})
 }
 
 // observeCost is observe for a request of known cost (a Permit's); cost < 0
 // means unknown. sig is what the response's body said (bodySignal), if
 // anything; now is when the response arrived, the zero time to read the
 // clock.
-func (a *Adaptive) observeCost(status int, info Info, cost float64, sig Signal, now time.Time) {
+func (a *Adaptive) observeCost(status int, info Info, cost float64, sig signal, now time.Time) {
 	a.learn(status, info, true, cost, sig, now)
 	// Only now, with what the response said applied, may a held caller go.
 	a.wakeGate()
@@ -35,7 +35,7 @@ func (a *Adaptive) observeCost(status int, info Info, cost float64, sig Signal, 
 // server's bucket): it retunes, pauses and counts a throttle, and ends slow
 // start if status ≠ 0, but does not touch the in-flight count.
 func (a *Adaptive) learnOther(status int, info Info) {
-	a.learn(status, info, false, -1, SignalNone, time.Time{})
+	a.learn(status, info, false, -1, signalNone, time.Time{})
 }
 
 // maxFeeders bounds the limiters feed remembers: a bucket is fed by the
@@ -111,7 +111,7 @@ func (a *Adaptive) settle(cost float64) int64 {
 // on mu behind the one being applied would be neither, and the server's
 // figure (which counted them) would read as that many units spent by
 // others: a drift baseline off by up to the whole in-flight count.
-func (a *Adaptive) learn(status int, info Info, own bool, cost float64, sig Signal, now time.Time) {
+func (a *Adaptive) learn(status int, info Info, own bool, cost float64, sig signal, now time.Time) {
 	if status == 0 {
 		if own {
 			a.settle(cost)
@@ -158,7 +158,7 @@ func (a *Adaptive) learn(status int, info Info, own bool, cost float64, sig Sign
 	case a.infer.off:
 	case len(info.Quotas) > 0:
 		a.stopInferring()
-	case sig == SignalNone:
+	case sig == signalNone:
 		q, ok := a.infer.observe(now, status, info.RetryAfter)
 		if a.infer.off {
 			handoff, handoffSpan = a.infer.capacity(now)
@@ -223,7 +223,7 @@ func (a *Adaptive) learn(status int, info Info, own bool, cost float64, sig Sign
 	if info.RetryAfter > 0 && status >= 400 { // negative: ignored
 		a.pauseLocked(now.Add(min(info.RetryAfter, a.cfg.MaxDelay)))
 	}
-	if sig == SignalGone {
+	if sig == signalGone {
 		// The quota is gone for good (billing): waiting cannot help and
 		// nothing here should slow down for it. The caller gets the
 		// response at once.
@@ -231,11 +231,11 @@ func (a *Adaptive) learn(status int, info Info, own bool, cost float64, sig Sign
 		return
 	}
 	a.probe.meter(now, status < 400)
-	if sig == SignalBodyLimit {
+	if sig == signalBodyLimit {
 		a.bodyLimitLocked(now, info, exhausted, others)
 	}
-	throttled := status == 429 || status == 503 || status == statusOverloaded || (status == 403 && (exhausted || sig == SignalBodyLimit))
-	if throttled && sig != SignalBodyLimit {
+	throttled := status == 429 || status == 503 || status == statusOverloaded || (status == 403 && (exhausted || sig == signalBodyLimit))
+	if throttled && sig != signalBodyLimit {
 		a.throttled++
 		// Quota headers explain a throttle when a quota is spent or the server
 		// named a wait; otherwise (no headers, or a limit the headers do not

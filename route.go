@@ -177,13 +177,13 @@ func (t *Transport) match(r *http.Request) *rule {
 // it and learns the server-named bucket of ep's route from it.
 // sig is what the response's body said; now is when the response arrived.
 // seen is the binding limiterBound found for the request, or nil.
-func (t *Transport) learn(ep, lim *endpoint, u *urlParts, seen *seenBinding, p *Permit, status int, info Info, sig Signal, now time.Time) {
+func (t *Transport) learn(ep, lim *endpoint, u *urlParts, seen *seenBinding, p *Permit, status int, info Info, sig signal, now time.Time) {
 	if lim.bucket != "" && info.Bucket != "" && info.Bucket != lim.bucket {
 		// The server moved this route to another bucket: what the response
 		// says belongs to that bucket (taught below), not to lim's.
-		p.doneAt(Outcome{}, now)
+		p.doneAt(outcome{}, now)
 	} else {
-		p.doneAt(Outcome{Status: status, Info: info, Signal: sig}, now)
+		p.doneAt(outcome{Status: status, Info: info, signal: sig}, now)
 	}
 	if info.Bucket == "" || ep.pinned || len(info.Bucket) > maxBucketName {
 		return

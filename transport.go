@@ -219,7 +219,7 @@ type attemptState struct {
 	resp    *http.Response
 	now     time.Time // when resp arrived
 	info    Info
-	sig     Signal
+	sig     signal
 	// throttled reports a response saying the rate limit was hit (see
 	// isThrottled), unless its body says the quota is gone for good.
 	throttled bool
@@ -297,7 +297,7 @@ func (rt *roundTrip) run(prev *attemptOutcome, a *attemptState) {
 	a.ep.clock.observe(dateOf(resp.Header), a.now)
 	a.info, _ = parseHeadersSkewed(resp.Header, a.now, t.maxDelay, a.ep.clock.offset(a.now))
 	a.sig = bodySignal(resp)
-	a.throttled = a.sig == SignalBodyLimit || (a.sig != SignalGone && isThrottled(resp, &a.info))
+	a.throttled = a.sig == signalBodyLimit || (a.sig != signalGone && isThrottled(resp, &a.info))
 }
 
 // awaitRetry waits until the retry prev asked for may start. It reports
