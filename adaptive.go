@@ -243,7 +243,7 @@ func (cfg AdaptiveConfig) normalize() AdaptiveConfig {
 }
 
 // Mode is how an endpoint's limit is decided, reported in
-// AdaptiveStats.Mode.
+// Stats.Mode.
 type Mode string
 
 // String returns the mode's name, as logs and metrics show it.
@@ -263,21 +263,6 @@ const (
 	// configured Ceiling is the limit.
 	ModeStatic Mode = "static"
 )
-
-// AdaptiveStats is a snapshot of an Adaptive for observability. Fields are
-// read one after another, not atomically together.
-type AdaptiveStats struct {
-	Limit       Limit     // current request rate; Inf when nothing limits it
-	Burst       int       // current request burst
-	Tokens      float64   // request tokens available now: 0 while callers are owed some or a pause holds, +Inf when unlimited
-	Waiting     int       // callers blocked in Wait
-	InFlight    int       // admitted, not yet observed
-	Throttled   int64     // 429 and 503 responses (and 403s with an exhausted quota)
-	Requests    int64     // Observe calls with a response (status ≠ 0)
-	PausedUntil time.Time // no request starts before this (Retry-After, or a spent quota's reset); zero when none
-	LastInfo    Info      // last non-empty Info observed
-	Mode        Mode      // ModeSlowStart, ModeHeaders, ModeProbing or ModeStatic
-}
 
 // later queues f to run once mu is released; called with mu held.
 func (a *Adaptive) later(f func()) { a.outbox = append(a.outbox, f) }

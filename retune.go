@@ -650,10 +650,11 @@ func (a *Adaptive) heldUntilLocked() time.Time {
 
 // Stats returns a snapshot for observability. It has no side effects: it
 // reports the state as the last response or admission left it.
-func (a *Adaptive) Stats() AdaptiveStats {
+func (a *Adaptive) Stats() Stats {
 	now := time.Now()
 	a.mu.Lock()
-	st := AdaptiveStats{
+	st := Stats{
+		Key:       a.cfg.Key,
 		Throttled: a.throttled,
 		Requests:  a.requests,
 		LastInfo:  a.lastInfo,

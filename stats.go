@@ -6,12 +6,29 @@ import (
 	"time"
 )
 
-// EndpointStats is a snapshot of one endpoint of a [Transport].
-type EndpointStats struct {
-	// Key is the endpoint's key: a pattern, a key function's result,
-	// scheme://host, or "scope#bucket" for a server-named bucket.
+// Stats is a snapshot of one rate-limited endpoint, for observability: an
+// [Adaptive]'s ([Adaptive.Stats]) or one of a [Transport]'s endpoints
+// ([Transport.Stats]), which adds what only the Transport counts. Fields are
+// read one after another, not atomically together.
+type Stats struct {
+	// Key is the limiter's key: [AdaptiveConfig.Key]; for a Transport's
+	// endpoint, a pattern, a key function's result, scheme://host, or
+	// "scope#bucket" for a server-named bucket.
 	Key string
-	AdaptiveStats
+
+	Limit       Limit     // current request rate; Inf when nothing limits it
+	Burst       int       // current request burst
+	Tokens      float64   // request tokens available now: 0 while callers are owed some or a pause holds, +Inf when unlimited
+	Waiting     int       // callers waiting in Acquire
+	InFlight    int       // admitted, not yet settled
+	Throttled   int64     // 429 and 503 responses (and 403s with an exhausted quota)
+	Requests    int64     // settled requests that got a response
+	PausedUntil time.Time // no request starts before this (Retry-After, or a spent quota's reset); zero when none
+	LastInfo    Info      // last non-empty Info observed
+	Mode        Mode      // ModeSlowStart, ModeHeaders, ModeProbing or ModeStatic
+
+	// Counted by a Transport; zero in Adaptive.Stats.
+
 	// Retries counts attempts of this endpoint that were retried (throttled
 	// responses, or what a WithRetryPolicy policy asked to retry).
 	Retries int64
@@ -23,26 +40,23 @@ type EndpointStats struct {
 
 // Stats returns a snapshot of every endpoint the transport tracks, sorted
 // by key. Each endpoint's figures are read separately, not at one instant.
-func (t *Transport) Stats() []EndpointStats {
+func (t *Transport) Stats() []Stats {
 	t.init()
 	eps := t.eps.snapshot()
-	out := make([]EndpointStats, 0, len(eps))
+	out := make([]Stats, 0, len(eps))
 	for _, ep := range eps {
-		out = append(out, EndpointStats{
-			Key:           ep.key,
-			AdaptiveStats: ep.lim.Stats(),
-			Retries:       ep.retries.Load(),
-			Refused:       ep.refused.Load(),
-			Errors:        ep.failures.Load(),
-		})
+		st := ep.lim.Stats()
+		st.Key = ep.key
+		st.Retries, st.Refused, st.Errors = ep.retries.Load(), ep.refused.Load(), ep.failures.Load()
+		out = append(out, st)
 	}
-	slices.SortFunc(out, func(a, b EndpointStats) int { return cmp.Compare(a.Key, b.Key) })
+	slices.SortFunc(out, func(a, b Stats) int { return cmp.Compare(a.Key, b.Key) })
 	return out
 }
 
 // LongWait is a wait [WithLongWaits] reports.
 type LongWait struct {
-	Endpoint string    // the endpoint's key (see EndpointStats.Key)
+	Endpoint string    // the endpoint's key (see Stats.Key)
 	Method   string    // the request's method
 	Until    time.Time // when the request expects to go
 	Info     Info      // what the endpoint's last response said

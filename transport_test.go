@@ -244,7 +244,7 @@ func TestRoutesTheServerPutsInOneBucketShareOneLimiter(t *testing.T) {
 		for _, p := range []string{"/repos/a/b", "/search/code", "/users/x", "/search/issues", "/repos/c/d", "/users/y"} {
 			mustGet(t, tr, "https://api.github.test"+p)
 		}
-		st := map[string]EndpointStats{}
+		st := map[string]Stats{}
 		for _, s := range tr.Stats() {
 			st[s.Key] = s
 		}
@@ -273,7 +273,7 @@ func TestPatternsTheServerPutsInOneBucketShareOneLimiter(t *testing.T) {
 				mustGet(t, tr, "https://discord.test"+p)
 			}
 		}
-		var bucket *EndpointStats
+		var bucket *Stats
 		for _, s := range tr.Stats() {
 			if len(s.Key) > len("https://discord.test#") && s.Key[:len("https://discord.test#")] == "https://discord.test#" {
 				bucket = &s
@@ -491,7 +491,7 @@ func TestRouteTheServerMovesToAnotherBucketFollowsIt(t *testing.T) {
 		assert.Equal(t, "https://api.example.com#y", rle.Endpoint)
 		assert.Equal(t, 3, m.GetTotalCallCount())
 
-		st := map[string]EndpointStats{}
+		st := map[string]Stats{}
 		for _, s := range tr.Stats() {
 			st[s.Key] = s
 		}

@@ -41,7 +41,7 @@
 //	    Attributes: pacer.endpoint, http.request.method, http.response.status_code.
 //	pacer.client.retries                counter, {retry}
 //	    Retries of throttled requests the transport decided on (the sum of
-//	    pacer.EndpointStats.Retries).
+//	    pacer.Stats.Retries).
 //	    Attributes: pacer.endpoint, http.request.method.
 //	pacer.client.refusals               counter, {request}
 //	    Requests refused at once with a *pacer.RateLimitError because their
@@ -75,7 +75,7 @@
 // Attributes:
 //
 //   - pacer.endpoint: the endpoint key of the limiter the attempt waited on,
-//     as in [pacer.EndpointStats.Key]: a [pacer.WithEndpoint] pattern, a
+//     as in [pacer.Stats.Key]: a [pacer.WithEndpoint] pattern, a
 //     [pacer.WithKeyFunc] key, scheme://host, or "scope#bucket" for a
 //     server-named bucket. Its cardinality is bounded by
 //     [pacer.WithMaxEndpoints]; a key function must not return raw

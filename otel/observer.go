@@ -308,7 +308,7 @@ func (o *Observer) Watch(t *pacer.Transport) (metric.Registration, error) {
 	return reg, nil
 }
 
-func (o *Observer) observe(obs metric.Observer, stats []pacer.EndpointStats) {
+func (o *Observer) observe(obs metric.Observer, stats []pacer.Stats) {
 	for _, s := range stats {
 		ep := o.opts(setKey{endpoint: s.Key}).obs
 		if s.Limit != pacer.Inf {

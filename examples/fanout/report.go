@@ -146,7 +146,7 @@ func plural(n int, word string) string {
 
 // movedTo returns the bucket name of an endpoint "key#bucket" among eps, if
 // any: pacer keys a server-named bucket by the scope it was learnt in.
-func movedTo(key string, eps []pacer.EndpointStats) string {
+func movedTo(key string, eps []pacer.Stats) string {
 	for _, ep := range eps {
 		if name, ok := strings.CutPrefix(ep.Key, key+"#"); ok {
 			return name

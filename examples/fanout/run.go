@@ -79,7 +79,7 @@ type result struct {
 	// for a token bucket, which starts full.
 	Allowed float64
 
-	Endpoints []pacer.EndpointStats // the Transport's per-endpoint limiters at the end; nil for the plain client
+	Endpoints []pacer.Stats // the Transport's per-endpoint limiters at the end; nil for the plain client
 }
 
 // Goodput is the successful requests per second of the run, as a fraction of
