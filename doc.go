@@ -22,22 +22,19 @@
 //
 // # One request, top to bottom
 //
-//	Executor.Do              (optional) a concurrency slot, held until the body is closed
+//	Executor.Do            (optional) a concurrency slot, held until the body is closed
 //	  └─ http.Client.Do
-//	       └─ Transport.RoundTrip                          transport.go
-//	            ├─ endpoint: key → limiter               endpoint.go
-//	            │    (route patterns, server-named buckets, idle eviction)
-//	            ├─ Adaptive.Acquire → Permit             adaptive.go, adaptive_acquire.go
-//	            │    slow start, the quotas' budgets (window.go),
-//	            │    the request bucket (bucket.go), MaxWait/MaxDelay
-//	            ├─ base RoundTripper: the request is sent
-//	            ├─ the response read: headers.go (every convention,
-//	            │    clock skew: skew.go), classify.go (body-stated
-//	            │    limits, quota gone, overload)
-//	            ├─ Permit.Done(outcome) → the limiter learns   retune.go, window*.go,
-//	            │    infer.go (Retry-After alone), probe.go (CUBIC)
-//	            └─ retry? (throttled, replayable, in time)  retry.go
-//	                 └─ back to endpoint, with the wait the server asked for
+//	       └─ Transport.RoundTrip: one attempt per try      transport.go
+//	            ├─ run: which limiter                       route.go, endpoint.go
+//	            │    (key, route patterns, server-named buckets)
+//	            │  wait for it: Adaptive.Acquire → Permit   adaptive_acquire.go
+//	            │    (slow start, every quota's budget, the bucket,
+//	            │    MaxWait and MaxDelay)
+//	            │  send through the base RoundTripper
+//	            │  read the response                        headers.go, skew.go, classify.go
+//	            ├─ settle: Permit.Done, the limiter learns  retune.go, window*.go,
+//	            │    (release, Stats, observer)             infer.go, probe.go
+//	            └─ decide: retry? when?                     retry.go
 //
 // An [Executor] bounds fan-out: Executor.Do runs a request once a concurrency
 // slot is free, before any rate token is spent, and Shutdown stops cleanly

@@ -342,11 +342,3 @@ func (l *callList) remove(c *execCall) {
 	*lk = callLinks{}
 	l.n--
 }
-
-// closeRequestBody keeps http.Client.Do's promise that the request body is
-// closed even when the request is never sent.
-func closeRequestBody(req *http.Request) {
-	if req.Body != nil {
-		_ = req.Body.Close()
-	}
-}

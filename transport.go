@@ -406,3 +406,11 @@ func elapsedSince(t time.Time) time.Duration {
 	}
 	return time.Since(t)
 }
+
+// closeRequestBody keeps http.Client.Do's (and RoundTripper's) promise that the request body is
+// closed even when the request is never sent.
+func closeRequestBody(req *http.Request) {
+	if req.Body != nil {
+		_ = req.Body.Close()
+	}
+}
