@@ -496,50 +496,20 @@ func (a *Adaptive) retune(now time.Time) {
 	}
 	a.updateCharges(known)
 
-	// Requests: the tightest of quotas, probe and ceiling.
-	limit, burst := reqRate, 1.0
-	if !math.IsInf(reqRate, 1) {
-		// Spread, do not dump: at most a second's worth, and no more than
-		// the headroom the safety factor leaves in the budget.
-		burst = max(1, math.Min(math.Floor(reqRate), math.Floor((1-s)*reqBudget)))
-	}
-	if p := a.probe.grow(now); p < limit {
-		limit, burst = p, max(1, math.Floor(p/10))
-	}
-	if c := float64(a.cfg.Ceiling); c > 0 {
-		if c <= limit {
-			limit, burst = c, float64(a.cfg.CeilingBurst)
-		} else {
-			burst = math.Min(burst, float64(a.cfg.CeilingBurst))
-		}
-	}
-	a.apply(a.req, limit, int(burst), 1, "requests")
-
-	// Tokens: the burst must hold the largest request seen.
-	tburst := math.Ceil(float64(a.maxCost.Load()) / milli)
-	if !math.IsInf(tokRate, 1) {
-		tburst = max(tburst, math.Min(math.Floor(tokRate), math.Floor((1-s)*tokBudget)))
-	}
-	a.apply(a.tok, tokRate, int(max(tburst, 1)), int(math.Ceil(float64(a.maxCost.Load())/milli)), "tokens")
-
-	switch {
-	case !a.started.Load():
-		a.mode = ModeSlowStart
-	case known > 0 || blind:
-		a.mode = ModeHeaders
-	case a.probe.engaged || a.cfg.Ceiling == 0:
-		a.mode = ModeProbing
-	default:
-		a.mode = ModeStatic
-	}
-	switch {
-	case !a.started.Load():
-	case blind || a.probe.closed:
-		a.setGate(1)
-	case a.infer.trial():
-		a.setGate(inferTrialInFlight)
-	default:
-		a.setGate(0)
+	d := decide(decisionInput{
+		started: a.started.Load(), quotas: known, blind: blind,
+		reqRate: reqRate, reqBudget: reqBudget, tokRate: tokRate, tokBudget: tokBudget,
+		probeRate: a.probe.grow(now), probeEngaged: a.probe.engaged, probeClosed: a.probe.closed,
+		inferTrial: a.infer.trial(),
+		ceiling:    float64(a.cfg.Ceiling), ceilingBurst: float64(a.cfg.CeilingBurst),
+		maxCost: float64(a.maxCost.Load()) / milli,
+		safety:  s,
+	})
+	a.mode = d.mode
+	a.apply(a.req, d.reqLimit, d.reqBurst, 1, "requests", d.reason)
+	a.apply(a.tok, d.tokLimit, d.tokBurst, d.tokNeed, "tokens", "quota")
+	if !d.keepGate {
+		a.setGate(d.gate)
 	}
 }
 
@@ -586,7 +556,7 @@ const minRate = 1e-3
 // responses nudges the rate by fractions of a percent. A limit 1% lower, or
 // 2% higher, applies; smaller drifts wait for the next response (the budgets,
 // not the rate, are what keep a window from being overspent).
-func (a *Adaptive) apply(b *Bucket, rate float64, burst, need int, what string) {
+func (a *Adaptive) apply(b *Bucket, rate float64, burst, need int, what, reason string) {
 	limit := Inf
 	if !math.IsInf(rate, 1) {
 		limit = Limit(rate)
@@ -600,7 +570,7 @@ func (a *Adaptive) apply(b *Bucket, rate float64, burst, need int, what string) 
 				l.LogAttrs(context.Background(), slog.LevelDebug, "pacer: retuned",
 					slog.String("endpoint", key), slog.String("quota", what),
 					slog.Float64("old", float64(old)), slog.Float64("new", float64(limit)),
-					slog.String("mode", mode.String()))
+					slog.String("mode", mode.String()), slog.String("reason", reason))
 			})
 		}
 	}
