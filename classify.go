@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"time"
 )
 
 // bodyPeek is how much of a candidate response's body the classifier reads:
@@ -62,3 +63,74 @@ func (r errReader) Read([]byte) (int, error) {
 	}
 	return 0, io.EOF
 }
+
+// bodyLimitLocked applies a limit a response stated only in its body
+// (GitHub's secondary rate limits) as GitHub documents it: wait for its
+// Retry-After if it sent one; else, if a quota is spent, for its reset
+// (the budget holds that); else at least bodyLimitWait, doubling for each
+// such limit within bodyLimitMemory of the last, up to bodyLimitMaxWait
+// (and MaxDelay). The endpoint also slows down (the probing fallback cuts
+// its rate) so that it does not trip again as it resumes. Called with
+// a.mu held.
+func (a *Adaptive) bodyLimitLocked(now time.Time, info Info, exhausted bool, others int64) {
+	if !a.lastBodyLimit.IsZero() && now.Sub(a.lastBodyLimit) > bodyLimitMemory {
+		a.bodyStrikes = 0
+	}
+	a.lastBodyLimit = now
+	// Answers to requests that were in flight when the first of a trip
+	// arrived belong to that trip: counted as trips of their own, one burst
+	// of 20 such answers doubled the wait to its 15-minute cap and kept
+	// 0.19 of what the limit allows (bench/SITUATIONS.md).
+	sameTrip := now.Before(a.bodyLimitUntil)
+	wait := info.RetryAfter
+	if wait <= 0 && !exhausted && !sameTrip {
+		wait = min(bodyLimitWait<<min(a.bodyStrikes, 10), bodyLimitMaxWait)
+		a.bodyStrikes++
+	}
+	until := now
+	if wait > 0 {
+		until = now.Add(min(wait, a.cfg.MaxDelay))
+		a.pauseLocked(until)
+		a.bodyLimitUntil = laterOf(a.bodyLimitUntil, until)
+	}
+	a.throttled++
+	a.probe.throttle(now, others, a.rtt())
+	if g := a.probe.goodput; g > 0 && g < a.probe.lastMax {
+		// Resume below what the server admitted before it objected
+		// (successes per second over about a minute), not at a fraction
+		// of the burst that tripped it.
+		a.probe.setMax(g)
+	}
+	// Climb back to it over bodyLimitCycle, not in the second a cubic
+	// scaled for packets takes at a rate of one a second: a limit the
+	// server keeps to itself, and punishes tripping, is found again slowly.
+	a.probe.k = max(a.probe.k, bodyLimitCycle.Seconds())
+	// And not beyond it while the trip is remembered: each probe past the
+	// limit is a trip GitHub counts against the integration (a second trip
+	// within 20 minutes was the rule, not the exception, with the cubic
+	// left to climb).
+	a.probe.atMaxUntil = now.Add(bodyLimitMemory)
+	// And climb back from the end of the pause, not through it: a cubic
+	// that grew while nothing was sent resumes with the burst that trips
+	// the limit again.
+	a.probe.since = laterOf(a.probe.since, until)
+}
+
+const (
+	// bodyLimitWait is the least wait after a body-stated limit with no
+	// Retry-After: GitHub's documentation says to wait at least a minute
+	// before retrying after a secondary rate limit.
+	bodyLimitWait = time.Minute
+	// bodyLimitMaxWait caps the doubling that follows repeated ones (15
+	// minutes: four doublings), so a wait stays bounded however often the
+	// server keeps refusing; MaxDelay bounds it too.
+	bodyLimitMaxWait = 15 * time.Minute
+	// bodyLimitMemory is how long a body-stated limit counts towards the
+	// doubling: one an hour apart is a fresh start.
+	bodyLimitMemory = time.Hour
+	// bodyLimitCycle is how long the rate takes to climb back to what the
+	// server admitted before a body-stated limit: 5 minutes. Each trip
+	// costs a pause of a minute or more (GitHub's rule), so probing for the
+	// limit slowly costs less than finding it again.
+	bodyLimitCycle = 5 * time.Minute
+)

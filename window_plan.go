@@ -1,0 +1,150 @@
+package pacer
+
+import (
+	"math"
+	"time"
+)
+
+// How a quota's budget becomes a rate: spent at once while it affords the
+// work, spread to its reset when it does not, or when it is shared or
+// refills as it goes.
+
+// noResetSpan stands in for the time to reset of a quota whose server gives
+// none (Shopify's call limit): its budget is spread over this long, on top of
+// what the drift refills.
+const noResetSpan = time.Second
+
+// plan derives the quota's rate at now (see Adaptive for the rule): unlimited
+// while the budget above what it keeps holds a request and the quota is
+// neither shared nor refilling as it goes (the budget is the gate), spread
+// to the reset when it is, and, when less than a unit is left, the refill
+// rate or unlimited (the budget holds every request until wakeAt, which it
+// sets: the reset, a refill, or a look). unit is what one request takes.
+func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64) {
+	if !w.probeAt.IsZero() && !now.Before(w.probeAt) {
+		w.probeAt = time.Time{}
+		w.startProbe(unit)
+	}
+	keep := 0.0
+	if !w.probing {
+		// The reserve is kept by the charge itself, not by a rate: a
+		// request admitted at once must leave it as surely as a paced one.
+		keep = w.reserve(safety)
+		if w.kind == kindSmooth {
+			keep += unit
+		}
+		if w.drift < 0 && w.reset.After(now) {
+			// Others are spending from this quota: what they will take
+			// before the reset, at the rate measured, is theirs. Taken
+			// at once it would leave them nothing, and their requests
+			// would empty the window under ours.
+			//
+			// At most nine tenths of what is left, though: the drain is a
+			// measurement, and clients that each reserve the others' whole
+			// measured drain leave the quota to nobody (ten clients with no
+			// Store used a fifth of it). A tenth of what is left, spread to
+			// the reset, is each one's floor.
+			keep += min(-w.drift*w.reset.Sub(now).Seconds(), othersMaxShare*w.units())
+		}
+	}
+	w.keep.Store(toMilli(keep))
+	avail := w.units() - keep
+	w.wakeAt = time.Time{}
+	if w.probing {
+		// One request is out (the gate holds the rest) to learn the quota.
+		return math.Inf(1)
+	}
+	if avail >= unit && w.kind == kindSmooth {
+		// A quota that refills as it goes (a token bucket, a sliding
+		// window) has no reset to wait for: what is left plus what refills
+		// before the stated reset is spread to it, as it refills. Taken at
+		// once, its refill would have to be guessed between responses.
+		span := w.spanAt(now)
+		floor := safety * unit / span
+		if avail >= 2*unit {
+			// Its refill is only seen through responses: keep sampling.
+			floor = max(floor, unit/w.reprobe().Seconds())
+		}
+		return max(safety*(avail+w.drift*span)/span, floor)
+	}
+	if avail >= unit && w.shared {
+		// Others spend from this quota too, and they may be spending at
+		// once as well: two clients that each take what is left at once
+		// take it twice. Spread over the time to the reset instead (at
+		// least one request per span: the model can be wrong, and only
+		// a response corrects it).
+		span := w.spanAt(now)
+		// (avail already leaves others their drain until the reset.)
+		return max(safety*avail/span, safety*unit/span)
+	}
+	if avail >= unit {
+		// What the quota affords goes at once: the budget, charged at
+		// admission, is the gate, not a rate. Pacing the work the quota
+		// affords would only make a job below its quota slower than no
+		// limiter at all; a saturated client spends the budget and then
+		// waits for the reset (or the refill) exactly as it would when
+		// paced, and ends the window with nothing left either way.
+		return math.Inf(1)
+	}
+	var pause time.Time
+	switch {
+	case !w.probeAt.IsZero() && (w.reset.IsZero() || w.probeAt.Before(w.reset)):
+		// A look is due before the reset (see roll).
+		pause = w.probeAt
+	case w.drift > 0 && (w.kind == kindSmooth || w.reset.IsZero()):
+		// Refilling by itself: wait for the refill to hold a unit, or, when
+		// the measured refill is slower than that, look with one request
+		// after reprobe (the measure may be low: only responses show it).
+		w.wakeAt = now.Add(time.Duration((unit - avail) / (safety * w.drift) * float64(time.Second)))
+		if look := now.Add(w.reprobe()); look.Before(w.wakeAt) {
+			w.wakeAt, w.probeAt = look, look
+		}
+		if !w.reset.IsZero() {
+			w.wakeAt = earlierOf(w.wakeAt, w.reset)
+		}
+		return max(safety*w.drift, minRate)
+	case !w.reset.IsZero() && w.kind != kindSmooth:
+		pause = w.reset.Add(rollGuard)
+		if pause.Sub(now) > w.maxDelay && !w.explains(now) {
+			// A reset nothing explains (no window stated or learned that
+			// long) is believed only up to maxDelay: then one request
+			// looks. One a window explains is believed, however far: the
+			// caller is refused at once with the reset (see tooLong).
+			if w.probeAt.IsZero() {
+				w.probeAt = now.Add(w.maxDelay)
+			}
+			pause = w.probeAt
+		}
+	case !w.reset.IsZero():
+		// A quota that does not refill at its reset comes back by and by,
+		// as others' and earlier spending ages out: look again with one
+		// request a little later, not only at the reset.
+		pause = earlierOf(w.reset, now.Add(w.reprobe()))
+		if pause.Before(w.reset) {
+			w.probeAt = pause
+		}
+	default:
+		pause = now.Add(noResetSpan)
+		w.probeAt = pause
+	}
+	w.wakeAt = pause
+	// The budget holds every request until then; a rate would only delay
+	// the look that opens the next window.
+	return math.Inf(1)
+}
+
+// othersMaxShare is the most of a shared quota's budget kept back for what
+// others are measured to spend before the reset (see plan).
+const othersMaxShare = 0.9
+
+// spanAt is the time the quota's budget is spread over from now: to its
+// reset, else a window, else noResetSpan; in seconds.
+func (w *quotaWindow) spanAt(now time.Time) float64 {
+	switch {
+	case !w.reset.IsZero():
+		return max(w.reset.Sub(now).Seconds(), 1e-3)
+	case w.window > 0:
+		return w.window.Seconds()
+	}
+	return noResetSpan.Seconds()
+}
