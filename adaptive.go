@@ -108,9 +108,12 @@ type AdaptiveConfig struct {
 // the probe, the pause); a request's admission (its charges and its entry in
 // the in-flight count) and a response's application both happen under it,
 // so every request is either counted as in flight or already applied. gateMu
-// guards only the slow-start gate and the wake-up channels and is never held
-// while taking mu. No logging or Store call runs under mu. Read methods
-// (Stats) change nothing.
+// guards only the in-flight gate and the wake-up channels. The lock order is
+// mu, then any one of gateMu, the store share's lock (adaptive_store.go) or
+// a Bucket's own lock: retune sets the gate and the buckets under mu, and
+// none of the three is ever held while taking mu or another of them. No
+// logging or Store call runs under mu (they are queued and run after it is
+// released). Read methods (Stats) change nothing.
 //
 // All methods are safe for concurrent use.
 type Adaptive struct {
