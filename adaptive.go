@@ -136,6 +136,7 @@ type Adaptive struct {
 	inflight     atomic.Int64 // admitted, not yet observed
 	inflightCost atomic.Int64 // their estimated token cost, milli-tokens
 	waiting      atomic.Int64
+	applied      atomic.Int64 // responses applied (learn), ever: see settled
 	checkAt      atomic.Int64 // when (package clock) the windows must be looked at again
 	charges      atomic.Pointer[[]*quotaWindow]
 	admitted     atomic.Int64 // requests admitted, ever

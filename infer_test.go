@@ -52,8 +52,9 @@ func TestAdaptiveHandsAServerThatRefillsAsItGoesToTheProbe(t *testing.T) {
 		for _, latency := range []time.Duration{0, 20 * time.Millisecond, 200 * time.Millisecond} {
 			t.Run(fmt.Sprintf("%s/window=%v/latency=%v", sv.Algorithm, sv.Window, latency), func(t *testing.T) {
 				t.Parallel()
-				sv.Style, sv.Latency = apisim.StyleRetryAfter, latency
-				sc := scenario{server: sv, run: 10 * time.Minute, callers: 32}
+				server := sv // each subtest its own copy: they run in parallel
+				server.Style, server.Latency = apisim.StyleRetryAfter, latency
+				sc := scenario{server: server, run: 10 * time.Minute, callers: 32}
 				o := drive(t, sc, AdaptiveConfig{Key: "sim"})
 				t.Logf("%v", o)
 				assert.Equal(t, ModeProbing.String(), o.mode)

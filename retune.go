@@ -116,6 +116,7 @@ func (a *Adaptive) learn(status int, info Info, own bool, cost float64, sig sign
 		if own {
 			a.settle(cost)
 		}
+		a.applied.Add(1)
 		a.wakeResponseWaiters()
 		return
 	}
@@ -125,6 +126,7 @@ func (a *Adaptive) learn(status int, info Info, own bool, cost float64, sig sign
 	a.mu.Lock()
 	defer a.wakeResponseWaiters()
 	defer a.unlock()
+	a.applied.Add(1)
 	fed := a.fed()
 	others := a.inflight.Load() + fed
 	if own {
