@@ -140,7 +140,7 @@ func (a *Adaptive) learn(status int, info Info, own bool, cost float64, sig sign
 		a.admittedCost.Add(a.avgCost.Load())
 	}
 	a.requests++
-	a.started.Store(true)
+	wasStarted := a.started.Swap(true)
 	a.trackRTT(now, others)
 	if len(info.Quotas) > 0 || info.RetryAfter > 0 || info.Bucket != "" {
 		a.lastInfo = info
@@ -268,6 +268,12 @@ func (a *Adaptive) learn(status int, info Info, own bool, cost float64, sig sign
 					slog.Duration("retry_after", retryAfter))
 			})
 		}
+	}
+	if wasStarted && status < http.StatusBadRequest && sig == signalNone && len(a.windows) == 0 && !a.probe.engaged && info.RetryAfter == 0 {
+		// Nothing a decision reads changed: no quota, no probe, slow
+		// start over, a plain success (the common case of a server that
+		// states nothing). retune would decide what it decided last time.
+		return
 	}
 	a.retune(now)
 }
