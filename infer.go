@@ -17,7 +17,7 @@ import (
 // when the work wants it, then one look when the next window is due
 // (window.go). CUBIC (probe.go), which only cuts and climbs a rate, meets
 // the window's end every cycle: 1.3% of requests refused at 0.91 of the
-// quota over twelve windows, against none after the first window here.
+// quota over twelve windows, against at most two after the first window here.
 //
 // The model is wrong for servers that refill as they go (a token bucket
 // answering with the time to its next token): each cycle then measures
@@ -153,13 +153,14 @@ func (m *inferred) observe(now time.Time, status int, retryAfter time.Duration) 
 			return Quota{}, false
 		}
 	}
-	if !early && m.limit > 0 && m.ok > 0 {
-		m.confirmed = true
-	}
 	m.windows++
-	m.measured = !early && m.ok > 0
 	m.whole = retryAfter%time.Second == 0
-	if !early && m.ok > 0 {
+	// The window this refusal closed measured the limit (and, if one was
+	// known, confirmed it held about as much) unless it was the early
+	// end of a prediction.
+	m.measured = !early && m.ok > 0
+	if m.measured {
+		m.confirmed = m.confirmed || m.limit > 0
 		m.limit = m.ok
 	}
 	switch {
