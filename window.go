@@ -260,10 +260,17 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, fed, admitted floa
 			// eff: requests sent into the new window on a carried budget
 			// before its first answer are in flight, and subtracting them
 			// would hide the jump.
-			if q.Remaining-before > 0.5*(limit-before) {
+			switch {
+			case q.Remaining-before > 0.5*(limit-before):
 				w.kind = kindRefill
-			} else {
+			case !w.shared:
 				w.kind = kindSmooth
+			default:
+				// Others spend from this quota: a new window they emptied
+				// before our first look at it shows no jump either. Read
+				// as a quota that refills as it goes, its "refill" (their
+				// spending seen late) let one of 50 clients take 3 to 5
+				// times the others' share.
 			}
 		}
 		if timed {

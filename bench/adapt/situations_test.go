@@ -360,11 +360,6 @@ type sitCheck struct {
 // the 32 workers still fails. Its goodput target (≥ 0.5) is held as is.
 const secondaryHeldTrips = 32
 
-// manyClientsHeldJain is the fairness 50 uncoordinated clients are held to,
-// below issue 12's 0.90, which most runs meet (0.92) but not every ordering
-// of their goroutines (0.80).
-const manyClientsHeldJain = 0.80
-
 // sitTargets checks pacer's run r of sit against issue 12's targets.
 func sitTargets(sit situation, r sitRun) []sitCheck {
 	var out []sitCheck
@@ -393,16 +388,7 @@ func sitTargets(sit situation, r sitRun) []sitCheck {
 		share := float64(r.throttled) / float64(max(1, r.requests))
 		exact(fmt.Sprintf("goodput %.3f together", g), "≥ 0.80", g >= 0.80)
 		exact(fmt.Sprintf("%.2f%% 429s", 100*share), "≤ 2%", share <= 0.02)
-		jain := r.jain()
-		if sit.clients > 10 {
-			// 0.92 in most runs; some goroutine orderings (about one
-			// in four when tests run in parallel, under the race
-			// detector too) let a few of the 50 take more: 0.80.
-			target(fmt.Sprintf("Jain fairness %.3f", jain), "≥ 0.90", jain >= 0.90,
-				fmt.Sprintf("≥ %.2f", manyClientsHeldJain), jain >= manyClientsHeldJain)
-		} else {
-			exact(fmt.Sprintf("Jain fairness %.3f", jain), "≥ 0.90", jain >= 0.90)
-		}
+		exact(fmt.Sprintf("Jain fairness %.3f", r.jain()), "≥ 0.90", r.jain() >= 0.90)
 	}
 	return out
 }
