@@ -40,6 +40,16 @@ type quotaWindow struct {
 	// the budget gate does not lag behind others' spending between responses.
 	drain     atomic.Int64
 	drainFrom atomic.Int64
+	// drainRoom is how much more of the budget others' predicted spending
+	// may still take before a response confirms it (milli-units): at most
+	// othersMaxShare of the budget a response last set. Deducted by the
+	// drain between responses; when others in fact stopped (all waiting
+	// for the reset on the same prediction), what is left of the last
+	// figure keeps a request or two going, and their answers correct the
+	// prediction. Without it, 50 clients sharing a quota each predicted
+	// the others' spending until nobody spent: a quarter of every window
+	// went unused.
+	drainRoom atomic.Int64
 	// keep is what a charge must leave in the budget besides the debt: a
 	// smooth quota's last unit, which another client may be taking while
 	// our request travels (its refill hides that client from the drift).
@@ -149,10 +159,17 @@ func (w *quotaWindow) debt(now time.Time) int64 {
 	if elapsed <= 0 {
 		return w.keep.Load()
 	}
-	return w.keep.Load() + int64(float64(rate)*float64(elapsed)/float64(time.Second))
+	return w.keep.Load() + min(int64(float64(rate)*float64(elapsed)/float64(time.Second)), w.drainRoom.Load())
 }
 
 func (w *quotaWindow) units() float64 { return float64(w.budget.Load()) / milli }
+
+// setBudget sets the budget from a response's figure, and the room others'
+// predicted spending has in it until the next (see drainRoom).
+func (w *quotaWindow) setBudget(units float64) {
+	w.budget.Store(toMilli(units))
+	w.drainRoom.Store(toMilli(othersMaxShare * units))
+}
 
 func (w *quotaWindow) limitOrPeak() float64 {
 	if w.limit > 0 {
@@ -223,7 +240,7 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, fed, admitted floa
 				w.reset = q.Reset
 			}
 			w.setAt = now
-			w.budget.Store(toMilli(eff))
+			w.setBudget(eff)
 		}
 		return
 	}
@@ -350,7 +367,7 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, fed, admitted floa
 		w.low = q.Remaining
 	}
 	w.known, w.rolled, w.setAt, w.probing = true, false, now, false
-	w.budget.Store(toMilli(eff))
+	w.setBudget(eff)
 }
 
 // fills reports whether q, from the window w is in, says the window is a

@@ -138,7 +138,9 @@ func (w *quotaWindow) moveByDrift(now time.Time) {
 		w.budget.Add(min(toMilli(d*w.safety), max(room, 0)))
 		return
 	}
-	if v := w.budget.Add(-toMilli(-d)); v < 0 {
+	take := min(toMilli(-d), max(w.drainRoom.Load(), 0))
+	w.drainRoom.Add(-take)
+	if v := w.budget.Add(-take); v < 0 {
 		w.budget.CompareAndSwap(v, 0) // a server's remaining stops at zero
 	}
 }
