@@ -300,7 +300,12 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, fed, admitted floa
 			// (Not a smooth quota's: a token bucket's reset moves with every
 			// response and has no cadence.)
 			w.checkCadence(q.Reset)
-			if d := q.Reset.Sub(w.stamp); !w.stated && w.kind != kindSmooth && !w.stamp.IsZero() && d > 2*w.jitter && (w.window == 0 || d < w.window+w.window/2) {
+			// Nor one under half the length known: a reset that moves by
+			// milliseconds (the server's clock offset bounded better, the
+			// epoch seconds it states corrected by it) is the same window,
+			// and read as a window of 10 ms it rolled one client of 50 on a
+			// shared quota a hundred times a second, to twice their share.
+			if d := q.Reset.Sub(w.stamp); !w.stated && w.kind != kindSmooth && !w.stamp.IsZero() && d > 2*w.jitter && (w.window == 0 || (d < w.window+w.window/2 && d > w.window/2)) {
 				w.window = d
 			}
 			w.reset, w.stamp = q.Reset, q.Reset
