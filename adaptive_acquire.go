@@ -188,10 +188,8 @@ func (p *Permit) Done(resp *http.Response) {
 		p.doneAt(outcome{}, now)
 		return
 	}
-	a := p.a
-	a.clock.observe(dateOf(resp.Header), now)
-	info, _ := parseHeadersSkewed(resp.Header, now, a.cfg.MaxDelay, a.clock.offset(now))
-	p.doneAt(outcome{Status: resp.StatusCode, Info: info, signal: bodySignal(resp)}, now)
+	info, sig := readResponse(&p.a.clock, resp, now, p.a.cfg.MaxDelay)
+	p.doneAt(outcome{Status: resp.StatusCode, Info: info, signal: sig}, now)
 }
 
 // doneAt is Done for a response that arrived at now (the Transport's one

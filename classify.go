@@ -29,6 +29,17 @@ func bodySignal(resp *http.Response) signal {
 	return classifyBody(prefix)
 }
 
+// readResponse is what a response arriving at now says about the rate
+// limit: its headers, absolute resets corrected by the server's clock as
+// clock bounds it (the response's Date is taken into that bound first), and,
+// for a 403 or 429, what its body states. The Transport (per host) and
+// Permit.Done (per limiter) read responses this one way.
+func readResponse(clock *clockOffset, resp *http.Response, now time.Time, maxDelay time.Duration) (Info, signal) {
+	clock.observe(dateOf(resp.Header), now)
+	info, _ := parseHeadersSkewed(resp.Header, now, maxDelay, clock.offset(now))
+	return info, bodySignal(resp)
+}
+
 // classifyBody is bodySignal's decision on a body prefix.
 func classifyBody(b []byte) signal {
 	lower := bytes.ToLower(b)

@@ -294,9 +294,7 @@ func (rt *roundTrip) run(prev *attemptOutcome, a *attemptState) {
 	}
 	// One clock reading serves the headers, the limiter and the table.
 	a.resp, a.now = resp, time.Now()
-	a.ep.clock.observe(dateOf(resp.Header), a.now)
-	a.info, _ = parseHeadersSkewed(resp.Header, a.now, t.maxDelay, a.ep.clock.offset(a.now))
-	a.sig = bodySignal(resp)
+	a.info, a.sig = readResponse(&a.ep.clock, resp, a.now, t.maxDelay)
 	a.throttled = a.sig == signalBodyLimit || (a.sig != signalGone && isThrottled(resp, &a.info))
 }
 
