@@ -13,7 +13,8 @@ import (
 
 // AdaptiveConfig configures an [Adaptive]. The zero value is ready to use:
 // safety factor 0.9, probing floor 0.5/s, no ceiling, pauses capped at
-// [DefaultMaxDelay], one request in flight before the first response.
+// [DefaultMaxDelay], [DefaultSlowStart] requests in flight before the first
+// response.
 type AdaptiveConfig struct {
 	// Key names the endpoint in *RateLimitError.Endpoint and in log records.
 	Key string
@@ -272,6 +273,21 @@ const (
 func (a *Adaptive) later(f func()) { a.outbox = append(a.outbox, f) }
 
 // unlock releases mu, then runs what was queued under it (later).
+// keepUntil is until when what the limiter learnt stays worth keeping
+// without traffic, for a limiter last used at used: the end of its latest
+// stated window (its reset), and a whole window of its longest stated or
+// learned length after its last use. The endpoint table keeps an idle
+// limiter until then.
+func (a *Adaptive) keepUntil(used time.Time) time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock() // nothing is queued in the outbox: no unlock flush
+	var at time.Time
+	for _, w := range a.windows {
+		at = laterOf(at, laterOf(w.reset, used.Add(w.window)))
+	}
+	return at
+}
+
 func (a *Adaptive) unlock() {
 	out := a.outbox
 	a.outbox = nil

@@ -189,7 +189,7 @@ func TestQuotaBoundJobFollowsTheFastest429FreeSchedule(t *testing.T) {
 		j.workers, j.latency = 16, lat
 		name := fmt.Sprintf("%s/%d-per-%v/spent=%d/offset=%v/n=%d", j.style, j.limit, j.window, j.spent, j.offset, j.n)
 		t.Run(name, func(t *testing.T) {
-			r := j.run(t, WithMaxDelay(48*time.Hour))
+			r := j.run(t, WithMaxWait(48*time.Hour))
 			t.Log(r)
 			assert.LessOrEqual(t, r.elapsed.Seconds(), 1.10*r.fastest.Seconds(), "job time ÷ fastest 429-free schedule")
 			assert.Zero(t, r.callerErrors, "caller errors")

@@ -10,18 +10,20 @@ const (
 	DefaultRetries = 3
 
 	// DefaultSlowStart is how many requests may be in flight to an endpoint
-	// before its first response, by default. 16 is the worker count of a
-	// typical fan-out (and of the jobs pacer is measured on): its first
-	// round goes at once, as without a limiter, while a fan-out of
-	// thousands onto a quota someone else spent costs 16 429s, not
-	// thousands. With 1 (the old default) every job waited a round trip
-	// first: 2× the unpaced time for a job of one round.
+	// before its first response (AdaptiveConfig.SlowStart's default, and
+	// the Transport's). 16 is the worker count of a typical fan-out (and
+	// of the jobs pacer is measured on): its first round goes at once, as
+	// without a limiter, while a fan-out of thousands onto a quota someone
+	// else spent costs 16 429s, not thousands. With 1 (the old default)
+	// every job waited a round trip first: 2× the unpaced time for a job
+	// of one round. A Transport whose server's quota is known states it
+	// with [WithEndpoint] instead.
 	DefaultSlowStart = 16
 
-	// DefaultMaxDelay is the cap [ParseHeaders] and [ParseRetryAfter] put
+	// DefaultMaxDelay is the cap [ParseHeaders] puts
 	// on every wait a server asks for: a Retry-After or a reset further
 	// away than this is clamped to it, so a wrong or hostile header can
-	// hold a client for an hour at most. [WithMaxDelay] changes it.
+	// hold a client for an hour at most. A longer [WithMaxWait] raises it.
 	DefaultMaxDelay = time.Hour
 
 	// MaxResetHorizon is the farthest reset [ParseHeaders] reports: a month
@@ -29,12 +31,6 @@ const (
 	// stated. A farther one is a misread unit or a broken clock and is
 	// clamped to it.
 	MaxResetHorizon = 32 * 24 * time.Hour
-
-	// DefaultIdleTTL is how long an endpoint's limiter is kept without
-	// traffic ([WithIdleTTL]): ten minutes outlasts the minute windows
-	// most quotas use, so a limiter is not forgotten between a job's
-	// bursts, and bounds what an idle client holds.
-	DefaultIdleTTL = 10 * time.Minute
 
 	// DefaultMaxEndpoints caps the endpoints a Transport tracks at once
 	// ([WithMaxEndpoints]): beyond it the least recently used idle one is

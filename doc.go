@@ -29,7 +29,7 @@
 //	            │    (key, route patterns, server-named buckets)
 //	            │  wait for it: Adaptive.Acquire → Permit   adaptive_acquire.go
 //	            │    (slow start, every quota's budget, the bucket,
-//	            │    MaxWait and MaxDelay)
+//	            │    MaxWait and the context's deadline)
 //	            │  send through the base RoundTripper
 //	            │  read the response                        headers.go, skew.go, classify.go
 //	            ├─ settle: Permit.Done, the limiter learns  retune.go, window*.go,

@@ -139,7 +139,7 @@ func (ep *endpoint) bind(u *urlParts, b binding) bool {
 // goroutine to stop.
 type endpoints struct {
 	newLimiter func(key string, ceiling Limit, burst int) *Adaptive
-	ttl        int64 // idle time after which an endpoint may be evicted, ns
+	ttl        int64 // idle time after which an endpoint may be evicted, ns: at least idleTTL
 	max        int
 
 	mu sync.RWMutex
@@ -148,8 +148,16 @@ type endpoints struct {
 	nextSweep atomic.Int64 // nanotime() after which the next TTL sweep runs
 }
 
-func newEndpoints(ttl time.Duration, max int, newLimiter func(string, Limit, int) *Adaptive) *endpoints {
-	e := &endpoints{newLimiter: newLimiter, ttl: int64(ttl), max: max, m: make(map[string]*endpoint)}
+// idleTTL is how long an endpoint is kept without traffic, at least: ten
+// minutes outlasts the minute windows most quotas use, so a limiter is not
+// forgotten between a job's bursts. An endpoint whose server states a longer
+// window (an hourly or daily quota) is kept while that window lasts (see
+// sweep): what it learnt of the window is what keeps the next burst inside
+// it. Memory is bounded by the cap on endpoints, not by this.
+const idleTTL = 10 * time.Minute
+
+func newEndpoints(max int, newLimiter func(string, Limit, int) *Adaptive) *endpoints {
+	e := &endpoints{newLimiter: newLimiter, ttl: int64(idleTTL), max: max, m: make(map[string]*endpoint)}
 	e.nextSweep.Store(nanotime() + e.sweepInterval())
 	return e
 }
@@ -316,13 +324,17 @@ func (e *endpoints) maybeSweep(now int64) {
 	e.sweep(now)
 }
 
-// sweep evicts the endpoints idle for longer than the TTL.
+// sweep evicts the endpoints idle for longer than the TTL and than what
+// their limiter learnt stays true (its quota's window; see keepUntil):
+// forgetting a daily quota an hour into the day would spend the next
+// burst's first round on learning it again, into a quota that may be spent.
 func (e *endpoints) sweep(now int64) {
 	wall := time.Now()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for k, ep := range e.m {
-		if now-ep.used.Load() >= e.ttl && evictable(ep, wall) {
+		idle := now - ep.used.Load()
+		if idle >= e.ttl && !ep.lim.keepUntil(wall.Add(-time.Duration(idle))).After(wall) && evictable(ep, wall) {
 			delete(e.m, k)
 		}
 	}

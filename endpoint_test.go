@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -147,14 +148,38 @@ func TestKeyFuncKeysRequestsThatMatchNoPattern(t *testing.T) {
 
 func TestIdleEndpointsAreEvictedAfterTheTTL(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := NewTransport(okTransport{}, WithIdleTTL(time.Minute))
+		tr := NewTransport(okTransport{})
 		mustGet(t, tr, "https://a.example.com/")
 		mustGet(t, tr, "https://b.example.com/")
-		time.Sleep(50 * time.Second)
+		time.Sleep(idleTTL - 2*time.Minute)
 		mustGet(t, tr, "https://b.example.com/")
-		time.Sleep(30 * time.Second) // a idle 80 s, b 30 s
+		time.Sleep(4 * time.Minute) // a idle TTL+2 min, b 4 min
 		mustGet(t, tr, "https://c.example.com/")
 		assert.Equal(t, []string{"https://b.example.com", "https://c.example.com"}, endpointKeys(tr))
+	})
+}
+
+func TestIdleEndpointIsKeptWhileItsQuotaWindowLasts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hourly := newMock(func(r *http.Request) (*http.Response, error) {
+			if r.URL.Host != "api.example.com" {
+				return respond(200)(), nil
+			}
+			return respond(200, "X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "4000",
+				"X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(50*time.Minute).Unix(), 10))(), nil
+		})
+		tr := NewTransport(hourly)
+		mustGet(t, tr, mockURL)
+		mustGet(t, tr, "https://other.example.com/")
+		time.Sleep(30 * time.Minute)
+		mustGet(t, tr, "https://third.example.com/") // runs the sweep
+		keys := endpointKeys(tr)
+		assert.Contains(t, keys, "https://api.example.com", "its window resets in 20 min: what it learnt still holds")
+		assert.NotContains(t, keys, "https://other.example.com", "an endpoint that learnt nothing goes after the TTL")
+
+		time.Sleep(25 * time.Minute) // past the reset
+		mustGet(t, tr, "https://third.example.com/")
+		assert.NotContains(t, endpointKeys(tr), "https://api.example.com")
 	})
 }
 
@@ -167,14 +192,14 @@ func TestEndpointInUseIsNeverEvicted(t *testing.T) {
 			}
 			return okTransport{}.RoundTrip(r)
 		})
-		tr := NewTransport(slow, WithIdleTTL(time.Second), WithMaxEndpoints(2))
+		tr := NewTransport(slow, WithMaxEndpoints(2))
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
 			mustGet(t, tr, "https://slow.example.com/")
 		}()
 		synctest.Wait()
-		time.Sleep(time.Minute)
+		time.Sleep(idleTTL + time.Minute)
 		for i := range 10 { // at the cap and past the TTL, again and again
 			mustGet(t, tr, fmt.Sprintf("https://h%d.example.com/", i))
 		}

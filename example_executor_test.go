@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -101,17 +100,16 @@ func ExampleExecutor_Shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	err := exec.Shutdown(ctx)
-	var se *pacer.ExecutorShutdownError
-	if errors.As(err, &se) {
-		fmt.Println("cancelled running:", se.Running, "deadline:", errors.Is(err, context.DeadlineExceeded))
-	}
+	fmt.Println(err)
+	fmt.Println("deadline:", errors.Is(err, context.DeadlineExceeded), "aborted:", errors.Is(err, pacer.ErrExecutorAborted))
 	fmt.Println("request aborted:", errors.Is(<-result, pacer.ErrExecutorAborted))
 
 	req, _ := http.NewRequest(http.MethodGet, slow.URL, nil)
 	_, err = exec.Do(context.Background(), req)
 	fmt.Println("after shutdown:", errors.Is(err, pacer.ErrExecutorClosed))
 	// Output:
-	// cancelled running: 1 deadline: true
+	// pacer: executor shutdown cancelled 1 running and 0 waiting calls with 0 response bodies open: context deadline exceeded
+	// deadline: true aborted: true
 	// request aborted: true
 	// after shutdown: true
 }
@@ -153,25 +151,23 @@ func ExampleExecutor_DoAll() {
 	// 3 item d
 }
 
-func ExampleWithProgress() {
-	done := make(chan struct{})
-	var once sync.Once
-	exec := pacer.NewExecutor(nil, pacer.WithMaxConcurrency(2),
-		pacer.WithProgress(func(s pacer.ExecutorStats) {
-			// Called one at a time, with the latest counters; a progress bar
-			// would redraw here. Intermediate states may be skipped, the
-			// last one never is.
-			if s.Done == 10 && s.Running == 0 {
-				once.Do(func() {
-					fmt.Printf("done %d of %d\n", s.Done, s.Submitted)
-					close(done)
-				})
-			}
-		}))
+// ExampleExecutor_Stats shows a progress report: the caller polls Stats on
+// its own ticker, so the goroutine that draws the report is the caller's.
+func ExampleExecutor_Stats() {
+	exec := pacer.NewExecutor(nil, pacer.WithMaxConcurrency(2))
 	for range 10 {
-		_ = exec.Go(context.Background(), func(context.Context) error { return nil })
+		_ = exec.Go(context.Background(), func(context.Context) error {
+			time.Sleep(10 * time.Millisecond)
+			return nil
+		})
 	}
-	<-done
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for s := exec.Stats(); s.Done < s.Submitted; s = exec.Stats() {
+		<-tick.C // a progress bar would redraw here, from s
+	}
 	_ = exec.Close()
-	// Output: done 10 of 10
+	s := exec.Stats() // the final state, once Close returned
+	fmt.Printf("done %d of %d, %d running\n", s.Done, s.Submitted, s.Running)
+	// Output: done 10 of 10, 0 running
 }

@@ -67,22 +67,28 @@ func ExampleParseHeaders_openAI() {
 	// tokens: 149984 of 150000 left, resets in 6m0s
 }
 
-func ExampleParseRetryAfter() {
+// ExampleParseHeaders_retryAfter reads the wait a throttled response asks
+// for, in any of the forms servers send it.
+func ExampleParseHeaders_retryAfter() {
 	now := time.Date(2015, 10, 21, 7, 27, 0, 0, time.UTC)
-	for _, v := range []string{
-		"120",                           // delta seconds
-		"2.0",                           // decimal seconds, as Shopify sends
-		"Wed, 21 Oct 2015 07:28:00 GMT", // HTTP-date
-		"86400",                         // a day: clamped to DefaultMaxDelay
-		"soon",                          // not a Retry-After
+	for _, kv := range [][2]string{
+		{"Retry-After", "120"},                           // delta seconds
+		{"Retry-After", "2.0"},                           // decimal seconds, as Shopify sends
+		{"Retry-After", "Wed, 21 Oct 2015 07:28:00 GMT"}, // HTTP-date
+		{"Retry-After-Ms", "1500"},                       // milliseconds, as OpenAI sends
+		{"Retry-After", "86400"},                         // a day: clamped to DefaultMaxDelay
+		{"Retry-After", "soon"},                          // not a Retry-After
 	} {
-		d, ok := pacer.ParseRetryAfter(v, now)
-		fmt.Println(d, ok)
+		h := http.Header{}
+		h.Set(kv[0], kv[1])
+		info, ok := pacer.ParseHeaders(h, now)
+		fmt.Println(info.RetryAfter, ok)
 	}
 	// Output:
 	// 2m0s true
 	// 2s true
 	// 1m0s true
+	// 1.5s true
 	// 1h0m0s true
 	// 0s false
 }

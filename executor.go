@@ -52,7 +52,6 @@ type Executor struct {
 	client  *http.Client
 	sem     *semaphore.Weighted
 	max     int
-	reports reporter
 	onError func(error)
 
 	mu        sync.Mutex
@@ -84,9 +83,8 @@ type Executor struct {
 type ExecutorOption func(*executorConfig)
 
 type executorConfig struct {
-	max      int
-	progress func(ExecutorStats)
-	onError  func(error)
+	max     int
+	onError func(error)
 }
 
 // WithMaxConcurrency is an [Executor] option: it sets how many calls may hold
@@ -102,25 +100,6 @@ func WithMaxConcurrency(n int) ExecutorOption {
 		panic(fmt.Sprintf("pacer: WithMaxConcurrency(%d): n must be at least 1", n))
 	}
 	return func(c *executorConfig) { c.max = n }
-}
-
-// WithProgress is an [Executor] option: it registers fn to receive a snapshot
-// of the executor's counters after they change, for progress bars and
-// metrics. It panics if fn is nil (leave the option out to report nothing).
-//
-// fn is called from a goroutine of the executor's, never concurrently with
-// itself and never while the executor holds a lock, so it may call any method
-// of the executor except Shutdown and Close, which wait for fn's last call to
-// return. Calls are coalesced: a slow fn misses intermediate states, but not
-// the last. Shutdown owns that goroutine: it returns only after fn has
-// received the final state, or, when a Shutdown's context ends first, without
-// waiting for a call of fn in progress; either way no call of fn starts after
-// Shutdown returned ([Executor.Stats] still shows later changes).
-func WithProgress(fn func(ExecutorStats)) ExecutorOption {
-	if fn == nil {
-		panic("pacer: WithProgress(nil)")
-	}
-	return func(c *executorConfig) { c.progress = fn }
 }
 
 // WithErrorHandler is an [Executor] option: it registers fn to receive every
@@ -164,7 +143,6 @@ func NewExecutor(client *http.Client, opts ...ExecutorOption) *Executor {
 		live:        callList{which: liveLinks},
 		open:        callList{which: openLinks},
 	}
-	e.reports.fn, e.reports.stats = cfg.progress, e.Stats
 	return e
 }
 
@@ -289,18 +267,16 @@ func (e *Executor) statsLocked() ExecutorStats {
 // [ErrExecutorClosed] from the moment Shutdown begins. Every call accepted
 // before then, including those still waiting for a slot, runs, and Shutdown
 // waits until all have finished and every response body they returned is
-// closed. With [WithProgress], it then waits until the progress function has
-// received the final state, and returns nil; the function is not called
-// after that.
+// closed, and returns nil.
 //
 // If ctx ends first, Shutdown cancels what is left: calls still waiting
 // return an error wrapping ErrExecutorClosed (they never started); requests
 // and Go functions in progress see their context cancelled with cause
 // [ErrExecutorAborted], and reads from open response bodies fail. Shutdown
-// then returns at once, without waiting for that work to unwind, an
-// [*ExecutorShutdownError] that counts what it cancelled and wraps ctx.Err(),
-// so errors.Is(err, context.DeadlineExceeded) holds for a deadline. Nor does
-// it wait for a progress call in progress; no report follows that one.
+// then returns at once, without waiting for that work to unwind, an error
+// that says what it cancelled (calls running and waiting, bodies open) and
+// wraps both ctx.Err() and ErrExecutorAborted: errors.Is(err,
+// context.DeadlineExceeded) holds for a deadline.
 //
 // Shutdown is idempotent and safe to call from many goroutines: every call
 // waits for the same completion and returns the same result, and a call made
@@ -313,7 +289,6 @@ func (e *Executor) Shutdown(ctx context.Context) error {
 		e.checkIdleLocked()
 	}
 	e.mu.Unlock()
-	e.changed()
 
 	// A result that already exists wins, so that every call reports the same.
 	select {
@@ -321,9 +296,7 @@ func (e *Executor) Shutdown(ctx context.Context) error {
 		return e.shutdownErr
 	default:
 	}
-	// Once all work has finished, deliver the final progress report and stop
-	// the reporter, so that no goroutine of the executor's outlives Shutdown.
-	if !e.await(ctx, e.idle) || !e.await(ctx, e.reports.stop(true)) {
+	if !e.await(ctx, e.idle) {
 		return e.shutdownErr
 	}
 	return nil
@@ -357,37 +330,23 @@ func (e *Executor) Close() error {
 	return e.Shutdown(context.Background())
 }
 
-// ExecutorShutdownError is returned by [Executor.Shutdown] when its context
-// ended before accepted work finished. It counts the work it cancelled.
-type ExecutorShutdownError struct {
-	// Waiting is the number of calls that had not got a slot; they return an
-	// error wrapping ErrExecutorClosed and were never started.
-	Waiting int
-	// Running is the number of requests and Go functions in progress; their
-	// contexts were cancelled with cause ErrExecutorAborted. A request that was
-	// already answering may still return its response.
-	Running int
-	// OpenBodies is the number of responses whose body was still open; reads
-	// from them now fail, and their slots stay taken until they are closed.
-	OpenBodies int
-	// Err is the context's error.
-	Err error
+// shutdownError is Shutdown's result when its context ended before the
+// accepted work finished: what it cancelled, for the log.
+type shutdownError struct {
+	waiting, running, openBodies int
+	err                          error // the context's
 }
 
-func (e *ExecutorShutdownError) Error() string {
+func (e *shutdownError) Error() string {
 	return fmt.Sprintf("pacer: executor shutdown cancelled %d running and %d waiting calls with %d response bodies open: %v",
-		e.Running, e.Waiting, e.OpenBodies, e.Err)
+		e.running, e.waiting, e.openBodies, e.err)
 }
 
-// Unwrap returns the context's error.
-func (e *ExecutorShutdownError) Unwrap() error { return e.Err }
+func (e *shutdownError) Unwrap() []error { return []error{e.err, ErrExecutorAborted} }
 
 // abort records the forced-shutdown result and cancels everything left, once.
 func (e *Executor) abort(cause error) {
 	e.shutdownOnce.Do(func() {
-		// Nothing is reported after an aborted Shutdown returns (Stats still
-		// tells), and it does not wait for a progress call in progress.
-		e.reports.stop(false)
 		e.mu.Lock()
 		select {
 		case <-e.idle:
@@ -399,12 +358,7 @@ func (e *Executor) abort(cause error) {
 		default:
 		}
 		e.aborting = true
-		e.shutdownErr = &ExecutorShutdownError{
-			Waiting:    e.waiting,
-			Running:    e.running,
-			OpenBodies: e.open.n,
-			Err:        cause,
-		}
+		e.shutdownErr = &shutdownError{waiting: e.waiting, running: e.running, openBodies: e.open.n, err: cause}
 		cancels := make([]context.CancelCauseFunc, 0, e.live.n+1)
 		cancels = append(cancels, e.cancelAbort) // the calls under callCtx
 		for c := e.live.head; c != nil; c = c.links[liveLinks].next {
@@ -433,6 +387,3 @@ func (e *Executor) checkIdleLocked() {
 		}
 	}
 }
-
-// changed reports a state change to the progress callback, if any.
-func (e *Executor) changed() { e.reports.changed() }

@@ -41,9 +41,9 @@ func TestDoWithAContextThatCannotEndIsStillAbortedByShutdown(t *testing.T) {
 
 		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		var se *ExecutorShutdownError
+		var se *shutdownError
 		require.ErrorAs(t, e.Shutdown(sctx), &se)
-		assert.Equal(t, 1, se.Running)
+		assert.Equal(t, 1, se.running)
 		assert.ErrorIs(t, <-errc, ErrExecutorAborted)
 		assert.Equal(t, ErrExecutorAborted, <-seen, "the request's context")
 		assert.Equal(t, ErrExecutorAborted, <-seen, "a context the transport derived")

@@ -52,7 +52,6 @@ func (e *Executor) begin(ctx, reqCtx, extra context.Context) (*execCall, error) 
 		e.rejected++
 		e.mu.Unlock()
 		c.release(ErrExecutorClosed)
-		e.changed()
 		return nil, ErrExecutorClosed
 	}
 	e.submitted++
@@ -60,7 +59,6 @@ func (e *Executor) begin(ctx, reqCtx, extra context.Context) (*execCall, error) 
 		e.failed++
 		e.mu.Unlock()
 		c.release(ctxErr)
-		e.changed()
 		return nil, ctxErr
 	}
 	e.live.push(c)
@@ -73,7 +71,6 @@ func (e *Executor) begin(ctx, reqCtx, extra context.Context) (*execCall, error) 
 		e.waiting++
 	}
 	e.mu.Unlock()
-	e.changed()
 	c.watch(reqCtx, extra)
 	if fast {
 		return c, nil
@@ -88,7 +85,6 @@ func (e *Executor) begin(ctx, reqCtx, extra context.Context) (*execCall, error) 
 		e.live.remove(c)
 		e.checkIdleLocked()
 		e.mu.Unlock()
-		e.changed()
 		return nil, err
 	}
 	e.mu.Lock()
@@ -102,13 +98,11 @@ func (e *Executor) begin(ctx, reqCtx, extra context.Context) (*execCall, error) 
 		e.mu.Unlock()
 		e.sem.Release(1)
 		c.detach()
-		e.changed()
 		return nil, errNotStarted
 	}
 	e.waiting--
 	e.running++
 	e.mu.Unlock()
-	e.changed()
 	return c, nil
 }
 
@@ -201,7 +195,6 @@ func (c *execCall) finish(ok bool) {
 	e.live.remove(c)
 	e.checkIdleLocked()
 	e.mu.Unlock()
-	e.changed()
 }
 
 // run executes a Go function under the call's slot.
@@ -246,7 +239,6 @@ func (c *execCall) roundTrip(req *http.Request) (*http.Response, error) {
 	e.done++
 	e.open.push(c)
 	e.mu.Unlock()
-	e.changed()
 	if rw, ok := c.body.(io.ReadWriteCloser); ok && resp.StatusCode == http.StatusSwitchingProtocols {
 		// Keep the upgraded connection writable, as net/http promises.
 		resp.Body = &upgradedBody{execCall: c, w: rw}
@@ -286,7 +278,6 @@ func (c *execCall) endBody() {
 	e.live.remove(c)
 	e.checkIdleLocked()
 	e.mu.Unlock()
-	e.changed()
 }
 
 // upgradedBody is the body of a 101 Switching Protocols response, which

@@ -77,10 +77,10 @@ func TestShutdownDeadlineAbortsARealResponseBody(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 	defer cancel()
 	err = e.Shutdown(ctx)
-	var se *ExecutorShutdownError
+	var se *shutdownError
 	require.ErrorAs(t, err, &se)
-	assert.Equal(t, 1, se.OpenBodies)
-	assert.Zero(t, se.Running)
+	assert.Equal(t, 1, se.openBodies)
+	assert.Zero(t, se.running)
 
 	_, err = resp.Body.Read(buf)
 	require.Error(t, err, "reading a body Shutdown aborted fails instead of hanging")

@@ -75,14 +75,14 @@ func TestShutdownDuringLoadLosesNoCall(t *testing.T) {
 					require.NoError(t, shutdownErr)
 					assert.Zero(t, notStarted.Load()+aborted.Load(), "without a deadline all accepted work runs")
 				} else {
-					var se *ExecutorShutdownError
+					var se *shutdownError
 					require.ErrorAs(t, shutdownErr, &se)
 					assert.ErrorIs(t, shutdownErr, context.DeadlineExceeded)
-					assert.EqualValues(t, se.Waiting, notStarted.Load(), "exactly the counted waiters never started")
-					assert.LessOrEqual(t, aborted.Load(), int64(se.Running),
+					assert.EqualValues(t, se.waiting, notStarted.Load(), "exactly the counted waiters never started")
+					assert.LessOrEqual(t, aborted.Load(), int64(se.running),
 						"only counted requests are aborted (one answering at the deadline may still succeed)")
 					assert.Positive(t, aborted.Load())
-					assert.Positive(t, se.Waiting, "the deadline must catch queued calls")
+					assert.Positive(t, se.waiting, "the deadline must catch queued calls")
 				}
 			})
 		})
@@ -137,9 +137,9 @@ func TestShutdownDeadlineCancelsInFlightWorkAndCountsIt(t *testing.T) {
 		err = e.Shutdown(ctx)
 		assert.Equal(t, 2*time.Second, time.Since(start), "Shutdown waits until its deadline, then returns at once")
 
-		var se *ExecutorShutdownError
+		var se *shutdownError
 		require.ErrorAs(t, err, &se)
-		assert.Equal(t, ExecutorShutdownError{Waiting: 5, Running: 3, OpenBodies: 1, Err: context.DeadlineExceeded}, *se)
+		assert.Equal(t, shutdownError{waiting: 5, running: 3, openBodies: 1, err: context.DeadlineExceeded}, *se)
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.Contains(t, err.Error(), "cancelled 3 running and 5 waiting calls with 1 response bodies open")
 
@@ -166,9 +166,9 @@ func TestShutdownDeadlineCancelsInFlightWorkAndCountsIt(t *testing.T) {
 	})
 }
 
-func errorAsShutdown(t *testing.T, err error) *ExecutorShutdownError {
+func errorAsShutdown(t *testing.T, err error) *shutdownError {
 	t.Helper()
-	var se *ExecutorShutdownError
+	var se *shutdownError
 	require.ErrorAs(t, err, &se)
 	return se
 }
@@ -268,7 +268,7 @@ func TestConcurrentShutdownsShareOneResult(t *testing.T) {
 			start := time.Now()
 			first := errorAsShutdown(t, <-results)
 			assert.Equal(t, time.Second, time.Since(start))
-			assert.Equal(t, 1, first.Running)
+			assert.Equal(t, 1, first.running)
 			for range 19 {
 				assert.Same(t, first, errorAsShutdown(t, <-results))
 			}

@@ -134,7 +134,6 @@ func TestExecutorOptionsPanicWhenCreatedNamingTheOption(t *testing.T) {
 		assert.PanicsWithValue(t, fmt.Sprintf("pacer: WithMaxConcurrency(%d): n must be at least 1", n),
 			func() { WithMaxConcurrency(n) })
 	}
-	assert.PanicsWithValue(t, "pacer: WithProgress(nil)", func() { WithProgress(nil) })
 	assert.PanicsWithValue(t, "pacer: WithErrorHandler(nil)", func() { WithErrorHandler(nil) })
 }
 

@@ -129,15 +129,6 @@ func ParseHeaders(h http.Header, now time.Time) (Info, bool) {
 	return parseHeaders(h, now, DefaultMaxDelay)
 }
 
-// ParseRetryAfter parses a Retry-After value received at now: delta seconds
-// (`120`, also the decimal `2.0` some servers send) or an HTTP-date in any of
-// RFC 9110's three forms. A date in the past yields 0; waits beyond
-// DefaultMaxDelay are clamped to it. ok is false for anything else, such as
-// negative numbers or garbage.
-func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
-	return parseRetryAfter(v, now, DefaultMaxDelay)
-}
-
 // parseHeaders is ParseHeaders with the cap maxDelay (the Transport's
 // configured one) in place of DefaultMaxDelay; maxDelay ≤ 0 means
 // DefaultMaxDelay.
@@ -242,7 +233,12 @@ func uniqueNames(qs []Quota) {
 	}
 }
 
-// parseRetryAfter is ParseRetryAfter with the cap maxDelay.
+// parseRetryAfter parses a Retry-After value received at now: delta seconds
+// (`120`, also the decimal `2.0` some servers send) or an HTTP-date in any of
+// RFC 9110's three forms. A date in the past yields 0; waits beyond maxDelay
+// are clamped to it. ok is false for anything else, such as negative numbers
+// or garbage. [ParseHeaders] is its public face: Info.RetryAfter, which also
+// reads Retry-After-Ms and the providers' equivalents.
 func parseRetryAfter(v string, now time.Time, maxDelay time.Duration) (time.Duration, bool) {
 	v = trimOWS(v)
 	if s, ok := parseDecimal(v); ok {

@@ -63,8 +63,8 @@ func FuzzParseHeaders(f *testing.F) {
 
 		for _, vs := range h {
 			for _, v := range vs {
-				if d, ok := ParseRetryAfter(v, now); d < 0 || d > DefaultMaxDelay || (!ok && d != 0) {
-					t.Fatalf("ParseRetryAfter(%q) = %v, %v", v, d, ok)
+				if d, ok := parseRetryAfter(v, now, DefaultMaxDelay); d < 0 || d > DefaultMaxDelay || (!ok && d != 0) {
+					t.Fatalf("parseRetryAfter(%q) = %v, %v", v, d, ok)
 				}
 			}
 		}

@@ -20,11 +20,7 @@ type config struct {
 	rules        []*rule
 	keyFunc      func(*http.Request) string
 	maxWait      time.Duration
-	maxDelay     time.Duration
 	retries      int
-	retryAll     bool
-	slowStart    int
-	idleTTL      time.Duration
 	maxEndpoints int
 	logger       *slog.Logger
 	observer     func(Attempt)
@@ -39,10 +35,7 @@ type config struct {
 func defaultConfig() config {
 	return config{
 		safety:       0.9,
-		maxDelay:     DefaultMaxDelay,
 		retries:      DefaultRetries,
-		slowStart:    DefaultSlowStart,
-		idleTTL:      DefaultIdleTTL,
 		maxEndpoints: DefaultMaxEndpoints,
 	}
 }
@@ -111,48 +104,26 @@ func WithKeyFunc(fn func(*http.Request) string) Option {
 	return func(c *config) { c.keyFunc = fn }
 }
 
-// WithMaxWait makes a request whose wait for its limiter would exceed d fail
-// at once with a [*RateLimitError] instead of sleeping. The default, 0, lets
-// a request wait as long as its context allows (a server-requested pause is
-// capped by [WithMaxDelay]); a wait that would pass the context's deadline
-// always fails at once.
+// WithMaxWait bounds how long a request may wait for its endpoint's
+// limiter: a request whose wait would be longer than d fails at once with a
+// [*RateLimitError] saying when it could go, instead of sleeping. A wait
+// that would pass the request context's deadline fails at once too.
+//
+// The default, 0, bounds waits by the context alone, up to
+// [DefaultMaxDelay]: an hourly quota that runs out is waited for, a daily
+// one is refused at once with its reset. A d longer than DefaultMaxDelay
+// lets requests wait that long (WithMaxWait(48*time.Hour) for a job that
+// may spill into tomorrow's quota).
+//
+// A pause a server asks for (Retry-After, a spent quota's reset) is believed
+// up to the longer of d and DefaultMaxDelay, so a hostile or broken header
+// cannot park an endpoint for longer, while a short d refuses early without
+// making the endpoint come back before the server said.
 func WithMaxWait(d time.Duration) Option {
 	if d < 0 {
 		panic(fmt.Sprintf("pacer: WithMaxWait(%v): negative duration", d))
 	}
 	return func(c *config) { c.maxWait = d }
-}
-
-// WithMaxDelay caps any pause a server asks for (Retry-After, a quota reset
-// time): hostile or broken values cannot park an endpoint for longer than d.
-// The default is [DefaultMaxDelay].
-func WithMaxDelay(d time.Duration) Option {
-	if d <= 0 {
-		panic(fmt.Sprintf("pacer: WithMaxDelay(%v): duration must be > 0", d))
-	}
-	return func(c *config) { c.maxDelay = d }
-}
-
-// WithSlowStart sets how many requests may be in flight to an endpoint
-// before its first response arrives (default [DefaultSlowStart]): a fan-out
-// of a thousand requests onto an exhausted quota then costs n 429s, not a
-// thousand. 1 is the most careful, at a round trip for every job.
-func WithSlowStart(n int) Option {
-	if n < 1 {
-		panic(fmt.Sprintf("pacer: WithSlowStart(%d): must be >= 1", n))
-	}
-	return func(c *config) { c.slowStart = n }
-}
-
-// WithIdleTTL sets how long an endpoint may go unused before it is
-// forgotten (default [DefaultIdleTTL]). An endpoint with a request in
-// progress, or still paused by its server, is never evicted; a forgotten one
-// starts over (in slow start) on its next request.
-func WithIdleTTL(d time.Duration) Option {
-	if d <= 0 {
-		panic(fmt.Sprintf("pacer: WithIdleTTL(%v): duration must be > 0", d))
-	}
-	return func(c *config) { c.idleTTL = d }
 }
 
 // WithMaxEndpoints caps the endpoints tracked at once (default

@@ -38,18 +38,20 @@ const (
 // 0 disables retries. The default is [DefaultRetries].
 //
 // A request is retried only when its body can be replayed (no body, or
-// Request.GetBody set, as http.NewRequest does for in-memory bodies) and it
-// is idempotent: GET, HEAD, OPTIONS, TRACE, PUT, DELETE, or any method with an
-// Idempotency-Key or X-Idempotency-Key header. [WithRetryNonIdempotent]
-// widens that. The server has the last word: x-should-retry: false or
-// Stripe-Should-Retry: false prevents a retry (in DefaultRetryPolicy), and
-// x-should-retry: true (or Stripe-Should-Retry: true) allows one for any
-// replayable request.
+// Request.GetBody set, as http.NewRequest does for in-memory bodies). Which
+// methods are safe to send again is the policy's judgement, made on the
+// response: DefaultRetryPolicy retries a non-idempotent request (POST,
+// PATCH without an idempotency key) only when the response says the server
+// refused it without acting on it. After a transport error, when the
+// request may have been acted on and no response says otherwise, only an
+// idempotent request is sent again (GET, HEAD, OPTIONS, TRACE, PUT, DELETE,
+// or any method with an Idempotency-Key or X-Idempotency-Key header),
+// whatever the policy says.
 //
 // Every retry waits for the endpoint's limiter again, at least as long as
-// the response's Retry-After. A retry that could not start before MaxWait,
-// MaxDelay or the context's deadline is not made: the response is returned
-// at once, body intact. Retries of load shed by the server (a 5xx without a
+// the response's Retry-After. A retry that could not start before MaxWait
+// or the context's deadline is not made: the response is returned at once,
+// body intact. Retries of load shed by the server (a 5xx without a
 // Retry-After or a spent quota) and of transport errors draw on a retry
 // budget, a tenth of the endpoint's traffic, so they never multiply an
 // overloaded server's load.
@@ -58,14 +60,6 @@ func WithRetries(n int) Option {
 		panic(fmt.Sprintf("pacer: WithRetries(%d): negative count", n))
 	}
 	return func(c *config) { c.retries = n }
-}
-
-// WithRetryNonIdempotent allows retrying requests of any method (POST,
-// PATCH, …) whose body can be replayed. A 429 usually means the server did
-// not act on the request, but only the API's documentation can promise
-// that; use this when it does.
-func WithRetryNonIdempotent() Option {
-	return func(c *config) { c.retryAll = true }
 }
 
 // WithRetryPolicy replaces [DefaultRetryPolicy] as the judge of whether an
@@ -78,9 +72,12 @@ func WithRetryNonIdempotent() Option {
 // to judge.
 //
 // Returning true asks for a retry, which is made within the bounds that
-// keep it safe and bounded (see [WithRetries]: the count, a replayable and
-// idempotent request, the retry budget, MaxWait and the deadline); when it
-// is not made, the caller gets what the attempt obtained. Returning a
+// keep it safe and bounded (see [WithRetries]: the count, a replayable
+// request, an idempotent one after a transport error, the retry budget,
+// MaxWait and the deadline); when it is not made, the caller gets what the
+// attempt obtained. For a response, the policy is the judge of whether the
+// request may be sent twice: returning true retries a POST (resp.Request
+// is the request sent). Returning a
 // non-nil error ends the request with that error unless a retry is made,
 // as in go-retryablehttp: the response, if any, is drained and closed, and
 // the caller gets the error alone.
@@ -129,6 +126,14 @@ func WithPrepareRetry(prepare func(r *http.Request) error) Option {
 // a quota gone for good (OpenAI's insufficient_quota and billing errors),
 // which waiting cannot help. It never returns an error.
 //
+// A request that is not idempotent (a POST, a PATCH without an idempotency
+// key) is retried only when the response says the server did not act on it:
+// a rate-limit refusal (429, 529 or a rate-limited 403: a limiter answers
+// before the request's work starts, which is why OpenAI's, Anthropic's and
+// GitHub's clients retry them), or x-should-retry: true. A 503 may come from
+// a proxy after the work began, so a POST that meets one is returned, not
+// sent again.
+//
 // Within a Transport's policy, it reuses the Transport's reading of the
 // response; called elsewhere, it reads the headers and, for a 403 or 429,
 // up to 4 KiB of the body, which it puts back byte for byte.
@@ -140,13 +145,32 @@ func DefaultRetryPolicy(ctx context.Context, resp *http.Response, err error) (bo
 	if !ok || v.resp != resp {
 		v = verdict{resp: resp, throttled: classifyThrottled(resp)}
 	}
-	return retryThrottled(resp, v.throttled), nil
+	return retryThrottled(resp.Request, resp, v.throttled), nil
 }
 
 // retryThrottled is DefaultRetryPolicy's decision on a response the
-// Transport has read: retry a throttled one unless the server says not to.
-func retryThrottled(resp *http.Response, throttled bool) bool {
-	return throttled && serverSays(resp) != serverSaysNo
+// Transport has read, to req (nil: unknown, judged not idempotent): retry a
+// throttled one unless the server says not to, and a request that may not
+// be sent twice only when the server did not act on it.
+func retryThrottled(req *http.Request, resp *http.Response, throttled bool) bool {
+	if !throttled {
+		return false
+	}
+	switch serverSays(resp) {
+	case serverSaysNo:
+		return false
+	case serverSaysYes:
+		return true
+	}
+	return (req != nil && idempotent(req)) || refusedUnacted(resp.StatusCode)
+}
+
+// refusedUnacted reports whether a throttled response with this status says
+// the server refused the request before acting on it: a rate limiter's
+// answer (429, a rate-limited 403) or Anthropic's 529, which the API sends
+// when it is too overloaded to start.
+func refusedUnacted(status int) bool {
+	return status == http.StatusTooManyRequests || status == http.StatusForbidden || status == statusOverloaded
 }
 
 // verdict is the Transport's reading of a response, handed to
@@ -174,7 +198,7 @@ func classifyThrottled(resp *http.Response) bool {
 func (rt *roundTrip) checkRetry(a *attemptState) (bool, error) {
 	if rt.t.retryPolicy == nil {
 		// DefaultRetryPolicy, without a context to carry the verdict.
-		return a.resp != nil && retryThrottled(a.resp, a.throttled), nil
+		return a.resp != nil && retryThrottled(rt.req, a.resp, a.throttled), nil
 	}
 	ctx := rt.ctx
 	if a.resp != nil {
@@ -207,7 +231,7 @@ func (rt *roundTrip) decide(prev *attemptOutcome, a *attemptState) attemptOutcom
 	if err != nil {
 		o.err = err
 	}
-	if !retry || rt.n >= t.retries || !t.mayReplay(rt.req, a.resp) {
+	if !retry || rt.n >= t.retries || !mayReplay(rt.req, a.resp) {
 		return o
 	}
 	if (a.resp == nil || overloaded(a.resp.StatusCode, &a.info)) && !a.lim.retryBudget.withdraw() {
@@ -361,11 +385,11 @@ func serverSays(resp *http.Response) int {
 }
 
 // mayReplay reports whether req may be sent again after the attempt that
-// got resp (nil after a transport error): its body can be replayed, and
-// sending it twice is harmless (idempotent), allowed by
-// WithRetryNonIdempotent, or allowed by the server.
-func (t *Transport) mayReplay(req *http.Request, resp *http.Response) bool {
-	return replayable(req) && (t.retryAll || idempotent(req) || serverSays(resp) == serverSaysYes)
+// got resp (nil after a transport error), once the policy asked for it: its
+// body can be replayed, and after a transport error, which no response
+// explains and the policy cannot see the method of, it is idempotent.
+func mayReplay(req *http.Request, resp *http.Response) bool {
+	return replayable(req) && (resp != nil || idempotent(req))
 }
 
 // replayable reports whether req's body can be sent again.

@@ -32,6 +32,12 @@ func (m closingMock) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // respondInTurn answers with the given responses in turn, the last one forever.
+// retryEveryResponse is a retry policy that asks to retry every error
+// response and no transport error.
+func retryEveryResponse(_ context.Context, resp *http.Response, _ error) (bool, error) {
+	return resp != nil && resp.StatusCode >= 400, nil
+}
+
 func respondInTurn(resps ...func() *http.Response) httpmock.Responder {
 	var n atomic.Int32
 	return func(r *http.Request) (*http.Response, error) {
@@ -121,15 +127,19 @@ func TestRetryDecision(t *testing.T) {
 		{"GET 403 without rate-limit signs is not retried", get, respond(403, "X-RateLimit-Remaining", "12"), nil, 1},
 		{"GET 403 with exhausted quota is retried", get, respond(403, "X-RateLimit-Remaining", "0"), nil, 2},
 		{"GET 403 with Retry-After is retried", get, respond(403, "Retry-After", "1"), nil, 2},
-		{"POST 429 is not retried", post, respond(429), nil, 1},
-		{"POST with Idempotency-Key is retried", req{method: http.MethodPost, body: "x", header: http.Header{"Idempotency-Key": {"k1"}}}, respond(429), nil, 2},
-		{"POST with X-Idempotency-Key is retried", req{method: http.MethodPost, body: "x", header: http.Header{"X-Idempotency-Key": {"k1"}}}, respond(429), nil, 2},
-		{"POST is retried when the server says x-should-retry: true", post, respond(429, "X-Should-Retry", "true"), nil, 2},
-		{"POST is retried when the server says Stripe-Should-Retry: true", post, respond(429, "Stripe-Should-Retry", "true"), nil, 2},
+		{"POST 429 is retried: the limiter refused it before any work", post, respond(429), nil, 2},
+		{"POST 529 is retried: Anthropic refused it before any work", post, respond(529), nil, 2},
+		{"POST rate-limited 403 is retried", post, respond(403, "X-RateLimit-Remaining", "0"), nil, 2},
+		{"POST 503 is not retried: the work may have begun", post, respond(503), nil, 1},
+		{"POST 503 is retried when the server says x-should-retry: true", post, respond(503, "X-Should-Retry", "true"), nil, 2},
+		{"POST 429 is not retried when the server says x-should-retry: false", post, respond(429, "X-Should-Retry", "false"), nil, 1},
+		{"POST 503 with Idempotency-Key is retried", req{method: http.MethodPost, body: "x", header: http.Header{"Idempotency-Key": {"k1"}}}, respond(503), nil, 2},
+		{"POST 503 with X-Idempotency-Key is retried", req{method: http.MethodPost, body: "x", header: http.Header{"X-Idempotency-Key": {"k1"}}}, respond(503), nil, 2},
+		{"POST 503 is retried when the server says Stripe-Should-Retry: true", post, respond(503, "Stripe-Should-Retry", "true"), nil, 2},
 		{"GET is not retried when the server says x-should-retry: false", get, respond(429, "x-should-retry", "false"), nil, 1},
 		{"GET is not retried when the server says Stripe-Should-Retry: false", get, respond(503, "Stripe-Should-Retry", "False"), nil, 1},
-		{"POST is retried with WithRetryNonIdempotent", post, respond(429), []Option{WithRetryNonIdempotent()}, 2},
-		{"body without GetBody is never retried", req{method: http.MethodPut, body: "x", noGet: true}, respond(429, "X-Should-Retry", "true"), []Option{WithRetryNonIdempotent()}, 1},
+		{"POST 503 is retried when the policy says so", post, respond(503), []Option{WithRetryPolicy(retryEveryResponse)}, 2},
+		{"body without GetBody is never retried", req{method: http.MethodPut, body: "x", noGet: true}, respond(429, "X-Should-Retry", "true"), []Option{WithRetryPolicy(retryEveryResponse)}, 1},
 		{"WithRetries(0) disables retries", get, respond(429), []Option{WithRetries(0)}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -36,7 +36,8 @@ import (
 //
 // A Transport is safe for concurrent use. It never modifies a request, always
 // closes the request body, and leaves the response body to the caller. Its
-// memory is bounded: idle endpoints are evicted (see [WithIdleTTL],
+// memory is bounded: idle endpoints are evicted (after ten minutes,
+// or as long as their quota's window when it is longer; see also
 // [WithMaxEndpoints]) lazily, without a background goroutine, so a Transport
 // needs no Close.
 //
@@ -50,11 +51,10 @@ type Transport struct {
 	mux          *http.ServeMux // nil without WithEndpoint
 	keyFunc      func(*http.Request) string
 	retries      int
-	retryAll     bool
 	retryPolicy  func(context.Context, *http.Response, error) (bool, error) // nil: DefaultRetryPolicy, without the context it needs
 	prepareRetry func(*http.Request) error
 	maxWait      time.Duration
-	maxDelay     time.Duration
+	maxDelay     time.Duration // the cap on a server's pauses: the longer of maxWait and DefaultMaxDelay
 	logger       *slog.Logger
 	observer     func(Attempt)
 	longWait     longWaitHook
@@ -98,9 +98,9 @@ func (t *Transport) setup(base http.RoundTripper, c *config) {
 	}
 	t.base = base
 	t.keyFunc = c.keyFunc
-	t.retries, t.retryAll = c.retries, c.retryAll
+	t.retries = c.retries
 	t.retryPolicy, t.prepareRetry = c.retryPolicy, c.prepareRetry
-	t.maxWait, t.maxDelay = c.maxWait, c.maxDelay
+	t.maxWait, t.maxDelay = c.maxWait, max(c.maxWait, DefaultMaxDelay)
 	t.logger, t.observer, t.longWait = c.logger, c.observer, c.longWait
 	t.views.New = func() any { return new(http.Request) }
 	if len(c.rules) > 0 {
@@ -109,15 +109,14 @@ func (t *Transport) setup(base http.RoundTripper, c *config) {
 			register(t.mux, r)
 		}
 	}
-	t.eps = newEndpoints(c.idleTTL, c.maxEndpoints, func(key string, ceiling Limit, burst int) *Adaptive {
+	t.eps = newEndpoints(c.maxEndpoints, func(key string, ceiling Limit, burst int) *Adaptive {
 		return NewAdaptive(AdaptiveConfig{
 			Key:          key,
 			SafetyFactor: c.safety,
 			Ceiling:      ceiling,
 			CeilingBurst: burst,
 			MaxWait:      c.maxWait,
-			MaxDelay:     c.maxDelay,
-			SlowStart:    c.slowStart,
+			MaxDelay:     t.maxDelay,
 			Logger:       c.logger,
 			Store:        c.store,
 		})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net/http"
@@ -32,10 +33,7 @@ func TestInvalidOptionsPanicNamingTheOption(t *testing.T) {
 		{`WithEndpoint("/x"): negative burst -2`, func() Option { return WithEndpoint("/x", 1, -2) }},
 		{"WithKeyFunc(nil)", func() Option { return WithKeyFunc(nil) }},
 		{"WithMaxWait(-1s)", func() Option { return WithMaxWait(-time.Second) }},
-		{"WithMaxDelay(0s)", func() Option { return WithMaxDelay(0) }},
 		{"WithRetries(-1)", func() Option { return WithRetries(-1) }},
-		{"WithSlowStart(0)", func() Option { return WithSlowStart(0) }},
-		{"WithIdleTTL(0s)", func() Option { return WithIdleTTL(0) }},
 		{"WithMaxEndpoints(0)", func() Option { return WithMaxEndpoints(0) }},
 		{"WithObserver(nil)", func() Option { return WithObserver(nil) }},
 		{"WithStore(nil)", func() Option { return WithStore(nil) }},
@@ -303,16 +301,18 @@ func TestBucketNamesAreScopedByKey(t *testing.T) {
 }
 
 // TestEndToEndThroughARealClient sends requests over loopback through an
-// http.Client: the first attempt is throttled, the retry succeeds, and the
-// caller sees only the success.
+// http.Client: a POST refused with a 429 is retried with its body replayed,
+// and the caller sees only the success; one that meets a 503, which may
+// have come after the work began, is returned as it is.
 func TestEndToEndThroughARealClient(t *testing.T) {
 	var n atomic.Int32
+	var first atomic.Int32 // the status of each request's first attempt
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body := new(bytes.Buffer)
 		body.ReadFrom(r.Body)
 		if n.Add(1) == 1 {
 			w.Header().Set("Retry-After", "0")
-			w.WriteHeader(http.StatusTooManyRequests)
+			w.WriteHeader(int(first.Load()))
 			return
 		}
 		w.Header().Set("RateLimit", `"default";r=99;t=60`)
@@ -323,18 +323,23 @@ func TestEndToEndThroughARealClient(t *testing.T) {
 	tr := NewTransport(nil)
 	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
 	defer client.CloseIdleConnections()
+
+	first.Store(http.StatusTooManyRequests)
 	resp, err := client.Post(srv.URL+"/x", "text/plain", bytes.NewReader([]byte("hello")))
 	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "POST without an idempotency key is not retried")
-
-	req, _ := http.NewRequest(http.MethodPut, srv.URL+"/x", bytes.NewReader([]byte("again")))
-	n.Store(0)
-	resp, err = client.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "a POST the limiter refused is retried")
+	assert.Equal(t, "got hello", string(body), "with its body replayed")
 	assert.EqualValues(t, 2, n.Load())
+
+	n.Store(0)
+	first.Store(http.StatusServiceUnavailable)
+	resp, err = client.Post(srv.URL+"/x", "text/plain", bytes.NewReader([]byte("again")))
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "a POST that met a 503 is not sent twice")
+	assert.EqualValues(t, 1, n.Load())
 	st := tr.Stats()
 	require.Len(t, st, 1)
 	assert.EqualValues(t, 1, st[0].Retries)
@@ -380,9 +385,9 @@ func TestSlowStartBoundsWhatAFanOutOntoAnExhaustedQuotaCosts(t *testing.T) {
 func TestEndpointPausedByItsServerSurvivesIdleEviction(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newMock(respondInTurn(respond(429, "Retry-After", "3600"), respond(200)))
-		tr := NewTransport(m, WithIdleTTL(time.Minute), WithRetries(0), WithMaxWait(time.Second))
+		tr := NewTransport(m, WithRetries(0), WithMaxWait(time.Second))
 		mustGet(t, tr, mockURL)
-		time.Sleep(10 * time.Minute)
+		time.Sleep(idleTTL + time.Minute)
 		mustGet(t, tr, "https://other.example.com/") // runs the sweep
 		assert.Contains(t, endpointKeys(tr), "https://api.example.com", "its pause is not forgotten")
 		r, _ := http.NewRequest(http.MethodGet, mockURL, nil)
@@ -419,13 +424,54 @@ func TestWaitBeyondTheContextDeadlineFailsAtOnceWithoutSending(t *testing.T) {
 	})
 }
 
+// TestMaxWaitBoundsTheCallerNotTheServersPause: a short MaxWait refuses
+// early, but the endpoint still waits as long as the server asked (up to the
+// hostile-header cap), and a long MaxWait raises that cap.
+func TestMaxWaitBoundsTheCallerNotTheServersPause(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		maxWait    time.Duration
+		retryAfter string
+		want       time.Duration // when the next request could go
+	}{
+		{"short MaxWait, short pause", 300 * time.Millisecond, "10", 10 * time.Second},
+		{"default, a pause past the cap", 0, "7200", DefaultMaxDelay},
+		{"long MaxWait, a pause past the default cap", 3 * time.Hour, "7200", 2 * time.Hour},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				m := newMock(respondInTurn(respond(429, "Retry-After", tc.retryAfter), respond(200)))
+				opts := []Option{WithRetries(0)}
+				if tc.maxWait > 0 {
+					opts = append(opts, WithMaxWait(tc.maxWait))
+				}
+				tr := NewTransport(m, opts...)
+				start := time.Now()
+				mustGet(t, tr, mockURL) // the 429, returned: its retry would wait too long
+				ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+				defer cancel()
+				r, _ := http.NewRequestWithContext(ctx, http.MethodGet, mockURL, nil)
+				_, err := tr.RoundTrip(r)
+				var rle *RateLimitError
+				require.ErrorAs(t, err, &rle)
+				// The server's pause, capped at the longer of MaxWait and
+				// DefaultMaxDelay; the limiter may add its spacing after it.
+				got := rle.RetryAt.Sub(start)
+				assert.GreaterOrEqual(t, got, tc.want)
+				assert.Less(t, got, tc.want+time.Second)
+				assert.Equal(t, 1, m.GetTotalCallCount())
+			})
+		})
+	}
+}
+
 // TestCostHintsKeepATokenQuotaFromBeingOverrun sends LLM-style requests
 // whose token quota binds long before the request quota: with WithCost the
 // limiter holds each request until the quota can cover it.
 func TestCostHintsKeepATokenQuotaFromBeingOverrun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		api := apisim.New(apisim.Config{Style: apisim.StyleOpenAI, Limit: 1000, TokenLimit: 20000, Window: time.Minute})
-		tr := NewTransport(api.Transport(), WithRetryNonIdempotent())
+		tr := NewTransport(api.Transport())
 		start := time.Now()
 		var wg sync.WaitGroup
 		for range 4 {

@@ -41,7 +41,7 @@ func TestAnthropicFanOut(t *testing.T) {
 		sdkRetries int
 		opts       []pacer.Option
 	}{
-		{"recommended: SDK retries 0, pacer retries", 0, []pacer.Option{pacer.WithRetryNonIdempotent()}},
+		{"recommended: SDK retries 0, pacer retries", 0, nil},
 		{"SDK default retries (2), pacer default", -1, nil},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
@@ -67,7 +67,7 @@ func TestAnthropicFanOut(t *testing.T) {
 func TestAnthropicOverloaded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fake{provider: anthropicAPI, limit: limit, window: window, latency: latency, overloadedEvery: 25}
-		tr := pacer.NewTransport(inMemory{f}, pacer.WithRetryNonIdempotent())
+		tr := pacer.NewTransport(inMemory{f})
 		c := anthropicClient(tr, 0)
 		o := fanOut(100, workers, func(int) error { return message(background(), c) })
 		s := f.stats()
@@ -93,7 +93,7 @@ func TestAnthropicRefusal(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				f := &fake{provider: anthropicAPI, limit: 20, window: 4 * time.Second, latency: latency}
-				tr := pacer.NewTransport(inMemory{f}, pacer.WithRetryNonIdempotent(), pacer.WithMaxWait(300*time.Millisecond))
+				tr := pacer.NewTransport(inMemory{f}, pacer.WithMaxWait(300*time.Millisecond))
 				c := anthropicClient(tr, sc.sdkRetries)
 				o := fanOut(60, workers, func(int) error { return message(background(), c) })
 				s := f.stats()
@@ -124,7 +124,7 @@ func TestAnthropicStorm(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				f := &fake{provider: anthropicAPI, limit: limit, window: window, latency: latency, storm: stormFor, shouldRetry: "true"}
-				tr := pacer.NewTransport(inMemory{f}, pacer.WithRetryNonIdempotent())
+				tr := pacer.NewTransport(inMemory{f})
 				c := anthropicClient(tr, sc.sdkRetries)
 				const n = 4
 				o := fanOut(n, n, func(int) error { return message(background(), c) })

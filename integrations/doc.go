@@ -10,9 +10,9 @@
 //
 // The recommended setups, and why (figures from the tests, in README.md):
 //
-//   - openai-go and anthropic-sdk-go: option.WithMaxRetries(0) and
-//     pacer.WithRetryNonIdempotent(), so that pacer is the only layer that
-//     retries. Both SDKs treat any transport error as a connection failure
+//   - openai-go and anthropic-sdk-go: option.WithMaxRetries(0), so that
+//     pacer is the only layer that retries (it retries their POSTs on a
+//     429 or 529, which refuse a request before any work). Both SDKs treat any transport error as a connection failure
 //     and retry it with their own backoff, so a *pacer.RateLimitError
 //     refusal (the wait would pass MaxWait or the deadline) cost callers
 //     0.5-2 s each and, under a deadline, arrives as a bare

@@ -67,7 +67,7 @@ func Example_openai() {
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 
-	tr := pacer.NewTransport(nil, pacer.WithRetryNonIdempotent())
+	tr := pacer.NewTransport(nil)
 	hc := &http.Client{Transport: tr}
 	defer hc.CloseIdleConnections()
 	client := openai.NewClient(
@@ -100,7 +100,7 @@ func Example_anthropic() {
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 
-	tr := pacer.NewTransport(nil, pacer.WithRetryNonIdempotent())
+	tr := pacer.NewTransport(nil)
 	hc := &http.Client{Transport: tr}
 	defer hc.CloseIdleConnections()
 	client := anthropic.NewClient(

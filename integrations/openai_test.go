@@ -49,7 +49,7 @@ func TestOpenAIFanOut(t *testing.T) {
 		sdkRetries int
 		opts       []pacer.Option
 	}{
-		{"recommended: SDK retries 0, pacer retries", 0, []pacer.Option{pacer.WithRetryNonIdempotent()}},
+		{"recommended: SDK retries 0, pacer retries", 0, nil},
 		{"SDK default retries (2), pacer default", -1, nil},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
@@ -85,7 +85,7 @@ func TestOpenAIRefusal(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				f := &fake{provider: openAI, limit: 20, window: 4 * time.Second, latency: latency}
-				tr := pacer.NewTransport(inMemory{f}, pacer.WithRetryNonIdempotent(), pacer.WithMaxWait(300*time.Millisecond))
+				tr := pacer.NewTransport(inMemory{f}, pacer.WithMaxWait(300*time.Millisecond))
 				c := openAIClient(tr, sc.sdkRetries)
 				o := fanOut(60, workers, func(int) error { return chat(background(), c) })
 				s := f.stats()
@@ -118,7 +118,7 @@ func TestOpenAIDeadline(t *testing.T) {
 	for _, sdkRetries := range []int{0, -1} {
 		synctest.Test(t, func(t *testing.T) {
 			f := &fake{provider: openAI, limit: 1, window: 4 * time.Second, latency: latency}
-			tr := pacer.NewTransport(inMemory{f}, pacer.WithRetryNonIdempotent())
+			tr := pacer.NewTransport(inMemory{f})
 			c := openAIClient(tr, sdkRetries)
 			if err := chat(background(), c); err != nil {
 				t.Fatal(err)
@@ -160,7 +160,7 @@ func TestOpenAIStorm(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				f := &fake{provider: openAI, limit: limit, window: window, latency: latency, storm: stormFor, shouldRetry: "true"}
-				tr := pacer.NewTransport(inMemory{f}, pacer.WithRetryNonIdempotent())
+				tr := pacer.NewTransport(inMemory{f})
 				c := openAIClient(tr, sc.sdkRetries)
 				const n = 4
 				o := fanOut(n, n, func(int) error { return chat(background(), c) })

@@ -35,7 +35,7 @@ func TestTokenQuotaFanOut(t *testing.T) {
 		t.Run(sdk.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				f := &fake{provider: sdk.provider, limit: 100, tokenLimit: limit * maxTokens, window: window, latency: latency}
-				tr := pacer.NewTransport(inMemory{f}, pacer.WithRetryNonIdempotent())
+				tr := pacer.NewTransport(inMemory{f})
 				call := sdk.call(tr)
 				o := fanOut(calls, workers, func(int) error { return call(background()) })
 				s := f.stats()

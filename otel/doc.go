@@ -45,7 +45,7 @@
 //	    Attributes: pacer.endpoint, http.request.method.
 //	pacer.client.refusals               counter, {request}
 //	    Requests refused at once with a *pacer.RateLimitError because their
-//	    wait would pass MaxWait, MaxDelay or the context's deadline,
+//	    wait would pass MaxWait or the context's deadline,
 //	    including a retry refused before its wait began (its Retry-After
 //	    already too late), which is not counted as a retry.
 //	    Attributes: pacer.endpoint, http.request.method.

@@ -94,7 +94,7 @@ func runJob(t *testing.T, q quotaShape, kind clientKind, n int) jobRun {
 			// By default no wait is longer than an hour: a job that needs
 			// tomorrow's quota is refused at once, with the reset. One that
 			// means to wait says so.
-			client = &http.Client{Transport: pacer.NewTransport(rt, pacer.WithMaxDelay(2*q.window))}
+			client = &http.Client{Transport: pacer.NewTransport(rt, pacer.WithMaxWait(2*q.window))}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 4*q.window)
 		defer cancel()
@@ -175,7 +175,7 @@ func TestBelowQuotaJobsAndPoissonLoad(t *testing.T) {
 	var md strings.Builder
 	md.WriteString(belowQuotaHeader)
 	md.WriteString("### Job time ÷ unpaced time (÷ fastest 429-free schedule for jobs above the quota)\n\n")
-	md.WriteString("16 workers, 50 ms per request, a fifth of the quota already spent by someone else; job sizes as a share of the remaining quota. `e` = caller errors, `t` = 429s after the first response. pacer runs with zero configuration, except `WithMaxDelay(48h)` on day windows: by default no wait is longer than an hour, so a job that needs tomorrow's quota is refused at once with the reset.\n\n")
+	md.WriteString("16 workers, 50 ms per request, a fifth of the quota already spent by someone else; job sizes as a share of the remaining quota. `e` = caller errors, `t` = 429s after the first response. pacer runs with zero configuration, except `WithMaxWait(48h)` on day windows: by default no wait is longer than an hour, so a job that needs tomorrow's quota is refused at once with the reset.\n\n")
 	md.WriteString("| quota | client |")
 	for _, s := range sizes {
 		fmt.Fprintf(&md, " %g%% |", 100*s)

@@ -48,7 +48,7 @@ func run(w io.Writer) error {
 	srv := httptest.NewServer(api)
 	defer srv.Close()
 
-	tr := pacer.NewTransport(nil, pacer.WithRetryNonIdempotent()) // chat completions are safe to retry after a 429
+	tr := pacer.NewTransport(nil) // a 429 or 529 refused the completion before any work: pacer retries it
 	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	defer client.CloseIdleConnections()
 
