@@ -423,6 +423,9 @@ func (p *headerParser) at(t time.Time) (time.Time, bool) {
 	return p.now.Add(min(max(d, 0), p.resetCap)), true
 }
 
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+func isLower(c byte) bool { return 'a' <= c && c <= 'z' }
+
 // clampSeconds converts s seconds (possibly +Inf) to a Duration in
 // [0, maxDelay]; NaN gives 0.
 func clampSeconds(s float64, maxDelay time.Duration) time.Duration {

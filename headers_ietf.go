@@ -3,10 +3,16 @@ package pacer
 import (
 	"math"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/sfv"
 )
 
+// sfv hands out at most sfv.MaxMembers members of a field, and a response
+// keeps at most maxQuotas quotas: the first must cover the second.
+var _ [sfv.MaxMembers - maxQuotas]struct{}
+
 // This file holds the semantics of the IETF RateLimit fields, every draft
-// generation; their RFC 9651 syntax is in sfv.go.
+// generation; their RFC 9651 syntax is parsed by internal/sfv.
 
 // policy is one IETF quota policy: `"burst";q=100;w=60` or, before
 // draft-08, `100;w=60`.
@@ -25,23 +31,23 @@ type policies struct {
 
 // add records the policy m describes and reports whether there is room for
 // more.
-func (ps *policies) add(m sfMember) bool {
+func (ps *policies) add(m sfv.Member) bool {
 	var pol policy
-	params := ietfParamsOf(m.params)
-	switch m.value.kind {
-	case sfInteger, sfDecimal:
-		pol.q, pol.hasQ = m.value.num, m.value.num >= 0
-	case sfString, sfToken:
-		if pol.name = m.value.str; len(pol.name) > maxNameLen {
+	params := ietfParamsOf(m.Params)
+	switch m.Value.Kind {
+	case sfv.Integer, sfv.Decimal:
+		pol.q, pol.hasQ = m.Value.Num, m.Value.Num >= 0
+	case sfv.String, sfv.Token:
+		if pol.name = m.Value.Str; len(pol.name) > maxNameLen {
 			return true
 		}
-		n, isNum := params.q.number()
+		n, isNum := params.q.Number()
 		pol.q, pol.hasQ = n, isNum && n >= 0
 	default:
 		return true
 	}
-	if params.qu.kind != 0 {
-		unit, _ := params.qu.name()
+	if params.qu.Kind != 0 {
+		unit, _ := params.qu.Name()
 		pol.skip = unit != "requests"
 	}
 	pol.window = params.windowLen()
@@ -51,14 +57,14 @@ func (ps *policies) add(m sfMember) bool {
 }
 
 // ietfParams holds the parameters the IETF drafts define, each the zero
-// sfItem when absent: q, qu and w (window in the first draft) of a policy, r
+// sfv.Item when absent: q, qu and w (window in the first draft) of a policy, r
 // and t of a RateLimit item.
-type ietfParams struct{ q, qu, w, window, r, t sfItem }
+type ietfParams struct{ q, qu, w, window, r, t sfv.Item }
 
 // ietfParamsOf reads all of them in one pass over the parameters.
-func ietfParamsOf(ps sfParams) ietfParams {
+func ietfParamsOf(ps sfv.Params) ietfParams {
 	var ip ietfParams
-	ps.each(func(k string, v sfItem) {
+	ps.Each(func(k string, v sfv.Item) {
 		switch k {
 		case "q":
 			ip.q = v
@@ -80,10 +86,10 @@ func ietfParamsOf(ps sfParams) ietfParams {
 // windowLen is the policy window, w= or else window=, in seconds.
 func (ip ietfParams) windowLen() time.Duration {
 	w := ip.w
-	if w.kind == 0 {
+	if w.Kind == 0 {
 		w = ip.window
 	}
-	if s, ok := w.number(); ok && s > 0 && s <= maxWindowSeconds {
+	if s, ok := w.Number(); ok && s > 0 && s <= maxWindowSeconds {
 		return time.Duration(math.Round(s * 1e9))
 	}
 	return 0
@@ -98,7 +104,7 @@ func (p *headerParser) ietf(fs *fieldSet) {
 	}
 	var ps policies
 	if v, ok := fs.joined(fRateLimitPolicy); ok {
-		sfEach(v, false, ps.add)
+		sfv.Each(v, false, ps.add)
 	}
 	if v, ok := fs.joined(fRateLimit); ok && (p.draft07(v, &ps) || p.draft08(v, &ps)) {
 		return
@@ -115,12 +121,12 @@ func (p *headerParser) ietf(fs *fieldSet) {
 // draft07 handles the dictionary `RateLimit: limit=100, remaining=50, reset=5`.
 func (p *headerParser) draft07(v string, ps *policies) bool {
 	var q quotaState
-	valid := sfEach(v, true, func(m sfMember) bool {
-		n, ok := m.value.number()
+	valid := sfv.Each(v, true, func(m sfv.Member) bool {
+		n, ok := m.Value.Number()
 		if !ok || n < 0 {
 			return true
 		}
-		switch m.key {
+		switch m.Key {
 		case "limit":
 			q.limit, q.hasLimit = n, true
 		case "remaining":
@@ -149,16 +155,16 @@ func (p *headerParser) draft08(v string, ps *policies) bool {
 	}
 	var items [maxQuotas]item
 	n := 0
-	valid := sfEach(v, false, func(m sfMember) bool {
-		name, ok := m.value.name()
+	valid := sfv.Each(v, false, func(m sfv.Member) bool {
+		name, ok := m.Value.Name()
 		if !ok || len(name) > maxNameLen {
 			return true
 		}
 		it := item{name: name}
-		params := ietfParamsOf(m.params)
-		x, isNum := params.r.number()
+		params := ietfParamsOf(m.Params)
+		x, isNum := params.r.Number()
 		it.remaining, it.hasR = x, isNum && x >= 0
-		if x, isNum := params.t.number(); isNum {
+		if x, isNum := params.t.Number(); isNum {
 			it.reset, _ = p.resetNumber(x)
 		}
 		items[n] = it
@@ -198,11 +204,11 @@ func (p *headerParser) limitField(fs *fieldSet, f field, q *quotaState, ps *poli
 		return
 	}
 	first := true
-	sfEach(v, false, func(m sfMember) bool {
+	sfv.Each(v, false, func(m sfv.Member) bool {
 		if first {
 			first = false
-			if n, ok := m.value.number(); ok && n >= 0 {
-				q.limit, q.hasLimit, q.window = n, true, ietfParamsOf(m.params).windowLen()
+			if n, ok := m.Value.Number(); ok && n >= 0 {
+				q.limit, q.hasLimit, q.window = n, true, ietfParamsOf(m.Params).windowLen()
 				return true
 			}
 		}

@@ -1,13 +1,6 @@
-package pacer
-
-import (
-	"strings"
-	"unicode/utf8"
-)
-
-// This file is a small parser for RFC 9651 structured fields, the syntax of
-// the IETF RateLimit and RateLimit-Policy fields. It is written here rather
-// than imported because the root module takes no new dependencies, because
+// Package sfv is a small parser for RFC 9651 structured fields, the syntax
+// of the IETF RateLimit and RateLimit-Policy fields. It is written here
+// rather than imported because pacer's module takes no new dependencies, because
 // pacer needs only the parsing half (no serialiser, no Go value model), and
 // because a parser that runs on every response must not allocate: it works on
 // substrings of the field value, validates a whole field before handing out
@@ -15,61 +8,67 @@ import (
 // whole), and keeps parameters as their raw text until a caller reads them.
 // The only allocations are unescaping a String that contains backslash
 // escapes and decoding a Display String, both rare in rate-limit fields.
+package sfv
 
-// sfKind is the type of a structured-field bare item.
-type sfKind uint8
-
-const (
-	sfInteger sfKind = iota + 1
-	sfDecimal
-	sfString
-	sfToken
-	sfBinary
-	sfBoolean
-	sfDate
-	sfDisplayString
-	sfInnerList // a list member that is an inner list; its items are not kept
+import (
+	"strings"
+	"unicode/utf8"
 )
 
-// sfItem is a bare item. Integers (at most 15 digits) and decimals are exact
-// in a float64, so both are kept in num.
-type sfItem struct {
-	kind sfKind
-	num  float64 // Integer, Decimal, Date (seconds since the epoch)
-	str  string  // String (unescaped), Token, Binary (base64 text), Display String (decoded)
-	b    bool    // Boolean
+// Kind is the type of a structured-field bare item.
+type Kind uint8
+
+const (
+	Integer Kind = iota + 1
+	Decimal
+	String
+	Token
+	Binary
+	Boolean
+	Date
+	DisplayString
+	InnerList // a list member that is an inner list; its items are not kept
+)
+
+// Item is a bare item. Integers (at most 15 digits) and decimals are exact
+// in a float64, so both are kept in Num.
+type Item struct {
+	Kind Kind
+	Num  float64 // Integer, Decimal, Date (seconds since the epoch)
+	Str  string  // String (unescaped), Token, Binary (base64 text), Display String (decoded)
+	Bool bool    // Boolean
 }
 
-// number returns the value of an Integer or Decimal item.
-func (it sfItem) number() (float64, bool) {
-	if it.kind == sfInteger || it.kind == sfDecimal {
-		return it.num, true
+// Number returns the value of an Integer or Decimal item.
+func (it Item) Number() (float64, bool) {
+	if it.Kind == Integer || it.Kind == Decimal {
+		return it.Num, true
 	}
 	return 0, false
 }
 
-// name returns the text of a String or Token item.
-func (it sfItem) name() (string, bool) {
-	if it.kind == sfString || it.kind == sfToken {
-		return it.str, true
+// Name returns the text of a String or Token item.
+func (it Item) Name() (string, bool) {
+	if it.Kind == String || it.Kind == Token {
+		return it.Str, true
 	}
 	return "", false
 }
 
-// sfParams is the already validated parameter text of a member, such as
+// Params is the already validated parameter text of a member, such as
 // `;q=100;w=60`.
-type sfParams string
+type Params string
 
-// each calls fn for every parameter, in order; a parameter without a value
+// Each calls fn for every parameter, in order; a parameter without a value
 // is the Boolean true. RFC 9651 says the last of duplicated keys wins: a
 // caller gets that by letting later calls overwrite earlier ones.
-func (ps sfParams) each(fn func(key string, value sfItem)) {
-	p := sfParser{s: string(ps)}
+func (ps Params) Each(fn func(key string, value Item)) {
+	p := parser{s: string(ps)}
 	for p.i < len(p.s) && p.s[p.i] == ';' {
 		p.i++
 		p.skipSP()
 		k, _ := p.key()
-		v := sfItem{kind: sfBoolean, b: true}
+		v := Item{Kind: Boolean, Bool: true}
 		if p.i < len(p.s) && p.s[p.i] == '=' {
 			p.i++
 			v, _ = p.bareItem(true)
@@ -78,26 +77,27 @@ func (ps sfParams) each(fn func(key string, value sfItem)) {
 	}
 }
 
-// sfMember is one member of a list or dictionary.
-type sfMember struct {
-	key    string // dictionary key; "" in a list
-	value  sfItem
-	params sfParams
+// Member is one member of a list or dictionary.
+type Member struct {
+	Key    string // dictionary key; "" in a list
+	Value  Item
+	Params Params
 }
 
-// sfMaxMembers bounds how many members of one field sfEach hands out: pacer
-// keeps at most maxQuotas quotas, and a hostile field must not cost memory.
-const sfMaxMembers = maxQuotas
+// MaxMembers bounds how many members of one field Each hands out: pacer
+// keeps at most 16 quotas of a response, and a hostile field must not cost
+// memory.
+const MaxMembers = 16
 
-// sfEach parses s as an RFC 9651 List (dict false) or Dictionary (dict true)
+// Each parses s as an RFC 9651 List (dict false) or Dictionary (dict true)
 // and, only if the whole field is valid, calls fn for each of its first
-// sfMaxMembers members in order until fn returns false. It reports whether s
+// MaxMembers members in order until fn returns false. It reports whether s
 // was valid. One pass both validates and collects, into a stack buffer.
-func sfEach(s string, dict bool, fn func(sfMember) bool) bool {
-	var buf [sfMaxMembers]sfMember
+func Each(s string, dict bool, fn func(Member) bool) bool {
+	var buf [MaxMembers]Member
 	n := 0
-	p := sfParser{s: s}
-	valid := p.top(dict, func(m sfMember) {
+	p := parser{s: s}
+	valid := p.top(dict, func(m Member) {
 		if n < len(buf) {
 			buf[n] = m
 			n++
@@ -114,19 +114,19 @@ func sfEach(s string, dict bool, fn func(sfMember) bool) bool {
 	return true
 }
 
-// sfParser holds the position in the field value being parsed.
-type sfParser struct {
+// parser holds the position in the field value being parsed.
+type parser struct {
 	s string
 	i int
 }
 
-func (p *sfParser) skipSP() {
+func (p *parser) skipSP() {
 	for p.i < len(p.s) && p.s[p.i] == ' ' {
 		p.i++
 	}
 }
 
-func (p *sfParser) skipOWS() {
+func (p *parser) skipOWS() {
 	for p.i < len(p.s) && (p.s[p.i] == ' ' || p.s[p.i] == '\t') {
 		p.i++
 	}
@@ -134,24 +134,24 @@ func (p *sfParser) skipOWS() {
 
 // top parses a whole field value (RFC 9651 section 4.2). An empty value is an
 // empty list or dictionary.
-func (p *sfParser) top(dict bool, fn func(sfMember)) bool {
+func (p *parser) top(dict bool, fn func(Member)) bool {
 	p.skipSP()
 	for p.i < len(p.s) {
-		var m sfMember
+		var m Member
 		ok := true
 		if dict {
-			if m.key, ok = p.key(); !ok {
+			if m.Key, ok = p.key(); !ok {
 				return false
 			}
 			if p.i < len(p.s) && p.s[p.i] == '=' {
 				p.i++
-				m.value, m.params, ok = p.member()
+				m.Value, m.Params, ok = p.member()
 			} else {
-				m.value = sfItem{kind: sfBoolean, b: true}
-				m.params, ok = p.params()
+				m.Value = Item{Kind: Boolean, Bool: true}
+				m.Params, ok = p.params()
 			}
 		} else {
-			m.value, m.params, ok = p.member()
+			m.Value, m.Params, ok = p.member()
 		}
 		if !ok {
 			return false
@@ -174,13 +174,13 @@ func (p *sfParser) top(dict bool, fn func(sfMember)) bool {
 }
 
 // member parses an item or an inner list, with its parameters.
-func (p *sfParser) member() (sfItem, sfParams, bool) {
-	var it sfItem
+func (p *parser) member() (Item, Params, bool) {
+	var it Item
 	if p.i < len(p.s) && p.s[p.i] == '(' {
 		if !p.innerList() {
 			return it, "", false
 		}
-		it.kind = sfInnerList
+		it.Kind = InnerList
 	} else {
 		var ok bool
 		if it, ok = p.bareItem(true); !ok {
@@ -191,7 +191,7 @@ func (p *sfParser) member() (sfItem, sfParams, bool) {
 	return it, params, ok
 }
 
-func (p *sfParser) innerList() bool {
+func (p *parser) innerList() bool {
 	p.i++ // '('
 	for p.i < len(p.s) {
 		p.skipSP()
@@ -212,7 +212,7 @@ func (p *sfParser) innerList() bool {
 	return false
 }
 
-func (p *sfParser) params() (sfParams, bool) {
+func (p *parser) params() (Params, bool) {
 	start := p.i
 	for p.i < len(p.s) && p.s[p.i] == ';' {
 		p.i++
@@ -227,12 +227,12 @@ func (p *sfParser) params() (sfParams, bool) {
 			}
 		}
 	}
-	return sfParams(p.s[start:p.i]), true
+	return Params(p.s[start:p.i]), true
 }
 
-// key parses a dictionary or parameter key: lcalpha or "*", then lcalpha,
+// key parses a dictionary or parameter Key: lcalpha or "*", then lcalpha,
 // DIGIT, "_", "-", "." or "*".
-func (p *sfParser) key() (string, bool) {
+func (p *parser) key() (string, bool) {
 	start := p.i
 	if p.i == len(p.s) || !(isLower(p.s[p.i]) || p.s[p.i] == '*') {
 		return "", false
@@ -246,9 +246,9 @@ func (p *sfParser) key() (string, bool) {
 	return p.s[start:p.i], true
 }
 
-func (p *sfParser) bareItem(decode bool) (sfItem, bool) {
+func (p *parser) bareItem(decode bool) (Item, bool) {
 	if p.i == len(p.s) {
-		return sfItem{}, false
+		return Item{}, false
 	}
 	switch c := p.s[p.i]; {
 	case c == '-' || isDigit(c):
@@ -262,33 +262,33 @@ func (p *sfParser) bareItem(decode bool) (sfItem, bool) {
 	case c == '?':
 		if p.i+1 < len(p.s) && (p.s[p.i+1] == '0' || p.s[p.i+1] == '1') {
 			p.i += 2
-			return sfItem{kind: sfBoolean, b: p.s[p.i-1] == '1'}, true
+			return Item{Kind: Boolean, Bool: p.s[p.i-1] == '1'}, true
 		}
-		return sfItem{}, false
+		return Item{}, false
 	case c == '@':
 		p.i++
 		it, ok := p.number()
-		if !ok || it.kind != sfInteger {
-			return sfItem{}, false
+		if !ok || it.Kind != Integer {
+			return Item{}, false
 		}
-		it.kind = sfDate
+		it.Kind = Date
 		return it, true
 	case c == '%':
 		return p.displayString()
 	}
-	return sfItem{}, false
+	return Item{}, false
 }
 
 // number parses an Integer (at most 15 digits) or a Decimal (at most 12
 // integer and 3 fractional digits), RFC 9651 section 4.2.4.
-func (p *sfParser) number() (sfItem, bool) {
+func (p *parser) number() (Item, bool) {
 	neg := false
 	if p.i < len(p.s) && p.s[p.i] == '-' {
 		neg = true
 		p.i++
 	}
 	if p.i == len(p.s) || !isDigit(p.s[p.i]) {
-		return sfItem{}, false
+		return Item{}, false
 	}
 	start := p.i
 	var mant int64 // overflows only for digit strings rejected below
@@ -298,16 +298,16 @@ func (p *sfParser) number() (sfItem, bool) {
 	intDigits := p.i - start
 	if p.i == len(p.s) || p.s[p.i] != '.' {
 		if intDigits > 15 {
-			return sfItem{}, false
+			return Item{}, false
 		}
-		it := sfItem{kind: sfInteger, num: float64(mant)}
+		it := Item{Kind: Integer, Num: float64(mant)}
 		if neg {
-			it.num = -it.num
+			it.Num = -it.Num
 		}
 		return it, true
 	}
 	if intDigits > 12 {
-		return sfItem{}, false
+		return Item{}, false
 	}
 	p.i++ // '.'
 	fracStart := p.i
@@ -316,24 +316,24 @@ func (p *sfParser) number() (sfItem, bool) {
 	}
 	frac := p.i - fracStart
 	if frac == 0 || frac > 3 {
-		return sfItem{}, false
+		return Item{}, false
 	}
 	// Both operands are exact, so the quotient is correctly rounded.
-	it := sfItem{kind: sfDecimal, num: float64(mant) / [...]float64{1, 10, 100, 1000}[frac]}
+	it := Item{Kind: Decimal, Num: float64(mant) / [...]float64{1, 10, 100, 1000}[frac]}
 	if neg {
-		it.num = -it.num
+		it.Num = -it.Num
 	}
 	return it, true
 }
 
-func (p *sfParser) string(decode bool) (sfItem, bool) {
+func (p *parser) string(decode bool) (Item, bool) {
 	p.i++ // DQUOTE
 	start, escaped := p.i, false
 	for p.i < len(p.s) {
 		switch c := p.s[p.i]; {
 		case c == '\\':
 			if p.i+1 == len(p.s) || (p.s[p.i+1] != '"' && p.s[p.i+1] != '\\') {
-				return sfItem{}, false
+				return Item{}, false
 			}
 			escaped = true
 			p.i += 2
@@ -341,19 +341,19 @@ func (p *sfParser) string(decode bool) (sfItem, bool) {
 			s := p.s[start:p.i]
 			p.i++
 			if escaped && decode {
-				s = sfUnescape(s)
+				s = unescape(s)
 			}
-			return sfItem{kind: sfString, str: s}, true
+			return Item{Kind: String, Str: s}, true
 		case c < 0x20 || c > 0x7e:
-			return sfItem{}, false
+			return Item{}, false
 		default:
 			p.i++
 		}
 	}
-	return sfItem{}, false
+	return Item{}, false
 }
 
-func sfUnescape(s string) string {
+func unescape(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	for i := 0; i < len(s); i++ {
@@ -366,42 +366,42 @@ func sfUnescape(s string) string {
 }
 
 // token parses a Token: ALPHA or "*", then tchar, ":" or "/".
-func (p *sfParser) token() (sfItem, bool) {
+func (p *parser) token() (Item, bool) {
 	start := p.i
 	for p.i++; p.i < len(p.s) && (isTchar(p.s[p.i]) || p.s[p.i] == ':' || p.s[p.i] == '/'); p.i++ {
 	}
-	return sfItem{kind: sfToken, str: p.s[start:p.i]}, true
+	return Item{Kind: Token, Str: p.s[start:p.i]}, true
 }
 
 // binary parses a Byte Sequence, keeping its base64 text (pacer never needs
 // the bytes). As RFC 9651 asks, missing "=" padding and non-zero pad bits are
 // accepted; anything that cannot be base64 is not.
-func (p *sfParser) binary() (sfItem, bool) {
+func (p *parser) binary() (Item, bool) {
 	p.i++ // ':'
 	end := strings.IndexByte(p.s[p.i:], ':')
 	if end < 0 {
-		return sfItem{}, false
+		return Item{}, false
 	}
 	b64 := p.s[p.i : p.i+end]
 	p.i += end + 1
 	data := strings.TrimRight(b64, "=")
 	pad := len(b64) - len(data)
 	if pad > 2 || len(data)%4 == 1 || (pad > 0 && len(b64)%4 != 0) {
-		return sfItem{}, false
+		return Item{}, false
 	}
 	for i := 0; i < len(data); i++ {
 		if c := data[i]; !isAlpha(c) && !isDigit(c) && c != '+' && c != '/' {
-			return sfItem{}, false
+			return Item{}, false
 		}
 	}
-	return sfItem{kind: sfBinary, str: b64}, true
+	return Item{Kind: Binary, Str: b64}, true
 }
 
 // displayString parses a Display String: %"…" with lowercase %xx escapes
 // that must decode to valid UTF-8.
-func (p *sfParser) displayString() (sfItem, bool) {
+func (p *parser) displayString() (Item, bool) {
 	if p.i+1 == len(p.s) || p.s[p.i+1] != '"' {
-		return sfItem{}, false
+		return Item{}, false
 	}
 	p.i += 2
 	var buf []byte
@@ -410,28 +410,28 @@ func (p *sfParser) displayString() (sfItem, bool) {
 		p.i++
 		switch {
 		case c < 0x20 || c > 0x7e:
-			return sfItem{}, false
+			return Item{}, false
 		case c == '%':
 			if p.i+2 > len(p.s) {
-				return sfItem{}, false
+				return Item{}, false
 			}
 			hi, ok1 := lowerHex(p.s[p.i])
 			lo, ok2 := lowerHex(p.s[p.i+1])
 			if !ok1 || !ok2 {
-				return sfItem{}, false
+				return Item{}, false
 			}
 			buf = append(buf, hi<<4|lo)
 			p.i += 2
 		case c == '"':
 			if !utf8.Valid(buf) {
-				return sfItem{}, false
+				return Item{}, false
 			}
-			return sfItem{kind: sfDisplayString, str: string(buf)}, true
+			return Item{Kind: DisplayString, Str: string(buf)}, true
 		default:
 			buf = append(buf, c)
 		}
 	}
-	return sfItem{}, false
+	return Item{}, false
 }
 
 func lowerHex(c byte) (byte, bool) {

@@ -1,4 +1,4 @@
-package pacer
+package sfv
 
 import (
 	"strings"
@@ -7,18 +7,18 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-func sfInt(n float64) sfItem         { return sfItem{kind: sfInteger, num: n} }
-func sfDec(n float64) sfItem         { return sfItem{kind: sfDecimal, num: n} }
-func sfStr(s string) sfItem          { return sfItem{kind: sfString, str: s} }
-func sfTok(s string) sfItem          { return sfItem{kind: sfToken, str: s} }
-func sfBool(b bool) sfItem           { return sfItem{kind: sfBoolean, b: b} }
-func sfBin(b64 string) sfItem        { return sfItem{kind: sfBinary, str: b64} }
-func sfInner() sfItem                { return sfItem{kind: sfInnerList} }
-func m(it sfItem, p string) sfMember { return sfMember{value: it, params: sfParams(p)} }
+func sfInt(n float64) Item       { return Item{Kind: Integer, Num: n} }
+func sfDec(n float64) Item       { return Item{Kind: Decimal, Num: n} }
+func sfStr(s string) Item        { return Item{Kind: String, Str: s} }
+func sfTok(s string) Item        { return Item{Kind: Token, Str: s} }
+func sfBool(b bool) Item         { return Item{Kind: Boolean, Bool: b} }
+func sfBin(b64 string) Item      { return Item{Kind: Binary, Str: b64} }
+func sfInner() Item              { return Item{Kind: InnerList} }
+func m(it Item, p string) Member { return Member{Value: it, Params: Params(p)} }
 
-func sfCollect(s string, dict bool) ([]sfMember, bool) {
-	var got []sfMember
-	ok := sfEach(s, dict, func(m sfMember) bool {
+func sfCollect(s string, dict bool) ([]Member, bool) {
+	var got []Member
+	ok := Each(s, dict, func(m Member) bool {
 		got = append(got, m)
 		return true
 	})
@@ -29,26 +29,26 @@ func sfCollect(s string, dict bool) ([]sfMember, bool) {
 func TestSFListParsesPerRFC9651(t *testing.T) {
 	cases := []struct {
 		in   string
-		want []sfMember // nil with bad set: must fail as a whole
+		want []Member // nil with bad set: must fail as a whole
 		bad  bool
 	}{
 		{"", nil, false},
-		{"1, 42", []sfMember{m(sfInt(1), ""), m(sfInt(42), "")}, false},
-		{"1,42", []sfMember{m(sfInt(1), ""), m(sfInt(42), "")}, false},
-		{"  1 \t,\t 42  ", []sfMember{m(sfInt(1), ""), m(sfInt(42), "")}, false},
-		{"-123456789012345, 0012", []sfMember{m(sfInt(-123456789012345), ""), m(sfInt(12), "")}, false},
-		{"123456789012.123, -1.5, 2.50", []sfMember{m(sfDec(123456789012.123), ""), m(sfDec(-1.5), ""), m(sfDec(2.5), "")}, false},
-		{`"foo", "f\"o\\o", ""`, []sfMember{m(sfStr("foo"), ""), m(sfStr(`f"o\o`), ""), m(sfStr(""), "")}, false},
-		{"foo123/456, *foo, a:b, A!#$%&'*+-.^_`|~", []sfMember{m(sfTok("foo123/456"), ""), m(sfTok("*foo"), ""),
+		{"1, 42", []Member{m(sfInt(1), ""), m(sfInt(42), "")}, false},
+		{"1,42", []Member{m(sfInt(1), ""), m(sfInt(42), "")}, false},
+		{"  1 \t,\t 42  ", []Member{m(sfInt(1), ""), m(sfInt(42), "")}, false},
+		{"-123456789012345, 0012", []Member{m(sfInt(-123456789012345), ""), m(sfInt(12), "")}, false},
+		{"123456789012.123, -1.5, 2.50", []Member{m(sfDec(123456789012.123), ""), m(sfDec(-1.5), ""), m(sfDec(2.5), "")}, false},
+		{`"foo", "f\"o\\o", ""`, []Member{m(sfStr("foo"), ""), m(sfStr(`f"o\o`), ""), m(sfStr(""), "")}, false},
+		{"foo123/456, *foo, a:b, A!#$%&'*+-.^_`|~", []Member{m(sfTok("foo123/456"), ""), m(sfTok("*foo"), ""),
 			m(sfTok("a:b"), ""), m(sfTok("A!#$%&'*+-.^_`|~"), "")}, false},
-		{"?1, ?0", []sfMember{m(sfBool(true), ""), m(sfBool(false), "")}, false},
-		{":aGVsbG8=:, :aGVsbG8:, ::, :aGVsbG9=:", []sfMember{m(sfBin("aGVsbG8="), ""), m(sfBin("aGVsbG8"), ""),
+		{"?1, ?0", []Member{m(sfBool(true), ""), m(sfBool(false), "")}, false},
+		{":aGVsbG8=:, :aGVsbG8:, ::, :aGVsbG9=:", []Member{m(sfBin("aGVsbG8="), ""), m(sfBin("aGVsbG8"), ""),
 			m(sfBin(""), ""), m(sfBin("aGVsbG9="), "")}, false},
-		{"@1659578233, @-1", []sfMember{m(sfItem{kind: sfDate, num: 1659578233}, ""), m(sfItem{kind: sfDate, num: -1}, "")}, false},
-		{`%"f%c3%bc%c3%bc", %"a\"`, []sfMember{m(sfItem{kind: sfDisplayString, str: "füü"}, ""),
-			m(sfItem{kind: sfDisplayString, str: `a\`}, "")}, false},
-		{"1;a=1;b; c=?0;*d=\"x\", 2", []sfMember{m(sfInt(1), `;a=1;b; c=?0;*d="x"`), m(sfInt(2), "")}, false},
-		{"(1 2);w=1, (), ( 1  \"a\";x ), (a b);q", []sfMember{m(sfInner(), ";w=1"), m(sfInner(), ""),
+		{"@1659578233, @-1", []Member{m(Item{Kind: Date, Num: 1659578233}, ""), m(Item{Kind: Date, Num: -1}, "")}, false},
+		{`%"f%c3%bc%c3%bc", %"a\"`, []Member{m(Item{Kind: DisplayString, Str: "füü"}, ""),
+			m(Item{Kind: DisplayString, Str: `a\`}, "")}, false},
+		{"1;a=1;b; c=?0;*d=\"x\", 2", []Member{m(sfInt(1), `;a=1;b; c=?0;*d="x"`), m(sfInt(2), "")}, false},
+		{"(1 2);w=1, (), ( 1  \"a\";x ), (a b);q", []Member{m(sfInner(), ";w=1"), m(sfInner(), ""),
 			m(sfInner(), ""), m(sfInner(), ";q")}, false},
 		// Invalid as a whole.
 		{"1,", nil, true},
@@ -108,19 +108,19 @@ func TestSFListParsesPerRFC9651(t *testing.T) {
 }
 
 func TestSFDictionaryParsesPerRFC9651(t *testing.T) {
-	d := func(k string, it sfItem, p string) sfMember { return sfMember{key: k, value: it, params: sfParams(p)} }
+	d := func(k string, it Item, p string) Member { return Member{Key: k, Value: it, Params: Params(p)} }
 	cases := []struct {
 		in   string
-		want []sfMember
+		want []Member
 		bad  bool
 	}{
 		{"", nil, false},
-		{"limit=100, remaining=50, reset=5", []sfMember{d("limit", sfInt(100), ""), d("remaining", sfInt(50), ""),
+		{"limit=100, remaining=50, reset=5", []Member{d("limit", sfInt(100), ""), d("remaining", sfInt(50), ""),
 			d("reset", sfInt(5), "")}, false},
-		{"a=1,b=2;x=?0, c, *d;e=1, f=(1 2);g", []sfMember{d("a", sfInt(1), ""), d("b", sfInt(2), ";x=?0"),
+		{"a=1,b=2;x=?0, c, *d;e=1, f=(1 2);g", []Member{d("a", sfInt(1), ""), d("b", sfInt(2), ";x=?0"),
 			d("c", sfBool(true), ""), d("*d", sfBool(true), ";e=1"), d("f", sfInner(), ";g")}, false},
-		{"a=1, a=2", []sfMember{d("a", sfInt(1), ""), d("a", sfInt(2), "")}, false},
-		{"default;r=50;t=30", []sfMember{d("default", sfBool(true), ";r=50;t=30")}, false},
+		{"a=1, a=2", []Member{d("a", sfInt(1), ""), d("a", sfInt(2), "")}, false},
+		{"default;r=50;t=30", []Member{d("default", sfBool(true), ";r=50;t=30")}, false},
 		{"A=1", nil, true},
 		{"a=1,", nil, true},
 		{"a=", nil, true},
@@ -138,12 +138,12 @@ func TestSFDictionaryParsesPerRFC9651(t *testing.T) {
 
 func TestSFEachStopsWhenAskedAndSkipsInvalidFieldsEntirely(t *testing.T) {
 	calls := 0
-	ok := sfEach("1, 2, 3", false, func(sfMember) bool { calls++; return calls < 2 })
+	ok := Each("1, 2, 3", false, func(Member) bool { calls++; return calls < 2 })
 	assert.True(t, ok)
 	assert.Equal(t, 2, calls)
 
 	calls = 0
-	ok = sfEach("1, 2, (3", false, func(sfMember) bool { calls++; return true })
+	ok = Each("1, 2, (3", false, func(Member) bool { calls++; return true })
 	assert.False(t, ok)
 	assert.Zero(t, calls, "no member of an invalid field may be used")
 }
@@ -151,29 +151,29 @@ func TestSFEachStopsWhenAskedAndSkipsInvalidFieldsEntirely(t *testing.T) {
 func TestSFParamsEachVisitsAllInOrderDecoded(t *testing.T) {
 	type param struct {
 		key   string
-		value sfItem
+		value Item
 	}
 	var got []param
-	sfParams(`;a=1;b; c="x\"y";a=2;d=?0;e=%"%c3%a9";f="plain";a`).each(func(k string, v sfItem) {
+	Params(`;a=1;b; c="x\"y";a=2;d=?0;e=%"%c3%a9";f="plain";a`).Each(func(k string, v Item) {
 		got = append(got, param{k, v})
 	})
 	assert.Equal(t, []param{
 		{"a", sfInt(1)}, {"b", sfBool(true)}, {"c", sfStr(`x"y`)}, {"a", sfInt(2)}, {"d", sfBool(false)},
-		{"e", sfItem{kind: sfDisplayString, str: "é"}}, {"f", sfStr("plain")}, {"a", sfBool(true)},
+		{"e", Item{Kind: DisplayString, Str: "é"}}, {"f", sfStr("plain")}, {"a", sfBool(true)},
 	}, got)
-	sfParams("").each(func(string, sfItem) { t.Fatal("no parameters to visit") })
+	Params("").Each(func(string, Item) { t.Fatal("no parameters to visit") })
 }
 
 func TestSFItemAccessors(t *testing.T) {
-	n, ok := sfDec(1.5).number()
+	n, ok := sfDec(1.5).Number()
 	assert.True(t, ok)
 	assert.Equal(t, 1.5, n)
-	_, ok = sfStr("1").number()
+	_, ok = sfStr("1").Number()
 	assert.False(t, ok)
-	s, ok := sfTok("a").name()
+	s, ok := sfTok("a").Name()
 	assert.True(t, ok)
 	assert.Equal(t, "a", s)
-	_, ok = sfInt(1).name()
+	_, ok = sfInt(1).Name()
 	assert.False(t, ok)
 }
 
@@ -181,7 +181,7 @@ func TestSFEachHandsOutAtMost16MembersButValidatesAll(t *testing.T) {
 	long := strings.Repeat("1, ", 99) + "1"
 	got, ok := sfCollect(long, false)
 	assert.True(t, ok)
-	assert.Len(t, got, sfMaxMembers)
+	assert.Len(t, got, MaxMembers)
 
 	_, ok = sfCollect(long+", (", false)
 	assert.False(t, ok, "an error after the 16th member still invalidates the field")
