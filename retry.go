@@ -143,9 +143,9 @@ func DefaultRetryPolicy(ctx context.Context, resp *http.Response, err error) (bo
 	}
 	v, ok := ctx.Value(verdictKey{}).(verdict)
 	if !ok || v.resp != resp {
-		v = verdict{resp: resp, throttled: classifyThrottled(resp)}
+		v = verdict{req: resp.Request, resp: resp, throttled: classifyThrottled(resp)}
 	}
-	return retryThrottled(resp.Request, resp, v.throttled), nil
+	return retryThrottled(v.req, resp, v.throttled), nil
 }
 
 // retryThrottled is DefaultRetryPolicy's decision on a response the
@@ -177,6 +177,7 @@ func refusedUnacted(status int) bool {
 // DefaultRetryPolicy through the context of a user's policy so that both
 // judge the response alike.
 type verdict struct {
+	req       *http.Request // the caller's, whatever the base transport put in resp.Request
 	resp      *http.Response
 	throttled bool
 }
@@ -202,7 +203,7 @@ func (rt *roundTrip) checkRetry(a *attemptState) (bool, error) {
 	}
 	ctx := rt.ctx
 	if a.resp != nil {
-		ctx = context.WithValue(ctx, verdictKey{}, verdict{resp: a.resp, throttled: a.throttled})
+		ctx = context.WithValue(ctx, verdictKey{}, verdict{req: rt.req, resp: a.resp, throttled: a.throttled})
 	}
 	return rt.t.retryPolicy(ctx, a.resp, a.err)
 }

@@ -294,3 +294,36 @@ func TestNilRetryHooksPanicNamingTheOption(t *testing.T) {
 	assert.PanicsWithValue(t, "pacer: WithRetryPolicy(nil)", func() { WithRetryPolicy(nil) })
 	assert.PanicsWithValue(t, "pacer: WithPrepareRetry(nil)", func() { WithPrepareRetry(nil) })
 }
+
+// TestDefaultRetryPolicyInAPolicyJudgesTheCallersRequest: a policy that
+// wraps DefaultRetryPolicy gets the Transport's judgement of the caller's
+// request even when the base transport does not set resp.Request: a GET
+// that met a 503 is retried, a POST is not.
+func TestDefaultRetryPolicyInAPolicyJudgesTheCallersRequest(t *testing.T) {
+	for _, tc := range []struct {
+		method string
+		calls  int
+	}{{http.MethodGet, 2}, {http.MethodPost, 1}} {
+		t.Run(tc.method, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var calls int
+				base := transportFunc(func(r *http.Request) (*http.Response, error) {
+					calls++
+					code := http.StatusServiceUnavailable
+					if calls > 1 {
+						code = http.StatusOK
+					}
+					return &http.Response{StatusCode: code, Header: http.Header{}, Body: http.NoBody}, nil // no Request
+				})
+				tr := NewTransport(base, WithRetryPolicy(func(ctx context.Context, resp *http.Response, err error) (bool, error) {
+					return DefaultRetryPolicy(ctx, resp, err)
+				}))
+				r, _ := http.NewRequest(tc.method, mockURL, strings.NewReader("x"))
+				resp, err := tr.RoundTrip(r)
+				require.NoError(t, err)
+				resp.Body.Close()
+				assert.Equal(t, tc.calls, calls)
+			})
+		})
+	}
+}
