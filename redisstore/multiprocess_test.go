@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -34,10 +35,13 @@ const (
 	envURL     = "PACER_MP_URL"     // the simulated API
 	envRedis   = "PACER_MP_REDIS"   // host:port
 	envPrefix  = "PACER_MP_PREFIX"  // Redis key prefix of this run
-	envStart   = "PACER_MP_START"   // unix nanoseconds at which to start sending
 	envRun     = "PACER_MP_RUN"     // how long to send, a time.Duration
 	envWorkers = "PACER_MP_WORKERS" // concurrent requests per process
 	resultTag  = "PACER_MP_RESULT "
+	// A child prints readyTag once it is set up, then reads from stdin the
+	// unix nanoseconds at which to start sending: a start chosen once every
+	// process is ready, however long a loaded machine takes to start them.
+	readyTag = "PACER_MP_READY"
 )
 
 // childResult is what a child process reports on stdout.
@@ -76,8 +80,7 @@ func TestFourProcessesShareOneQuotaThroughRedis(t *testing.T) {
 			hs := httptest.NewServer(api)
 			defer hs.Close()
 
-			start := time.Now().Add(2 * time.Second) // leaves the children time to start
-			results := runChildren(t, mode, hs.URL, srv.Addr, start)
+			results, start := runChildren(t, mode, hs.URL, srv.Addr)
 
 			ok, throttled, first := 0, 0, 0
 			for _, e := range api.Events() {
@@ -115,43 +118,86 @@ func TestFourProcessesShareOneQuotaThroughRedis(t *testing.T) {
 	}
 }
 
-// runChildren runs the processes and collects their reports.
-func runChildren(t *testing.T, mode, url, redisAddr string, start time.Time) []childResult {
+// runChildren starts the processes, waits until each is ready, starts them
+// together and collects their reports. It returns the reports and the start.
+func runChildren(t *testing.T, mode, url, redisAddr string) ([]childResult, time.Time) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Until(start)+mpRun+60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), mpRun+2*time.Minute)
 	defer cancel()
 	prefix := uniquePrefix()
 	results := make([]childResult, mpProcesses)
 	errs := make([]error, mpProcesses)
+	stdins := make([]io.WriteCloser, mpProcesses)
+	ready := make(chan int, mpProcesses)
 	var wg sync.WaitGroup
 	for i := range mpProcesses {
 		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestMultiProcessChild$", "-test.count=1", "-test.v")
 		cmd.Env = append(os.Environ(),
 			envChild+"="+mode, envURL+"="+url, envRedis+"="+redisAddr, envPrefix+"="+prefix,
-			envStart+"="+strconv.FormatInt(start.UnixNano(), 10), envRun+"="+mpRun.String(),
-			envWorkers+"="+strconv.Itoa(mpWorkers))
+			envRun+"="+mpRun.String(), envWorkers+"="+strconv.Itoa(mpWorkers))
+		var err error
+		stdins[i], err = cmd.StdinPipe()
+		require.NoError(t, err)
+		stdout, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		require.NoError(t, cmd.Start())
 		wg.Go(func() {
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				errs[i] = fmt.Errorf("process %d: %v\n%s", i, err, out)
-				return
-			}
-			sc := bufio.NewScanner(strings.NewReader(string(out)))
+			var out strings.Builder
+			readied := false
+			defer func() {
+				if !readied { // it died before: do not keep the others waiting
+					ready <- i
+				}
+			}()
+			sc := bufio.NewScanner(stdout)
 			for sc.Scan() {
-				if line, found := strings.CutPrefix(sc.Text(), resultTag); found {
-					errs[i] = json.Unmarshal([]byte(line), &results[i])
-					return
+				line := sc.Text()
+				out.WriteString(line + "\n")
+				if line == readyTag && !readied {
+					readied = true
+					ready <- i
+				} else if res, found := strings.CutPrefix(line, resultTag); found && errs[i] == nil {
+					errs[i] = json.Unmarshal([]byte(res), &results[i])
+					if errs[i] == nil {
+						errs[i] = errReported
+					}
 				}
 			}
-			errs[i] = fmt.Errorf("process %d reported nothing:\n%s", i, out)
+			err := cmd.Wait()
+			switch {
+			case err != nil:
+				errs[i] = fmt.Errorf("process %d: %v\n%s%s", i, err, &out, &stderr)
+			case errs[i] == errReported:
+				errs[i] = nil
+			case errs[i] == nil:
+				errs[i] = fmt.Errorf("process %d reported nothing:\n%s%s", i, &out, &stderr)
+			}
 		})
+	}
+	// Every process set up (its Transport, its Redis client): start them in
+	// a moment, together.
+	for range mpProcesses {
+		select {
+		case <-ready:
+		case <-ctx.Done():
+		}
+	}
+	start := time.Now().Add(100 * time.Millisecond)
+	for _, in := range stdins {
+		fmt.Fprintln(in, start.UnixNano())
+		in.Close()
 	}
 	wg.Wait()
 	for _, err := range errs {
 		require.NoError(t, err)
 	}
-	return results
+	return results, start
 }
+
+// errReported marks a child whose report was read, until it exits.
+var errReported = errors.New("reported")
 
 // TestMultiProcessChild is one process of TestFourProcessesShareOneQuota;
 // it does nothing unless started by it.
@@ -160,8 +206,6 @@ func TestMultiProcessChild(t *testing.T) {
 	if mode == "" {
 		t.Skip("a child process of TestFourProcessesShareOneQuotaThroughRedis")
 	}
-	startNanos, err := strconv.ParseInt(os.Getenv(envStart), 10, 64)
-	require.NoError(t, err)
 	run, err := time.ParseDuration(os.Getenv(envRun))
 	require.NoError(t, err)
 	workers, err := strconv.Atoi(os.Getenv(envWorkers))
@@ -180,6 +224,10 @@ func TestMultiProcessChild(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: pacer.NewTransport(tr, opts...)}
 
+	fmt.Println(readyTag)
+	var startNanos int64
+	_, err = fmt.Fscanln(os.Stdin, &startNanos)
+	require.NoError(t, err, "the start the parent sends once every process is ready")
 	start := time.Unix(0, startNanos)
 	time.Sleep(time.Until(start))
 	ctx, cancel := context.WithDeadline(context.Background(), start.Add(run))
