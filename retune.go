@@ -140,7 +140,10 @@ func (a *Adaptive) learn(status int, info Info, own bool, cost float64, sig sign
 		a.admittedCost.Add(a.avgCost.Load())
 	}
 	a.requests++
-	wasStarted := a.started.Swap(true)
+	wasStarted := a.started.Load()
+	if !wasStarted {
+		a.started.Store(true)
+	}
 	a.trackRTT(now, others)
 	if len(info.Quotas) > 0 || info.RetryAfter > 0 || info.Bucket != "" {
 		a.lastInfo = info
@@ -427,7 +430,7 @@ func (a *Adaptive) retune(now time.Time) {
 			reqRate, reqBudget = min(reqRate, rate), min(reqBudget, avail)
 		}
 	}
-	a.checkAt.Store(next)
+	setInt64(&a.checkAt, next)
 	if rolled {
 		a.wakeResponseWaiters()
 	}

@@ -115,11 +115,11 @@ func (w *quotaWindow) applyDrift(now time.Time) {
 	// Published for the admission path (debt). Plain code rather than a
 	// deferred closure: this runs twice per response.
 	if w.probing {
-		w.drain.Store(0) // the probe must go, whatever others spend
+		setInt64(&w.drain, 0) // the probe must go, whatever others spend
 	} else {
-		w.drain.Store(toMilli(-w.drift))
+		setInt64(&w.drain, toMilli(-w.drift))
 	}
-	w.drainFrom.Store(toNanos(w.driftAt))
+	setInt64(&w.drainFrom, toNanos(w.driftAt))
 }
 
 // moveByDrift is applyDrift's change to the budget.
