@@ -154,17 +154,24 @@ func parseHeadersSkewed(h http.Header, now time.Time, maxDelay, offset time.Dura
 	// not in a method, so its writes go to a known stack variable and need
 	// no GC write barriers.
 	var fs fieldSet
-	var present uint64 // bit f: field f was found
+	var present, dup uint64 // bit f: field f was found; under several spellings
 	for k, vs := range h {
 		f, ok := classify(k)
-		if !ok || len(vs) == 0 || (fs.vals[f] != nil && !preferKey(k, fs.keys[f])) {
+		if !ok || len(vs) == 0 {
 			continue
 		}
-		fs.vals[f], fs.keys[f] = vs, k
+		if present&(1<<f) != 0 {
+			dup |= 1 << f
+			continue
+		}
+		fs.vals[f] = vs
 		present |= 1 << f
 	}
 	if present == 0 {
 		return Info{}, false
+	}
+	if dup != 0 {
+		fs.prefer(h, dup)
 	}
 	if maxDelay <= 0 {
 		maxDelay = DefaultMaxDelay
@@ -215,7 +222,7 @@ func parseHeadersSkewed(h http.Header, now time.Time, maxDelay, offset time.Dura
 	}
 	if p.n > 0 {
 		info.Quotas = make([]Quota, p.n)
-		copy(info.Quotas, p.quotas[:p.n])
+		copy(info.Quotas[copy(info.Quotas, p.room[:min(p.n, len(p.room))]):], p.more)
 		uniqueNames(info.Quotas)
 	}
 	return info, p.found
@@ -261,9 +268,12 @@ type headerParser struct {
 	resetCap time.Duration // the farthest reset reported: MaxResetHorizon, or the wait cap if longer
 	offset   time.Duration // the server's clock minus ours, for absolute resets
 	slack    time.Duration
-	quotas   [maxQuotas]Quota
-	n        int
-	found    bool
+	// The quotas found, at most maxQuotas: the usual few in room, the
+	// rest in more. (A [maxQuotas]Quota cleared 1 KB per response.)
+	room  [2]Quota
+	more  []Quota
+	n     int
+	found bool
 }
 
 // quotaState is a quota being assembled from separate fields.
@@ -297,7 +307,11 @@ func (p *headerParser) emit(q quotaState) {
 	default:
 		out.Remaining = q.remaining
 	}
-	p.quotas[p.n] = out
+	if p.n < len(p.room) {
+		p.room[p.n] = out
+	} else {
+		p.more = append(p.more, out)
+	}
 	p.n++
 }
 
