@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -188,18 +189,24 @@ func (p *Permit) Done(resp *http.Response) {
 		p.doneAt(outcome{}, now)
 		return
 	}
-	info, sig := readResponse(&p.a.clock, resp, now, p.a.cfg.MaxDelay)
-	p.doneAt(outcome{Status: resp.StatusCode, Info: info, signal: sig}, now)
+	var qs quotaBuf
+	info, sig := readResponse(&p.a.clock, resp, now, p.a.cfg.MaxDelay, &qs)
+	p.doneWith(outcome{Status: resp.StatusCode, Info: info, signal: sig}, qs.slice(), now)
 }
 
 // doneAt is Done for a response that arrived at now (the Transport's one
 // clock reading per response), the zero time to read the clock.
-func (p *Permit) doneAt(o outcome, now time.Time) {
+func (p *Permit) doneAt(o outcome, now time.Time) { p.doneWith(o, o.Info.Quotas, now) }
+
+// doneWith is doneAt with the response's quotas apart: they stand for
+// o.Info.Quotas, which is ignored (see quotaBuf). The limiter copies what
+// it keeps of them.
+func (p *Permit) doneWith(o outcome, quotas []Quota, now time.Time) {
 	if !p.live {
 		return
 	}
 	p.live = false
-	p.a.observeCost(o.Status, o.Info, p.cost, o.signal, now)
+	p.a.observeCost(o.Status, o.Info, quotas, p.cost, o.signal, now)
 }
 
 // Abandon settles the permit of a request that was not sent: its charge is
@@ -298,6 +305,7 @@ func (a *Adaptive) tooLong(ctx context.Context, now, at time.Time) error {
 func (a *Adaptive) rateLimitError(at time.Time, cause error) *RateLimitError {
 	a.mu.Lock()
 	info := a.lastInfo
+	info.Quotas = slices.Clone(info.Quotas) // the limiter's, rewritten by the next response
 	a.unlock()
 	return &RateLimitError{Endpoint: a.cfg.Key, RetryAt: at, Info: info, Err: cause}
 }

@@ -17,15 +17,15 @@ import (
 // probing fallback on 429/503 without quota headers, and ends slow start.
 // Observe never blocks on the limiter.
 func (a *Adaptive) observe(status int, info Info) {
-	a.observeCost(status, info, -1, signalNone, time.Time{})
+	a.observeCost(status, info, info.Quotas, -1, signalNone, time.Time{})
 }
 
 // observeCost is observe for a request of known cost (a Permit's); cost < 0
 // means unknown. sig is what the response's body said (bodySignal), if
 // anything; now is when the response arrived, the zero time to read the
-// clock.
-func (a *Adaptive) observeCost(status int, info Info, cost float64, sig signal, now time.Time) {
-	a.learn(status, info, true, cost, sig, now)
+// clock. quotas stand for info.Quotas, which is ignored (see quotaBuf).
+func (a *Adaptive) observeCost(status int, info Info, quotas []Quota, cost float64, sig signal, now time.Time) {
+	a.learn(status, info, quotas, true, cost, sig, now)
 	// Only now, with what the response said applied, may a held caller go.
 	a.wakeGate()
 }
@@ -34,8 +34,8 @@ func (a *Adaptive) observeCost(status int, info Info, cost float64, sig signal, 
 // limiter did not admit (it went through another limiter that shares the
 // server's bucket): it retunes, pauses and counts a throttle, and ends slow
 // start if status ≠ 0, but does not touch the in-flight count.
-func (a *Adaptive) learnOther(status int, info Info) {
-	a.learn(status, info, false, -1, signalNone, time.Time{})
+func (a *Adaptive) learnOther(status int, info Info, quotas []Quota) {
+	a.learn(status, info, quotas, false, -1, signalNone, time.Time{})
 }
 
 // maxFeeders bounds the limiters feed remembers: a bucket is fed by the
@@ -104,14 +104,15 @@ func (a *Adaptive) settle(cost float64) int64 {
 // learn is Observe's and Learn's common part; own marks a response to a
 // request this limiter admitted (Observe), which leaves the in-flight count.
 // now is when the response arrived (the time its headers were parsed at),
-// or the zero time to read the clock.
+// or the zero time to read the clock. quotas stand for info.Quotas, which
+// is ignored: the caller's (see quotaBuf), copied where they are kept.
 //
 // It leaves it under mu, not before: every admitted request is then either
 // counted as unseen or already applied. Taken out earlier, responses queued
 // on mu behind the one being applied would be neither, and the server's
 // figure (which counted them) would read as that many units spent by
 // others: a drift baseline off by up to the whole in-flight count.
-func (a *Adaptive) learn(status int, info Info, own bool, cost float64, sig signal, now time.Time) {
+func (a *Adaptive) learn(status int, info Info, quotas []Quota, own bool, cost float64, sig signal, now time.Time) {
 	if status == 0 {
 		if own {
 			a.settle(cost)
@@ -145,8 +146,14 @@ func (a *Adaptive) learn(status int, info Info, own bool, cost float64, sig sign
 		a.started.Store(true)
 	}
 	a.trackRTT(now, others)
-	if len(info.Quotas) > 0 || info.RetryAfter > 0 || info.Bucket != "" {
+	if len(quotas) > 0 || info.RetryAfter > 0 || info.Bucket != "" {
 		a.lastInfo = info
+		a.lastInfo.Quotas = nil
+		if len(quotas) > 0 {
+			// Into the limiter's own slice, reused: readers clone it.
+			a.lastQuotas = append(a.lastQuotas[:0], quotas...)
+			a.lastInfo.Quotas = a.lastQuotas
+		}
 	}
 
 	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
@@ -161,7 +168,7 @@ func (a *Adaptive) learn(status int, info Info, own bool, cost float64, sig sign
 	var handoffSpan time.Duration
 	switch {
 	case a.infer.off:
-	case len(info.Quotas) > 0:
+	case len(quotas) > 0:
 		a.stopInferring()
 	case sig == signalNone:
 		q, ok := a.infer.observe(now, status, info.RetryAfter)
@@ -170,12 +177,12 @@ func (a *Adaptive) learn(status int, info Info, own bool, cost float64, sig sign
 			a.stopInferring()
 		} else if ok {
 			a.inferBuf[0] = q
-			info.Quotas = a.inferBuf[:]
+			quotas = a.inferBuf[:]
 		}
 	}
 	exhausted := false
 	horizon, rtt := a.horizon(), a.rtt()
-	for _, q := range info.Quotas {
+	for _, q := range quotas {
 		q, ok := a.sane(q, now)
 		if !ok {
 			continue
@@ -246,12 +253,12 @@ func (a *Adaptive) learn(status int, info Info, own bool, cost float64, sig sign
 		// named a wait; otherwise (no headers, or a limit the headers do not
 		// show) the probing fallback cuts the rate.
 		switch {
-		case status >= 500 && !exhausted && info.RetryAfter == 0 && (len(info.Quotas) > 0 || a.quotasKnown()):
+		case status >= 500 && !exhausted && info.RetryAfter == 0 && (len(quotas) > 0 || a.quotasKnown()):
 			// Overload, not quota: the server shed a request while its
 			// quota headers (now or before) show room. The Transport retries
 			// it under a retry budget; cutting the rate below what the
 			// quota allows would make 5% shed requests cost 90% of the quota.
-		case len(info.Quotas) == 0 || !exhausted:
+		case len(quotas) == 0 || !exhausted:
 			// No stated quota explains it (a Retry-After while every
 			// quota shows room is a limit the headers do not show):
 			// pausing alone would trip it again at once on resuming.
