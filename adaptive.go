@@ -170,6 +170,10 @@ type Adaptive struct {
 	interval   float64 // smoothed seconds between responses
 	avgFlight  float64 // smoothed in-flight count at responses
 	mode       Mode
+	// lastDecision is what retune last decided on (decided: it has),
+	// and applied.
+	lastDecision decisionInput
+	decided      bool
 	// Body-stated limits (bodyLimitLocked): how many in a row, the last.
 	bodyStrikes   uint
 	lastBodyLimit time.Time

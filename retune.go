@@ -404,7 +404,7 @@ func (a *Adaptive) retune(now time.Time) {
 		}
 		w.ageDrift(now)
 		w.applyDrift(now)
-		if w.known && !w.reset.IsZero() && !now.Before(w.reset.Add(rollGuard)) {
+		if w.known && !w.reset.IsZero() && now.Sub(w.reset) >= rollGuard { // now ≥ reset + rollGuard
 			w.roll(now, unseen, unit, s, float64(a.admitted.Load()))
 			if w.inferred {
 				w.forgetOthers()
@@ -443,7 +443,7 @@ func (a *Adaptive) retune(now time.Time) {
 	}
 	a.updateCharges(known)
 
-	d := decide(decisionInput{
+	in := decisionInput{
 		started: a.started.Load(), quotas: known, blind: blind,
 		reqRate: reqRate, reqBudget: reqBudget, tokRate: tokRate, tokBudget: tokBudget,
 		probeRate: a.probe.grow(now), probeEngaged: a.probe.engaged, probeClosed: a.probe.closed,
@@ -451,7 +451,24 @@ func (a *Adaptive) retune(now time.Time) {
 		ceiling:    float64(a.cfg.Ceiling), ceilingBurst: float64(a.cfg.CeilingBurst),
 		maxCost: float64(a.maxCost.Load()) / milli,
 		safety:  s,
-	})
+	}
+	// decide reads a budget only beside a finite rate (see headroom).
+	if math.IsInf(in.reqRate, 1) {
+		in.reqBudget = math.Inf(1)
+	}
+	if math.IsInf(in.tokRate, 1) {
+		in.tokBudget = math.Inf(1)
+	}
+	if a.decided && in == a.lastDecision && a.share == nil {
+		// What was decided last time, and applied: the buckets and the
+		// gate change nowhere else, so applying it again would change
+		// nothing. (With a Store, apply also publishes what it set.) A
+		// response that moves no budget across what a decision reads,
+		// the common case with a quota far from spent, stops here.
+		return
+	}
+	a.decided, a.lastDecision = true, in
+	d := decide(in)
 	a.mode = d.mode
 	a.apply(a.req, d.reqLimit, d.reqBurst, 1, "requests", d.reason)
 	a.apply(a.tok, d.tokLimit, d.tokBurst, d.tokNeed, "tokens", "quota")
