@@ -137,8 +137,8 @@ func toMilli(v float64) int64 {
 // setInt64 stores x in v unless v holds it already. For the atomics that
 // only Adaptive.mu's holder writes (the admission path reads them without
 // it): a load is a plain read, a store a locked instruction, and a response
-// rewrote half a dozen of them with the values they had (4% of the CPU
-// time of a GitHub-style response through the Transport).
+// rewrote half a dozen of them with the values they had (about 2% of the
+// CPU time of a GitHub-style response through the Transport).
 func setInt64(v *atomic.Int64, x int64) {
 	if v.Load() != x {
 		v.Store(x)
