@@ -104,8 +104,7 @@ func (a *Adaptive) settle(cost float64) int64 {
 // learn is Observe's and Learn's common part; own marks a response to a
 // request this limiter admitted (Observe), which leaves the in-flight count.
 // now is when the response arrived (the time its headers were parsed at),
-// or the zero time to read the clock. quotas stand for info.Quotas, which
-// is ignored: the caller's (see quotaBuf), copied where they are kept.
+// or the zero time to read the clock; quotas stand for info.Quotas (quotaBuf).
 //
 // It leaves it under mu, not before: every admitted request is then either
 // counted as unseen or already applied. Taken out earlier, responses queued
@@ -147,10 +146,8 @@ func (a *Adaptive) learn(status int, info Info, quotas []Quota, own bool, cost f
 	}
 	a.trackRTT(now, others)
 	if len(quotas) > 0 || info.RetryAfter > 0 || info.Bucket != "" {
-		a.lastInfo = info
-		a.lastInfo.Quotas = nil
-		if len(quotas) > 0 {
-			// Into the limiter's own slice, reused: readers clone it.
+		a.lastInfo, a.lastInfo.Quotas = info, nil
+		if len(quotas) > 0 { // into the limiter's own slice, reused: readers clone it
 			a.lastQuotas = append(a.lastQuotas[:0], quotas...)
 			a.lastInfo.Quotas = a.lastQuotas
 		}
@@ -460,11 +457,8 @@ func (a *Adaptive) retune(now time.Time) {
 		in.tokBudget = math.Inf(1)
 	}
 	if a.decided && in == a.lastDecision && a.share == nil {
-		// What was decided last time, and applied: the buckets and the
-		// gate change nowhere else, so applying it again would change
-		// nothing. (With a Store, apply also publishes what it set.) A
-		// response that moves no budget across what a decision reads,
-		// the common case with a quota far from spent, stops here.
+		// Decided and applied last time, and the buckets and the gate change
+		// nowhere else (with a Store, apply also publishes what it set).
 		return
 	}
 	a.decided, a.lastDecision = true, in
