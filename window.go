@@ -160,13 +160,14 @@ func (w *quotaWindow) explains(now time.Time) bool {
 }
 
 // debt is what others have taken, by the drift, since the budget was last
-// brought up to date: milli-units a charge at now must leave in the budget.
-func (w *quotaWindow) debt(now time.Time) int64 {
+// brought up to date: milli-units a charge at now (package clock) must leave
+// in the budget.
+func (w *quotaWindow) debt(now int64) int64 {
 	rate := w.drain.Load()
 	if rate == 0 {
 		return w.keep.Load()
 	}
-	elapsed := toNanos(now) - w.drainFrom.Load()
+	elapsed := now - w.drainFrom.Load()
 	if elapsed <= 0 {
 		return w.keep.Load()
 	}
