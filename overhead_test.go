@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -175,4 +176,66 @@ func TestRetuneAppliesAChangedDecisionAfterUnchangedOnes(t *testing.T) {
 		assert.Greater(t, float64(lim), 0.0)
 		require.NoError(t, a.wait(context.Background(), 0))
 	})
+}
+
+// A retry refused as too late reports what the throttled response said,
+// its quotas included, though they were parsed into the attempt's buffer.
+func TestTransportRefusedRetryKeepsTheResponsesQuotas(t *testing.T) {
+	reset := strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)
+	var errs []error
+	tr := NewTransport(transportFunc(func(r *http.Request) (*http.Response, error) {
+		h := http.Header{"X-Ratelimit-Limit": {"60"}, "X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {reset}}
+		return &http.Response{StatusCode: http.StatusTooManyRequests, Header: h, Body: http.NoBody, Request: r}, nil
+	}), WithMaxWait(time.Second), WithObserver(func(at Attempt) { errs = append(errs, at.Err) }))
+	resp, err := tr.RoundTrip(newGet(t, "https://api.example.com/x"))
+	require.NoError(t, err, "the throttled response is returned")
+	require.NoError(t, resp.Body.Close())
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	require.Len(t, errs, 2, "the attempt, then the retry refused")
+	var rle *RateLimitError
+	require.True(t, errors.As(errs[1], &rle), "got %v", errs[1])
+	require.Len(t, rle.Info.Quotas, 1)
+	assert.Equal(t, 60.0, rle.Info.Quotas[0].Limit)
+	assert.Equal(t, 0.0, rle.Info.Quotas[0].Remaining)
+}
+
+// Stats may be read while responses come in: what it hands out is copied
+// under the limiter's lock, which every response's learning takes to reuse
+// the limiter's slice of quotas (run with -race).
+func TestTransportStatsWhileResponsesArrive(t *testing.T) {
+	canned, _ := githubResponder()
+	var mu sync.Mutex // the responder counts down: one request at a time
+	tr := NewTransport(transportFunc(func(r *http.Request) (*http.Response, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		resp, err := canned.RoundTrip(r)
+		if err == nil {
+			resp.Header = resp.Header.Clone() // the caller's, as a real response's
+		}
+		return resp, err
+	}))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 300 {
+			resp, err := tr.RoundTrip(newGet(t, "https://api.example.com/repos/a/b"))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_ = resp.Body.Close()
+		}
+	}()
+	for {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		for _, st := range tr.Stats() {
+			for _, q := range st.LastInfo.Quotas {
+				assert.Equal(t, 5000.0, q.Limit)
+			}
+		}
+	}
 }

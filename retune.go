@@ -591,8 +591,8 @@ func (a *Adaptive) Stats() Stats {
 	if at := a.heldUntilLocked(); at.After(now) {
 		st.PausedUntil = at
 	}
+	st.LastInfo.Quotas = slices.Clone(st.LastInfo.Quotas) // under mu: learn reuses the slice
 	a.unlock()
-	st.LastInfo.Quotas = slices.Clone(st.LastInfo.Quotas)
 	st.Limit, st.Burst, st.Tokens = a.req.Limit(), a.req.Burst(), a.req.Tokens()
 	st.Waiting = int(a.waiting.Load())
 	st.InFlight = int(a.inflight.Load())
