@@ -153,33 +153,34 @@ type Adaptive struct {
 	// one) does not take gateMu to find out.
 	respWaiters atomic.Int32
 
-	mu       sync.Mutex // guards the learning state; never held across a sleep
-	windows  []*quotaWindow
-	probe    probe
-	clock    clockOffset // the server's clock, for Permit.Done (the Transport keeps one per host)
-	infer    inferred    // the quota of a server that states none (infer.go)
-	inferBuf [1]Quota    // infer's quota, without an allocation per response
-	paused   time.Time   // no request starts before this
-	lastInfo Info
-	// lastQuotas holds lastInfo.Quotas, reused from response to response
-	// (see learn); readers clone it.
-	lastQuotas []Quota
-	throttled  int64
-	requests   int64
-	lastObs    time.Time
-	interval   float64 // smoothed seconds between responses
-	avgFlight  float64 // smoothed in-flight count at responses
-	mode       Mode
-	// lastDecision is what retune last decided on (decided: it has),
-	// and applied.
-	lastDecision decisionInput
-	decided      bool
+	mu        sync.Mutex // guards the learning state; never held across a sleep
+	windows   []*quotaWindow
+	probe     probe
+	clock     clockOffset // the server's clock, for Permit.Done (the Transport keeps one per host)
+	infer     inferred    // the quota of a server that states none (infer.go)
+	inferBuf  [1]Quota    // infer's quota, without an allocation per response
+	paused    time.Time   // no request starts before this
+	lastInfo  Info
+	throttled int64
+	requests  int64
+	lastObs   time.Time
+	interval  float64 // smoothed seconds between responses
+	avgFlight float64 // smoothed in-flight count at responses
+	mode      Mode
 	// Body-stated limits (bodyLimitLocked): how many in a row, the last.
 	bodyStrikes   uint
 	lastBodyLimit time.Time
 	// bodyLimitUntil is the end of the pause the last body-stated limit
 	// began: answers arriving before it belong to the same trip.
 	bodyLimitUntil time.Time
+
+	// lastQuotas holds lastInfo.Quotas, reused from response to response
+	// (see learn); readers clone it under mu.
+	lastQuotas []Quota
+	// lastDecision is what retune last decided on (decided: it has),
+	// and applied.
+	lastDecision decisionInput
+	decided      bool
 }
 
 // NewAdaptive returns an Adaptive for cfg. It panics if a field is invalid
