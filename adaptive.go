@@ -174,6 +174,14 @@ type Adaptive struct {
 	// bodyLimitUntil is the end of the pause the last body-stated limit
 	// began: answers arriving before it belong to the same trip.
 	bodyLimitUntil time.Time
+
+	// lastQuotas holds lastInfo.Quotas, reused from response to response
+	// (see learn); readers clone it under mu.
+	lastQuotas []Quota
+	// lastDecision is what retune last decided on (decided: it has),
+	// and applied.
+	lastDecision decisionInput
+	decided      bool
 }
 
 // NewAdaptive returns an Adaptive for cfg. It panics if a field is invalid

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -47,8 +48,15 @@ func (a *Adaptive) wait(ctx context.Context, cost float64) error {
 				return err
 			}
 		}
-		now := time.Now()
-		if toNanos(now) >= a.checkAt.Load() {
+		// The package clock (monotonic only, half the cost of time.Now)
+		// is all a request let through at once needs; now, the time.Time,
+		// is made only for a step that works with one (a retune, a wait to
+		// bound), and stands for the same instant as ns.
+		var now time.Time
+		ns := nanotime()
+		if ns >= a.checkAt.Load() {
+			now = time.Now()
+			ns = toNanos(now)
 			a.mu.Lock()
 			a.retune(now)
 			a.unlock()
@@ -56,11 +64,15 @@ func (a *Adaptive) wait(ctx context.Context, cost float64) error {
 		// What the waits below are computed from: a refusal is final only
 		// if no response changed it since (see settled).
 		mark := a.applied.Load()
-		// The request bucket's waitN enforces MaxWait and the deadline by
+		// The request bucket's wait enforces MaxWait and the deadline by
 		// itself, taking nothing when it fails. A spent budget, or a second
 		// bucket for tokens, needs the whole wait known up front.
 		tokens := n > 0 && a.tokensTracked()
 		if spent := a.spentUntil(cost); tokens || !spent.IsZero() {
+			if now.IsZero() {
+				t := time.Now() // for the wall clock: now is the instant ns
+				now = fromNanos(ns, t, toNanos(t))
+			}
 			at := laterOf(a.req.nextAt(1), spent)
 			if tokens {
 				at = laterOf(at, a.tok.nextAt(n))
@@ -73,16 +85,16 @@ func (a *Adaptive) wait(ctx context.Context, cost float64) error {
 				continue
 			}
 		}
-		// now is passed on so that a request let through at once reads the
-		// clock once (granted is then now itself); after a sleep granted is
+		// ns is passed on so that a request let through at once reads the
+		// clock once (granted is then ns itself); after a sleep granted is
 		// a fresh reading.
-		granted, err := a.waitBucket(ctx, a.req, 1, now)
+		granted, err := a.waitBucketAt(ctx, a.req, 1, ns)
 		if err != nil {
 			release()
 			return a.annotate(err)
 		}
 		if tokens {
-			if granted, err = a.waitBucket(ctx, a.tok, n, granted); err != nil {
+			if granted, err = a.waitBucketAt(ctx, a.tok, n, granted); err != nil {
 				release()
 				return a.annotate(err)
 			}
@@ -91,14 +103,15 @@ func (a *Adaptive) wait(ctx context.Context, cost float64) error {
 		// the bucket must not hold quota of a window that may end first. A
 		// reset may have passed while it waited (the usual end of a pause):
 		// the windows move on first.
-		if granted.After(now) {
+		if granted > ns {
 			if now = time.Now(); toNanos(now) >= a.checkAt.Load() {
 				a.mu.Lock()
 				a.retune(now)
 				a.unlock()
 			}
+			ns = toNanos(now)
 		}
-		charged, retryAt := a.charge(cost, now, &held)
+		charged, retryAt := a.charge(cost, ns, &held)
 		if charged {
 			break
 		}
@@ -136,6 +149,17 @@ func (a *Adaptive) wait(ctx context.Context, cost float64) error {
 		a.admittedCost.Add(toMilli(cost))
 	}
 	return nil
+}
+
+// waitBucketAt is waitBucket planning at now, on the package clock: the
+// bucket's own wait, whose grant at once is now itself. (A store reads
+// its own clock.)
+func (a *Adaptive) waitBucketAt(ctx context.Context, b *Bucket, n int, now int64) (int64, error) {
+	if a.share == nil {
+		return b.wait(ctx, n, a.cfg.MaxWait, now)
+	}
+	at, err := a.waitBucket(ctx, b, n, time.Time{})
+	return toNanos(at), err
 }
 
 // Permit is one request's admission by [Adaptive.Acquire]. The request
@@ -188,18 +212,24 @@ func (p *Permit) Done(resp *http.Response) {
 		p.doneAt(outcome{}, now)
 		return
 	}
-	info, sig := readResponse(&p.a.clock, resp, now, p.a.cfg.MaxDelay)
-	p.doneAt(outcome{Status: resp.StatusCode, Info: info, signal: sig}, now)
+	var qs quotaBuf
+	info, sig := readResponse(&p.a.clock, resp, now, p.a.cfg.MaxDelay, &qs)
+	p.doneWith(outcome{Status: resp.StatusCode, Info: info, signal: sig}, qs.slice(), now)
 }
 
 // doneAt is Done for a response that arrived at now (the Transport's one
 // clock reading per response), the zero time to read the clock.
-func (p *Permit) doneAt(o outcome, now time.Time) {
+func (p *Permit) doneAt(o outcome, now time.Time) { p.doneWith(o, o.Info.Quotas, now) }
+
+// doneWith is doneAt with the response's quotas apart: they stand for
+// o.Info.Quotas, which is ignored (see quotaBuf). The limiter copies what
+// it keeps of them.
+func (p *Permit) doneWith(o outcome, quotas []Quota, now time.Time) {
 	if !p.live {
 		return
 	}
 	p.live = false
-	p.a.observeCost(o.Status, o.Info, p.cost, o.signal, now)
+	p.a.observeCost(o.Status, o.Info, quotas, p.cost, o.signal, now)
 }
 
 // Abandon settles the permit of a request that was not sent: its charge is
@@ -298,6 +328,7 @@ func (a *Adaptive) tooLong(ctx context.Context, now, at time.Time) error {
 func (a *Adaptive) rateLimitError(at time.Time, cause error) *RateLimitError {
 	a.mu.Lock()
 	info := a.lastInfo
+	info.Quotas = slices.Clone(info.Quotas) // the limiter's, rewritten by the next response
 	a.unlock()
 	return &RateLimitError{Endpoint: a.cfg.Key, RetryAt: at, Info: info, Err: cause}
 }
@@ -456,7 +487,9 @@ func (a *Adaptive) noteCost(cost float64) float64 {
 // budget it sets is charged after) or after it (and counts the request as
 // unseen). Lock-free, a response applied in between would set the budget
 // from a figure that does not count the request, and the charge was lost.
-func (a *Adaptive) charge(cost float64, now time.Time, held *bool) (ok bool, retryAt time.Time) {
+//
+// now is the admission's reading of the package clock (nanotime).
+func (a *Adaptive) charge(cost float64, now int64, held *bool) (ok bool, retryAt time.Time) {
 	c := a.charges.Load()
 	if c == nil {
 		return true, time.Time{}
@@ -481,10 +514,10 @@ func (a *Adaptive) charge(cost float64, now time.Time, held *bool) (ok bool, ret
 			// the budget; retune finds out and otherwise pauses until reset.
 			// retryAt is zero to retry at once, or now when a probe is out
 			// and only its response can tell.
-			now = time.Now()
-			a.retune(now)
-			if w.budget.Load() < amount+w.debt(now) {
-				retryAt = now
+			t := time.Now()
+			a.retune(t)
+			if w.budget.Load() < amount+w.debt(toNanos(t)) {
+				retryAt = t
 				switch {
 				case w.probing && a.inflight.Load() == heldSlots(*held):
 					// The look was taken but nothing is out: its answer
@@ -493,7 +526,7 @@ func (a *Adaptive) charge(cost float64, now time.Time, held *bool) (ok bool, ret
 					w.startProbe(float64(amount) / milli)
 					retryAt = time.Time{}
 				case !w.probing:
-					retryAt = laterOf(now, w.wakeAt)
+					retryAt = laterOf(t, w.wakeAt)
 				}
 			}
 			return false, retryAt

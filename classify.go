@@ -34,9 +34,10 @@ func bodySignal(resp *http.Response) signal {
 // clock bounds it (the response's Date is taken into that bound first), and,
 // for a 403 or 429, what its body states. The Transport (per host) and
 // Permit.Done (per limiter) read responses this one way.
-func readResponse(clock *clockOffset, resp *http.Response, now time.Time, maxDelay time.Duration) (Info, signal) {
+// The quotas go to qs, not to Info.Quotas (see quotaBuf).
+func readResponse(clock *clockOffset, resp *http.Response, now time.Time, maxDelay time.Duration, qs *quotaBuf) (Info, signal) {
 	clock.observe(dateOf(resp.Header), now)
-	info, _ := parseHeadersSkewed(resp.Header, now, maxDelay, clock.offset(now))
+	info, _ := parseHeadersInto(resp.Header, now, maxDelay, clock.offset(now), qs)
 	return info, bodySignal(resp)
 }
 

@@ -3,6 +3,7 @@ package pacer
 import (
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -140,22 +141,63 @@ func parseHeaders(h http.Header, now time.Time, maxDelay time.Duration) (Info, b
 // ahead of ours (negative: behind; see clockOffset): absolute resets (epoch
 // seconds, dates) are moved into our clock; relative ones need nothing.
 func parseHeadersSkewed(h http.Header, now time.Time, maxDelay, offset time.Duration) (Info, bool) {
+	var qs quotaBuf
+	info, ok := parseHeadersInto(h, now, maxDelay, offset, &qs)
+	if qs.n > 0 {
+		info.Quotas = slices.Clone(qs.slice())
+	}
+	return info, ok
+}
+
+// quotaBuf holds the quotas of one response without a heap allocation for
+// the usual few (a GitHub-style response states one; IETF and OpenAI
+// responses two). The Transport parses into one held by the attempt and
+// hands the quotas to the limiter apart from the rest of the Info, which
+// copies what it keeps (Adaptive.lastQuotas): in CPU profiles of a
+// GitHub-style response through the Transport, allocating and copying the
+// Quotas slice was 15% of the parse, before the garbage it left. (Apart,
+// because Go's escape analysis follows a struct as a whole: riding in an
+// Info that the limiter keeps, the buffer would go to the heap with it.)
+type quotaBuf struct {
+	n      int
+	inline [2]Quota
+	more   []Quota // all of them when more than fit inline
+}
+
+// slice returns the quotas held; it aliases b.
+func (b *quotaBuf) slice() []Quota {
+	if b.more != nil {
+		return b.more
+	}
+	return b.inline[:b.n]
+}
+
+// parseHeadersInto is parseHeadersSkewed with the quotas put in qs rather
+// than in Info.Quotas, which it leaves nil.
+func parseHeadersInto(h http.Header, now time.Time, maxDelay, offset time.Duration, qs *quotaBuf) (Info, bool) {
 	// One pass over the keys finds every rate-limit field, so the cost does
 	// not grow with the number of conventions known. The loop lives here,
 	// not in a method, so its writes go to a known stack variable and need
 	// no GC write barriers.
 	var fs fieldSet
-	var present uint64 // bit f: field f was found
+	var present, dup uint64 // bit f: field f was found; under several spellings
 	for k, vs := range h {
 		f, ok := classify(k)
-		if !ok || len(vs) == 0 || (fs.vals[f] != nil && !preferKey(k, fs.keys[f])) {
+		if !ok || len(vs) == 0 {
 			continue
 		}
-		fs.vals[f], fs.keys[f] = vs, k
+		if present&(1<<f) != 0 {
+			dup |= 1 << f
+			continue
+		}
+		fs.vals[f] = vs
 		present |= 1 << f
 	}
 	if present == 0 {
 		return Info{}, false
+	}
+	if dup != 0 {
+		fs.prefer(h, dup)
 	}
 	if maxDelay <= 0 {
 		maxDelay = DefaultMaxDelay
@@ -204,11 +246,14 @@ func parseHeadersSkewed(h http.Header, now time.Time, maxDelay, offset time.Dura
 		strings.EqualFold(trimOWS(fs.first(fXScope)), "global") {
 		info.Global, p.found = true, true
 	}
-	if p.n > 0 {
-		info.Quotas = make([]Quota, p.n)
-		copy(info.Quotas, p.quotas[:p.n])
-		uniqueNames(info.Quotas)
+	qs.n, qs.more = p.n, nil
+	if p.n > len(qs.inline) {
+		qs.more = make([]Quota, p.n)
+		copy(qs.more[copy(qs.more, p.room[:]):], p.more)
+	} else {
+		copy(qs.inline[:], p.room[:p.n])
 	}
+	uniqueNames(qs.slice())
 	return info, p.found
 }
 
@@ -257,9 +302,12 @@ type headerParser struct {
 	resetCap time.Duration // the farthest reset reported: MaxResetHorizon, or the wait cap if longer
 	offset   time.Duration // the server's clock minus ours, for absolute resets
 	slack    time.Duration
-	quotas   [maxQuotas]Quota
-	n        int
-	found    bool
+	// The quotas found, at most maxQuotas: the usual few in room, the
+	// rest in more. (A [maxQuotas]Quota cleared 1 KB per response.)
+	room  [len(quotaBuf{}.inline)]Quota
+	more  []Quota
+	n     int
+	found bool
 }
 
 // quotaState is a quota being assembled from separate fields.
@@ -293,7 +341,11 @@ func (p *headerParser) emit(q quotaState) {
 	default:
 		out.Remaining = q.remaining
 	}
-	p.quotas[p.n] = out
+	if p.n < len(p.room) {
+		p.room[p.n] = out
+	} else {
+		p.more = append(p.more, out)
+	}
 	p.n++
 }
 
@@ -421,153 +473,4 @@ func (p *headerParser) at(t time.Time) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return p.now.Add(min(max(d, 0), p.resetCap)), true
-}
-
-func isDigit(c byte) bool { return '0' <= c && c <= '9' }
-func isLower(c byte) bool { return 'a' <= c && c <= 'z' }
-
-// clampSeconds converts s seconds (possibly +Inf) to a Duration in
-// [0, maxDelay]; NaN gives 0.
-func clampSeconds(s float64, maxDelay time.Duration) time.Duration {
-	if !(s > 0) {
-		return 0
-	}
-	if s >= maxDelay.Seconds() {
-		return maxDelay
-	}
-	// Checked again in nanoseconds, where rounding near the largest
-	// Duration could otherwise wrap.
-	if d := time.Duration(math.Round(s * 1e9)); d >= 0 && d < maxDelay {
-		return d
-	}
-	return maxDelay
-}
-
-// parseDecimal parses a plain decimal number, 1*DIGIT ["." 1*DIGIT], around
-// optional whitespace. A digit string too long for a float64 is +Inf.
-func parseDecimal(v string) (float64, bool) {
-	v = trimOWS(v)
-	if v == "" || !isDigit(v[0]) {
-		return 0, false
-	}
-	var n uint64
-	i := 0
-	for ; i < len(v) && isDigit(v[i]); i++ {
-		n = n*10 + uint64(v[i]-'0')
-	}
-	if i == len(v) && i <= 15 {
-		return float64(n), true // exact; the common case, with no strconv call
-	}
-	if i < len(v) {
-		if v[i] != '.' || i+1 == len(v) {
-			return 0, false
-		}
-		for i++; i < len(v); i++ {
-			if !isDigit(v[i]) {
-				return 0, false
-			}
-		}
-	}
-	f, _ := strconv.ParseFloat(v, 64) // syntax already checked; overflow gives +Inf
-	return f, true
-}
-
-// isCount reports whether parseCount accepts v.
-func isCount(v string) bool {
-	_, ok := parseCount(v)
-	return ok
-}
-
-// parseCount parses a finite, non-negative count.
-func parseCount(v string) (float64, bool) {
-	f, ok := parseDecimal(v)
-	if !ok || math.IsInf(f, 0) {
-		return 0, false
-	}
-	return f, true
-}
-
-// parseDuration parses a Go-style duration ("1s", "6m0s", "2m59.56s",
-// "1h2m3s", "12ms") into seconds, without time.ParseDuration's allocation on
-// failure. Signs are not accepted.
-func parseDuration(v string) (float64, bool) {
-	if v == "" {
-		return 0, false
-	}
-	total := 0.0
-	for v != "" {
-		i, digits := 0, 0
-		for ; i < len(v) && (isDigit(v[i]) || v[i] == '.'); i++ {
-			if v[i] != '.' {
-				digits++
-			}
-		}
-		if digits == 0 || strings.Count(v[:i], ".") > 1 {
-			return 0, false
-		}
-		n, _ := strconv.ParseFloat(v[:i], 64)
-		j := i
-		for j < len(v) && !isDigit(v[j]) && v[j] != '.' {
-			j++
-		}
-		var unit float64
-		switch v[i:j] {
-		case "h":
-			unit = 3600
-		case "m":
-			unit = 60
-		case "s":
-			unit = 1
-		case "ms":
-			unit = 1e-3
-		case "us", "µs", "μs":
-			unit = 1e-6
-		case "ns":
-			unit = 1e-9
-		default:
-			return 0, false
-		}
-		total += n * unit
-		v = v[j:]
-	}
-	return total, true
-}
-
-// parseDate parses the absolute resets servers send: RFC 3339 (Anthropic),
-// HTTP-date and JavaScript's Date.toString (seen from Lemlist).
-func parseDate(v string) (time.Time, bool) {
-	if len(v) >= 20 && isDigit(v[0]) && v[4] == '-' {
-		t, err := time.Parse(time.RFC3339Nano, v)
-		return t, err == nil
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return t, true
-	}
-	js, _, _ := strings.Cut(v, " (")
-	t, err := time.Parse("Mon Jan 02 2006 15:04:05 GMT-0700", js)
-	return t, err == nil
-}
-
-func trimOWS(v string) string {
-	for len(v) > 0 && (v[0] == ' ' || v[0] == '\t') {
-		v = v[1:]
-	}
-	for len(v) > 0 && (v[len(v)-1] == ' ' || v[len(v)-1] == '\t') {
-		v = v[:len(v)-1]
-	}
-	return v
-}
-
-// validBucket accepts 1 to 256 visible ASCII characters: a bucket becomes a
-// map key, so a hostile one must not be able to grow memory.
-func validBucket(b string) bool {
-	if b == "" || len(b) > maxNameLen {
-		return false
-	}
-	for i := 0; i < len(b); i++ {
-		if b[i] <= ' ' || b[i] > '~' {
-			return false
-		}
-	}
-	return true
 }

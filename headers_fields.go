@@ -39,7 +39,24 @@ var _ [64 - numFields]struct{}
 // fieldSet holds the values of the fields present in one response.
 type fieldSet struct {
 	vals [numFields][]string
-	keys [numFields]string
+}
+
+// prefer sets the fields of the bit set dup, found in h under several
+// spellings, to the value of the preferred spelling (preferKey). Rare, so
+// done in a second pass: keeping every field's key in the first cost
+// clearing 600 bytes per response.
+func (fs *fieldSet) prefer(h map[string][]string, dup uint64) {
+	var keys [numFields]string
+	for k, vs := range h {
+		f, ok := classify(k)
+		if !ok || len(vs) == 0 || dup&(1<<f) == 0 {
+			continue
+		}
+		if keys[f] == "" || preferKey(k, keys[f]) {
+			keys[f] = k
+			fs.vals[f] = vs
+		}
+	}
 }
 
 // classify maps a header name, in any case, to the field it holds. The first

@@ -17,15 +17,15 @@ import (
 // probing fallback on 429/503 without quota headers, and ends slow start.
 // Observe never blocks on the limiter.
 func (a *Adaptive) observe(status int, info Info) {
-	a.observeCost(status, info, -1, signalNone, time.Time{})
+	a.observeCost(status, info, info.Quotas, -1, signalNone, time.Time{})
 }
 
 // observeCost is observe for a request of known cost (a Permit's); cost < 0
 // means unknown. sig is what the response's body said (bodySignal), if
 // anything; now is when the response arrived, the zero time to read the
-// clock.
-func (a *Adaptive) observeCost(status int, info Info, cost float64, sig signal, now time.Time) {
-	a.learn(status, info, true, cost, sig, now)
+// clock. quotas stand for info.Quotas, which is ignored (see quotaBuf).
+func (a *Adaptive) observeCost(status int, info Info, quotas []Quota, cost float64, sig signal, now time.Time) {
+	a.learn(status, info, quotas, true, cost, sig, now)
 	// Only now, with what the response said applied, may a held caller go.
 	a.wakeGate()
 }
@@ -34,8 +34,8 @@ func (a *Adaptive) observeCost(status int, info Info, cost float64, sig signal, 
 // limiter did not admit (it went through another limiter that shares the
 // server's bucket): it retunes, pauses and counts a throttle, and ends slow
 // start if status ≠ 0, but does not touch the in-flight count.
-func (a *Adaptive) learnOther(status int, info Info) {
-	a.learn(status, info, false, -1, signalNone, time.Time{})
+func (a *Adaptive) learnOther(status int, info Info, quotas []Quota) {
+	a.learn(status, info, quotas, false, -1, signalNone, time.Time{})
 }
 
 // maxFeeders bounds the limiters feed remembers: a bucket is fed by the
@@ -104,14 +104,14 @@ func (a *Adaptive) settle(cost float64) int64 {
 // learn is Observe's and Learn's common part; own marks a response to a
 // request this limiter admitted (Observe), which leaves the in-flight count.
 // now is when the response arrived (the time its headers were parsed at),
-// or the zero time to read the clock.
+// or the zero time to read the clock; quotas stand for info.Quotas (quotaBuf).
 //
 // It leaves it under mu, not before: every admitted request is then either
 // counted as unseen or already applied. Taken out earlier, responses queued
 // on mu behind the one being applied would be neither, and the server's
 // figure (which counted them) would read as that many units spent by
 // others: a drift baseline off by up to the whole in-flight count.
-func (a *Adaptive) learn(status int, info Info, own bool, cost float64, sig signal, now time.Time) {
+func (a *Adaptive) learn(status int, info Info, quotas []Quota, own bool, cost float64, sig signal, now time.Time) {
 	if status == 0 {
 		if own {
 			a.settle(cost)
@@ -140,10 +140,17 @@ func (a *Adaptive) learn(status int, info Info, own bool, cost float64, sig sign
 		a.admittedCost.Add(a.avgCost.Load())
 	}
 	a.requests++
-	wasStarted := a.started.Swap(true)
+	wasStarted := a.started.Load()
+	if !wasStarted {
+		a.started.Store(true)
+	}
 	a.trackRTT(now, others)
-	if len(info.Quotas) > 0 || info.RetryAfter > 0 || info.Bucket != "" {
-		a.lastInfo = info
+	if len(quotas) > 0 || info.RetryAfter > 0 || info.Bucket != "" {
+		a.lastInfo, a.lastInfo.Quotas = info, nil
+		if len(quotas) > 0 { // into the limiter's own slice, reused: readers clone it
+			a.lastQuotas = append(a.lastQuotas[:0], quotas...)
+			a.lastInfo.Quotas = a.lastQuotas
+		}
 	}
 
 	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
@@ -158,7 +165,7 @@ func (a *Adaptive) learn(status int, info Info, own bool, cost float64, sig sign
 	var handoffSpan time.Duration
 	switch {
 	case a.infer.off:
-	case len(info.Quotas) > 0:
+	case len(quotas) > 0:
 		a.stopInferring()
 	case sig == signalNone:
 		q, ok := a.infer.observe(now, status, info.RetryAfter)
@@ -167,12 +174,12 @@ func (a *Adaptive) learn(status int, info Info, own bool, cost float64, sig sign
 			a.stopInferring()
 		} else if ok {
 			a.inferBuf[0] = q
-			info.Quotas = a.inferBuf[:]
+			quotas = a.inferBuf[:]
 		}
 	}
 	exhausted := false
 	horizon, rtt := a.horizon(), a.rtt()
-	for _, q := range info.Quotas {
+	for _, q := range quotas {
 		q, ok := a.sane(q, now)
 		if !ok {
 			continue
@@ -243,12 +250,12 @@ func (a *Adaptive) learn(status int, info Info, own bool, cost float64, sig sign
 		// named a wait; otherwise (no headers, or a limit the headers do not
 		// show) the probing fallback cuts the rate.
 		switch {
-		case status >= 500 && !exhausted && info.RetryAfter == 0 && (len(info.Quotas) > 0 || a.quotasKnown()):
+		case status >= 500 && !exhausted && info.RetryAfter == 0 && (len(quotas) > 0 || a.quotasKnown()):
 			// Overload, not quota: the server shed a request while its
 			// quota headers (now or before) show room. The Transport retries
 			// it under a retry budget; cutting the rate below what the
 			// quota allows would make 5% shed requests cost 90% of the quota.
-		case len(info.Quotas) == 0 || !exhausted:
+		case len(quotas) == 0 || !exhausted:
 			// No stated quota explains it (a Retry-After while every
 			// quota shows room is a limit the headers do not show):
 			// pausing alone would trip it again at once on resuming.
@@ -394,7 +401,7 @@ func (a *Adaptive) retune(now time.Time) {
 		}
 		w.ageDrift(now)
 		w.applyDrift(now)
-		if w.known && !w.reset.IsZero() && !now.Before(w.reset.Add(rollGuard)) {
+		if w.known && !w.reset.IsZero() && now.Sub(w.reset) >= rollGuard { // now ≥ reset + rollGuard
 			w.roll(now, unseen, unit, s, float64(a.admitted.Load()))
 			if w.inferred {
 				w.forgetOthers()
@@ -427,13 +434,13 @@ func (a *Adaptive) retune(now time.Time) {
 			reqRate, reqBudget = min(reqRate, rate), min(reqBudget, avail)
 		}
 	}
-	a.checkAt.Store(next)
+	setInt64(&a.checkAt, next)
 	if rolled {
 		a.wakeResponseWaiters()
 	}
 	a.updateCharges(known)
 
-	d := decide(decisionInput{
+	in := decisionInput{
 		started: a.started.Load(), quotas: known, blind: blind,
 		reqRate: reqRate, reqBudget: reqBudget, tokRate: tokRate, tokBudget: tokBudget,
 		probeRate: a.probe.grow(now), probeEngaged: a.probe.engaged, probeClosed: a.probe.closed,
@@ -441,7 +448,21 @@ func (a *Adaptive) retune(now time.Time) {
 		ceiling:    float64(a.cfg.Ceiling), ceilingBurst: float64(a.cfg.CeilingBurst),
 		maxCost: float64(a.maxCost.Load()) / milli,
 		safety:  s,
-	})
+	}
+	// decide reads a budget only beside a finite rate (see headroom).
+	if math.IsInf(in.reqRate, 1) {
+		in.reqBudget = math.Inf(1)
+	}
+	if math.IsInf(in.tokRate, 1) {
+		in.tokBudget = math.Inf(1)
+	}
+	if a.decided && in == a.lastDecision && a.share == nil {
+		// Decided and applied last time, and the buckets and the gate change
+		// nowhere else (with a Store, apply also publishes what it set).
+		return
+	}
+	a.decided, a.lastDecision = true, in
+	d := decide(in)
 	a.mode = d.mode
 	a.apply(a.req, d.reqLimit, d.reqBurst, 1, "requests", d.reason)
 	a.apply(a.tok, d.tokLimit, d.tokBurst, d.tokNeed, "tokens", "quota")
@@ -570,8 +591,8 @@ func (a *Adaptive) Stats() Stats {
 	if at := a.heldUntilLocked(); at.After(now) {
 		st.PausedUntil = at
 	}
+	st.LastInfo.Quotas = slices.Clone(st.LastInfo.Quotas) // under mu: learn reuses the slice
 	a.unlock()
-	st.LastInfo.Quotas = slices.Clone(st.LastInfo.Quotas)
 	st.Limit, st.Burst, st.Tokens = a.req.Limit(), a.req.Burst(), a.req.Tokens()
 	st.Waiting = int(a.waiting.Load())
 	st.InFlight = int(a.inflight.Load())

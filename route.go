@@ -176,14 +176,15 @@ func (t *Transport) match(r *http.Request) *rule {
 // learn reports an admitted attempt's outcome to the limiter that admitted
 // it and learns the server-named bucket of ep's route from it.
 // sig is what the response's body said; now is when the response arrived.
-// seen is the binding limiterBound found for the request, or nil.
-func (t *Transport) learn(ep, lim *endpoint, u *urlParts, seen *seenBinding, p *Permit, status int, info Info, sig signal, now time.Time) {
+// seen is the binding limiterBound found for the request, or nil. quotas
+// stand for info.Quotas (see quotaBuf).
+func (t *Transport) learn(ep, lim *endpoint, u *urlParts, seen *seenBinding, p *Permit, status int, info Info, quotas []Quota, sig signal, now time.Time) {
 	if lim.bucket != "" && info.Bucket != "" && info.Bucket != lim.bucket {
 		// The server moved this route to another bucket: what the response
 		// says belongs to that bucket (taught below), not to lim's.
 		p.doneAt(outcome{}, now)
 	} else {
-		p.doneAt(outcome{Status: status, Info: info, signal: sig}, now)
+		p.doneWith(outcome{Status: status, Info: info, signal: sig}, quotas, now)
 	}
 	if info.Bucket == "" || ep.pinned || len(info.Bucket) > maxBucketName {
 		return
@@ -205,7 +206,7 @@ func (t *Transport) learn(ep, lim *endpoint, u *urlParts, seen *seenBinding, p *
 	if lim.bucket != info.Bucket {
 		// Teach first: requests the binding sends to the bucket's limiter
 		// must find it knowing what this response said.
-		t.eps.teachBucket(b.key, b.name, lim.lim, status, info)
+		t.eps.teachBucket(b.key, b.name, lim.lim, status, info, quotas)
 	}
 	if rebind {
 		ep.bind(u, b)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 )
@@ -217,7 +218,8 @@ type attemptState struct {
 	sentAt  time.Time     // set only for an observer
 	resp    *http.Response
 	now     time.Time // when resp arrived
-	info    Info
+	info    Info      // what resp said; its Quotas are in qs until decide
+	qs      quotaBuf
 	sig     signal
 	// throttled reports a response saying the rate limit was hit (see
 	// isThrottled), unless its body says the quota is gone for good.
@@ -238,6 +240,12 @@ func (rt *roundTrip) attempt(prev *attemptOutcome) attemptOutcome {
 	var a attemptState
 	rt.run(prev, &a)
 	rt.settle(&a)
+	if a.qs.n > 0 && (rt.t.retryPolicy != nil || a.throttled) {
+		// A retry reads the quotas and keeps them for a *RateLimitError
+		// (and only a throttled response asks for one, unless the
+		// caller's policy decides): a copy that outlives a.
+		a.info.Quotas = slices.Clone(a.qs.slice())
+	}
 	return rt.decide(prev, &a)
 }
 
@@ -293,7 +301,7 @@ func (rt *roundTrip) run(prev *attemptOutcome, a *attemptState) {
 	}
 	// One clock reading serves the headers, the limiter and the table.
 	a.resp, a.now = resp, time.Now()
-	a.info, a.sig = readResponse(&a.ep.clock, resp, a.now, t.maxDelay)
+	a.info, a.sig = readResponse(&a.ep.clock, resp, a.now, t.maxDelay, &a.qs)
 	a.throttled = a.sig == signalBodyLimit || (a.sig != signalGone && isThrottled(resp, &a.info))
 }
 
@@ -336,7 +344,7 @@ func (rt *roundTrip) settle(a *attemptState) {
 	t := rt.t
 	switch {
 	case a.resp != nil:
-		t.learn(a.ep, a.lim, &rt.u, &a.seen, &a.permit, a.resp.StatusCode, a.info, a.sig, a.now)
+		t.learn(a.ep, a.lim, &rt.u, &a.seen, &a.permit, a.resp.StatusCode, a.info, a.qs.slice(), a.sig, a.now)
 	case a.sent:
 		a.permit.Done(nil)
 		a.lim.failures.Add(1)

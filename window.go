@@ -134,6 +134,17 @@ func toMilli(v float64) int64 {
 	return int64(math.Ceil(v * milli))
 }
 
+// setInt64 stores x in v unless v holds it already. For the atomics that
+// only Adaptive.mu's holder writes (the admission path reads them without
+// it): a load is a plain read, a store a locked instruction, and a response
+// rewrote half a dozen of them with the values they had (about 2% of the
+// CPU time of a GitHub-style response through the Transport).
+func setInt64(v *atomic.Int64, x int64) {
+	if v.Load() != x {
+		v.Store(x)
+	}
+}
+
 func isTokenQuota(name string) bool { return strings.Contains(strings.ToLower(name), "token") }
 
 func newQuotaWindow(name string, safety float64, maxDelay time.Duration) *quotaWindow {
@@ -149,13 +160,14 @@ func (w *quotaWindow) explains(now time.Time) bool {
 }
 
 // debt is what others have taken, by the drift, since the budget was last
-// brought up to date: milli-units a charge at now must leave in the budget.
-func (w *quotaWindow) debt(now time.Time) int64 {
+// brought up to date: milli-units a charge at now (package clock) must leave
+// in the budget.
+func (w *quotaWindow) debt(now int64) int64 {
 	rate := w.drain.Load()
 	if rate == 0 {
 		return w.keep.Load()
 	}
-	elapsed := toNanos(now) - w.drainFrom.Load()
+	elapsed := now - w.drainFrom.Load()
 	if elapsed <= 0 {
 		return w.keep.Load()
 	}
@@ -205,7 +217,7 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, fed, admitted floa
 		w.limit = q.Limit
 	}
 	w.peak = max(w.peak, q.Remaining)
-	w.most.Store(max(toMilli(w.limitOrPeak()), milli))
+	setInt64(&w.most, max(toMilli(w.limitOrPeak()), milli))
 	if q.Window > 0 {
 		w.window, w.stated = q.Window, true
 	}

@@ -59,7 +59,9 @@ func (w *quotaWindow) measureDrift(now time.Time, eff, admitted, unseen float64,
 		gap = max(gap-up, 0)
 	}
 	w.drift = gap / span.Seconds()
-	w.drift = max(w.drift, -w.maxDrain(span, admitted-w.anchorA))
+	if w.drift < 0 { // maxDrain bounds a drain, never a refill
+		w.drift = max(w.drift, -w.maxDrain(span, admitted-w.anchorA))
+	}
 	w.measuredAt = now
 	if w.drift < 0 {
 		w.shared = true
@@ -114,12 +116,15 @@ func (w *quotaWindow) applyDrift(now time.Time) {
 	w.moveByDrift(now)
 	// Published for the admission path (debt). Plain code rather than a
 	// deferred closure: this runs twice per response.
-	if w.probing {
-		w.drain.Store(0) // the probe must go, whatever others spend
-	} else {
-		w.drain.Store(toMilli(-w.drift))
+	drain := int64(0) // the probe must go, whatever others spend
+	if !w.probing {
+		drain = toMilli(-w.drift)
 	}
-	w.drainFrom.Store(toNanos(w.driftAt))
+	setInt64(&w.drain, drain)
+	if drain != 0 {
+		// Read only beside a drain (debt), and set with it.
+		setInt64(&w.drainFrom, toNanos(w.driftAt))
+	}
 }
 
 // moveByDrift is applyDrift's change to the budget.

@@ -47,7 +47,7 @@ func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64) {
 			keep += min(-w.drift*w.reset.Sub(now).Seconds(), othersMaxShare*w.units())
 		}
 	}
-	w.keep.Store(toMilli(keep))
+	setInt64(&w.keep, toMilli(keep))
 	avail := w.units() - keep
 	w.wakeAt = time.Time{}
 	if w.probing {
