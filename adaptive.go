@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pacer-go/pacer/internal/decision"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -180,7 +181,7 @@ type Adaptive struct {
 	lastQuotas []Quota
 	// lastDecision is what retune last decided on (decided: it has),
 	// and applied.
-	lastDecision decisionInput
+	lastDecision decision.Input
 	decided      bool
 }
 
@@ -276,6 +277,14 @@ const (
 	// configured Ceiling is the limit.
 	ModeStatic Mode = "static"
 )
+
+// modes names the decision's modes.
+var modes = [...]Mode{
+	decision.SlowStart: ModeSlowStart,
+	decision.Headers:   ModeHeaders,
+	decision.Probing:   ModeProbing,
+	decision.Static:    ModeStatic,
+}
 
 // later queues f to run once mu is released; called with mu held.
 func (a *Adaptive) later(f func()) { a.outbox = append(a.outbox, f) }

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/decision"
 )
 
 // Observe reports the outcome of a request Wait admitted: its status code and
@@ -440,21 +442,21 @@ func (a *Adaptive) retune(now time.Time) {
 	}
 	a.updateCharges(known)
 
-	in := decisionInput{
-		started: a.started.Load(), quotas: known, blind: blind,
-		reqRate: reqRate, reqBudget: reqBudget, tokRate: tokRate, tokBudget: tokBudget,
-		probeRate: a.probe.grow(now), probeEngaged: a.probe.engaged, probeClosed: a.probe.closed,
-		inferTrial: a.infer.trial(),
-		ceiling:    float64(a.cfg.Ceiling), ceilingBurst: float64(a.cfg.CeilingBurst),
-		maxCost: float64(a.maxCost.Load()) / milli,
-		safety:  s,
+	in := decision.Input{
+		Started: a.started.Load(), Quotas: known, Blind: blind,
+		ReqRate: reqRate, ReqBudget: reqBudget, TokRate: tokRate, TokBudget: tokBudget,
+		ProbeRate: a.probe.grow(now), ProbeEngaged: a.probe.engaged, ProbeClosed: a.probe.closed,
+		InferTrial: a.infer.trial(), TrialGate: inferTrialInFlight,
+		Ceiling: float64(a.cfg.Ceiling), CeilingBurst: float64(a.cfg.CeilingBurst),
+		MaxCost: float64(a.maxCost.Load()) / milli,
+		Safety:  s,
 	}
-	// decide reads a budget only beside a finite rate (see headroom).
-	if math.IsInf(in.reqRate, 1) {
-		in.reqBudget = math.Inf(1)
+	// The decision reads a budget only beside a finite rate (see headroom).
+	if math.IsInf(in.ReqRate, 1) {
+		in.ReqBudget = math.Inf(1)
 	}
-	if math.IsInf(in.tokRate, 1) {
-		in.tokBudget = math.Inf(1)
+	if math.IsInf(in.TokRate, 1) {
+		in.TokBudget = math.Inf(1)
 	}
 	if a.decided && in == a.lastDecision && a.share == nil {
 		// Decided and applied last time, and the buckets and the gate change
@@ -462,12 +464,12 @@ func (a *Adaptive) retune(now time.Time) {
 		return
 	}
 	a.decided, a.lastDecision = true, in
-	d := decide(in)
-	a.mode = d.mode
-	a.apply(a.req, d.reqLimit, d.reqBurst, 1, "requests", d.reason)
-	a.apply(a.tok, d.tokLimit, d.tokBurst, d.tokNeed, "tokens", "quota")
-	if !d.keepGate {
-		a.setGate(d.gate)
+	d := decision.Make(in)
+	a.mode = modes[d.Mode]
+	a.apply(a.req, d.ReqLimit, d.ReqBurst, 1, "requests", d.Reason)
+	a.apply(a.tok, d.TokLimit, d.TokBurst, d.TokNeed, "tokens", "quota")
+	if !d.KeepGate {
+		a.setGate(d.Gate)
 	}
 }
 

@@ -1,0 +1,133 @@
+// Package decision is the adaptive limiter's decision, apart from the state
+// it is made from. The limiter (retune.go in package pacer) moves every
+// quota's window on to now and reads what the decision needs into an Input;
+// Make turns that into the buckets' rates and bursts, the in-flight gate and
+// the mode, which the limiter applies in one place. Make is a pure
+// function: the same Input gives the same Decision, so it is tested case by
+// case, and the limiter skips it when nothing it reads has changed.
+package decision
+
+import "math"
+
+// Input is what the decision reads, taken under the limiter's lock once the
+// windows have moved on to now. It is comparable: the limiter keeps the last
+// one it applied.
+type Input struct {
+	Started bool // a response has been seen (slow start is over)
+	Quotas  int  // windows that describe the current state of a quota
+	Blind   bool // a window is being looked at: one request in flight learns it
+
+	// The tightest quota of each kind: its rate (Inf when the budget is the
+	// only gate) and what its budget holds above what it keeps (Inf: none).
+	ReqRate, ReqBudget float64
+	TokRate, TokBudget float64
+
+	ProbeRate    float64 // the CUBIC fallback's rate now; Inf until a throttle
+	ProbeEngaged bool
+	ProbeClosed  bool  // the server refuses all: one look at a time
+	InferTrial   bool  // the window inferred from Retry-After has not yet held
+	TrialGate    int64 // the requests in flight allowed while it is on trial
+
+	Ceiling, CeilingBurst float64 // AdaptiveConfig's; Ceiling 0: none
+	MaxCost               float64 // the largest token cost seen
+	Safety                float64
+}
+
+// Mode is how the limit is decided; package pacer names each (ModeSlowStart
+// and so on).
+type Mode uint8
+
+const (
+	SlowStart Mode = iota // no response yet
+	Headers               // the quotas the server states (or one inferred)
+	Probing               // the CUBIC fallback
+	Static                // a configured ceiling, nothing learnt
+)
+
+// Decision is what the limiter applies.
+type Decision struct {
+	ReqLimit float64 // requests per second; Inf: unlimited
+	ReqBurst int
+	TokLimit float64 // tokens per second; Inf: unlimited
+	TokBurst int
+	TokNeed  int // the largest request's cost: the token burst must hold it
+
+	// Gate caps the requests in flight: 0 none, n > 0 at most n; KeepGate
+	// leaves slow start's gate as it is.
+	Gate     int64
+	KeepGate bool
+	Mode     Mode
+	// Reason names what set the request rate, for the log: "quota",
+	// "probe", "ceiling" or "none".
+	Reason string
+}
+
+// Make is the limiter's decision on s.
+//
+// Requests: the tightest of the quotas, the probe and the ceiling. A quota
+// that affords what is asked leaves the rate unlimited (its budget is the
+// gate, charged at admission); one spread to its reset gives its rate, with
+// a burst of at most a second's worth and no more than the headroom the
+// safety factor leaves in its budget, so a spread quota is spread, not
+// dumped. The probe's burst is a tenth of a second's worth (CUBIC's rate is
+// an estimate: a burst at it would be the overshoot). A ceiling below the
+// rest sets rate and burst; above, it still caps the burst.
+//
+// Tokens: the tightest token quota's rate; the burst holds at least the
+// largest request seen, or a request of that cost would never fit.
+//
+// The gate: one request at a time while a window is looked at or the server
+// refuses everything (the probe is closed); at most TrialGate while an
+// inferred window is on trial; otherwise none. Before the first response
+// slow start's gate stays.
+func Make(s Input) Decision {
+	d := Decision{ReqLimit: s.ReqRate, ReqBurst: 1, Reason: "none"}
+	if !math.IsInf(s.ReqRate, 1) {
+		d.Reason = "quota"
+		d.ReqBurst = int(max(1, math.Min(math.Floor(s.ReqRate), headroom(s.Safety, s.ReqBudget))))
+	}
+	if s.ProbeRate < d.ReqLimit {
+		d.ReqLimit, d.ReqBurst, d.Reason = s.ProbeRate, int(max(1, math.Floor(s.ProbeRate/10))), "probe"
+	}
+	if s.Ceiling > 0 {
+		if s.Ceiling <= d.ReqLimit {
+			d.ReqLimit, d.ReqBurst, d.Reason = s.Ceiling, int(s.CeilingBurst), "ceiling"
+		} else {
+			d.ReqBurst = min(d.ReqBurst, int(s.CeilingBurst))
+		}
+	}
+
+	d.TokLimit, d.TokNeed = s.TokRate, int(math.Ceil(s.MaxCost))
+	tburst := math.Ceil(s.MaxCost)
+	if !math.IsInf(s.TokRate, 1) {
+		tburst = max(tburst, math.Min(math.Floor(s.TokRate), headroom(s.Safety, s.TokBudget)))
+	}
+	d.TokBurst = int(max(tburst, 1))
+
+	switch {
+	case !s.Started:
+		d.Mode = SlowStart
+	case s.Quotas > 0 || s.Blind:
+		d.Mode = Headers
+	case s.ProbeEngaged || s.Ceiling == 0:
+		d.Mode = Probing
+	default:
+		d.Mode = Static
+	}
+	switch {
+	case !s.Started:
+		d.KeepGate = true
+	case s.Blind || s.ProbeClosed:
+		d.Gate = 1
+	case s.InferTrial:
+		d.Gate = s.TrialGate
+	}
+	return d
+}
+
+// headroom is the whole units the safety factor leaves above a budget's
+// share: (1 - safety) × budget, rounded down, but not below what it is in
+// decimal (0.1 × 50 is 5, not the 4.999… float64 makes of it).
+func headroom(safety, budget float64) float64 {
+	return math.Floor((1-safety)*budget + 1e-9)
+}

@@ -1,0 +1,82 @@
+package decision
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// Make is the limiter's whole decision from what it knows: each case is
+// one situation and what follows from it.
+func TestMake(t *testing.T) {
+	inf := math.Inf(1)
+	base := Input{
+		Started: true, ReqRate: inf, ReqBudget: inf, TokRate: inf, TokBudget: inf,
+		ProbeRate: inf, Safety: 0.9,
+	}
+	with := func(f func(*Input)) Input { in := base; f(&in); return in }
+	for _, c := range []struct {
+		name string
+		in   Input
+		want Decision
+	}{{
+		name: "before the first response: unlimited, slow start keeps its gate",
+		in:   with(func(in *Input) { in.Started = false }),
+		want: Decision{ReqLimit: inf, ReqBurst: 1, TokLimit: inf, TokBurst: 1, KeepGate: true, Mode: SlowStart, Reason: "none"},
+	}, {
+		name: "a server that says nothing and never refused: unlimited, probing",
+		in:   base,
+		want: Decision{ReqLimit: inf, ReqBurst: 1, TokLimit: inf, TokBurst: 1, Mode: Probing, Reason: "none"},
+	}, {
+		name: "a quota that affords the work: its budget is the gate, the rate unlimited",
+		in:   with(func(in *Input) { in.Quotas, in.ReqBudget = 1, 4000 }),
+		want: Decision{ReqLimit: inf, ReqBurst: 1, TokLimit: inf, TokBurst: 1, Mode: Headers, Reason: "none"},
+	}, {
+		name: "a quota spread to its reset: its rate, a burst of the safety's headroom",
+		in:   with(func(in *Input) { in.Quotas, in.ReqRate, in.ReqBudget = 1, 20, 50 }),
+		want: Decision{ReqLimit: 20, ReqBurst: 5, TokLimit: inf, TokBurst: 1, Mode: Headers, Reason: "quota"},
+	}, {
+		name: "a spread quota's burst is at most a second's worth",
+		in:   with(func(in *Input) { in.Quotas, in.ReqRate, in.ReqBudget = 1, 2.5, 1000 }),
+		want: Decision{ReqLimit: 2.5, ReqBurst: 2, TokLimit: inf, TokBurst: 1, Mode: Headers, Reason: "quota"},
+	}, {
+		name: "the probe below the quota: its rate, a tenth of a second's burst",
+		in:   with(func(in *Input) { in.Quotas, in.ReqRate, in.ReqBudget, in.ProbeRate = 1, 20, 50, 12 }),
+		want: Decision{ReqLimit: 12, ReqBurst: 1, TokLimit: inf, TokBurst: 1, Mode: Headers, Reason: "probe"},
+	}, {
+		name: "throttled with no headers: probing at the probe's rate",
+		in:   with(func(in *Input) { in.ProbeRate, in.ProbeEngaged = 45, true }),
+		want: Decision{ReqLimit: 45, ReqBurst: 4, TokLimit: inf, TokBurst: 1, Mode: Probing, Reason: "probe"},
+	}, {
+		name: "a server refusing everything: one look at a time",
+		in:   with(func(in *Input) { in.ProbeRate, in.ProbeEngaged, in.ProbeClosed = 3, true, true }),
+		want: Decision{ReqLimit: 3, ReqBurst: 1, TokLimit: inf, TokBurst: 1, Gate: 1, Mode: Probing, Reason: "probe"},
+	}, {
+		name: "a window being looked at: one request in flight",
+		in:   with(func(in *Input) { in.Quotas, in.Blind, in.ReqBudget = 1, true, 0 }),
+		want: Decision{ReqLimit: inf, ReqBurst: 1, TokLimit: inf, TokBurst: 1, Gate: 1, Mode: Headers, Reason: "none"},
+	}, {
+		name: "an inferred window on trial: a few in flight",
+		in:   with(func(in *Input) { in.Quotas, in.InferTrial, in.TrialGate, in.ReqBudget = 1, true, 8, 90 }),
+		want: Decision{ReqLimit: inf, ReqBurst: 1, TokLimit: inf, TokBurst: 1, Gate: 8, Mode: Headers, Reason: "none"},
+	}, {
+		name: "a Ceiling below everything: its rate and burst, static",
+		in:   with(func(in *Input) { in.Ceiling, in.CeilingBurst = 5, 2 }),
+		want: Decision{ReqLimit: 5, ReqBurst: 2, TokLimit: inf, TokBurst: 1, Mode: Static, Reason: "ceiling"},
+	}, {
+		name: "a Ceiling above the quota caps only the burst",
+		in: with(func(in *Input) {
+			in.Quotas, in.ReqRate, in.ReqBudget, in.Ceiling, in.CeilingBurst = 1, 20, 500, 100, 3
+		}),
+		want: Decision{ReqLimit: 20, ReqBurst: 3, TokLimit: inf, TokBurst: 1, Mode: Headers, Reason: "quota"},
+	}, {
+		name: "a token quota: its rate, a burst that holds the largest request",
+		in:   with(func(in *Input) { in.Quotas, in.TokRate, in.TokBudget, in.MaxCost = 1, 1000, 20000, 2500.5 }),
+		want: Decision{ReqLimit: inf, ReqBurst: 1, TokLimit: 1000, TokBurst: 2501, TokNeed: 2501, Mode: Headers, Reason: "none"},
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.want, Make(c.in))
+		})
+	}
+}
