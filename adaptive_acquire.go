@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // Admission: Acquire and its Permit, the wait for a request's slot, budget
@@ -53,10 +55,10 @@ func (a *Adaptive) wait(ctx context.Context, cost float64) error {
 		// is made only for a step that works with one (a retune, a wait to
 		// bound), and stands for the same instant as ns.
 		var now time.Time
-		ns := nanotime()
+		ns := clock.Now()
 		if ns >= a.checkAt.Load() {
 			now = time.Now()
-			ns = toNanos(now)
+			ns = clock.Of(now)
 			a.mu.Lock()
 			a.retune(now)
 			a.unlock()
@@ -71,7 +73,7 @@ func (a *Adaptive) wait(ctx context.Context, cost float64) error {
 		if spent := a.spentUntil(cost); tokens || !spent.IsZero() {
 			if now.IsZero() {
 				t := time.Now() // for the wall clock: now is the instant ns
-				now = fromNanos(ns, t, toNanos(t))
+				now = clock.Time(ns, t, clock.Of(t))
 			}
 			at := laterOf(a.req.nextAt(1), spent)
 			if tokens {
@@ -104,12 +106,12 @@ func (a *Adaptive) wait(ctx context.Context, cost float64) error {
 		// reset may have passed while it waited (the usual end of a pause):
 		// the windows move on first.
 		if granted > ns {
-			if now = time.Now(); toNanos(now) >= a.checkAt.Load() {
+			if now = time.Now(); clock.Of(now) >= a.checkAt.Load() {
 				a.mu.Lock()
 				a.retune(now)
 				a.unlock()
 			}
-			ns = toNanos(now)
+			ns = clock.Of(now)
 		}
 		charged, retryAt := a.charge(cost, ns, &held)
 		if charged {
@@ -159,7 +161,7 @@ func (a *Adaptive) waitBucketAt(ctx context.Context, b *Bucket, n int, now int64
 		return b.wait(ctx, n, a.cfg.MaxWait, now)
 	}
 	at, err := a.waitBucket(ctx, b, n, time.Time{})
-	return toNanos(at), err
+	return clock.Of(at), err
 }
 
 // Permit is one request's admission by [Adaptive.Acquire]. The request
@@ -488,7 +490,7 @@ func (a *Adaptive) noteCost(cost float64) float64 {
 // unseen). Lock-free, a response applied in between would set the budget
 // from a figure that does not count the request, and the charge was lost.
 //
-// now is the admission's reading of the package clock (nanotime).
+// now is the admission's reading of the package clock (clock.Now).
 func (a *Adaptive) charge(cost float64, now int64, held *bool) (ok bool, retryAt time.Time) {
 	c := a.charges.Load()
 	if c == nil {
@@ -516,7 +518,7 @@ func (a *Adaptive) charge(cost float64, now int64, held *bool) (ok bool, retryAt
 			// and only its response can tell.
 			t := time.Now()
 			a.retune(t)
-			if w.budget.Load() < amount+w.debt(toNanos(t)) {
+			if w.budget.Load() < amount+w.debt(clock.Of(t)) {
 				retryAt = t
 				switch {
 				case w.probing && a.inflight.Load() == heldSlots(*held):

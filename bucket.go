@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // Limit is a rate of events per second. It mirrors golang.org/x/time/rate's
@@ -144,11 +146,11 @@ type Bucket struct {
 const (
 	// maxSpan caps every duration the bucket computes: waits, delays, costs
 	// and the bucket's depth. 2⁶¹ ns is about 73 years.
-	maxSpan = int64(1) << 61
+	maxSpan = clock.MaxSpan
 	// minTime and maxTime bound the bucket clock so that adding maxSpan to a
 	// time can never overflow.
-	minTime = -int64(1) << 61
-	maxTime = int64(1) << 61
+	minTime = clock.Min
+	maxTime = clock.Max
 	// noFloor is the floor of a state with nothing on record: before
 	// every time the bucket clock can show.
 	noFloor = minTime - 1
@@ -162,12 +164,6 @@ const (
 	// holds the lock.
 	useClock = math.MinInt64
 )
-
-// fromNanos converts a bucket-clock time to a time.Time, taking the wall
-// clock from ref, a time read at refNs.
-func fromNanos(ns int64, ref time.Time, refNs int64) time.Time {
-	return ref.Add(time.Duration(ns - refNs))
-}
 
 // params is an immutable setting of limit and burst, precomputed for the
 // fast path.
@@ -399,12 +395,12 @@ func (b *Bucket) Burst() int { return b.state().burst }
 // Tokens returns the number of tokens available now. It is never negative: it
 // is 0 while waiters or reservations are owed tokens or a pause holds, and +Inf
 // when the limit is Inf and no pause holds.
-func (b *Bucket) Tokens() float64 { return b.tokensAt(nanotime()) }
+func (b *Bucket) Tokens() float64 { return b.tokensAt(clock.Now()) }
 
 // TokensAt returns the number of tokens available at t, as [Bucket.Tokens].
 // For a t earlier than a grant already made it is what the bucket could
 // grant at t after that grant: never more (see Stale times in the Bucket doc).
-func (b *Bucket) TokensAt(t time.Time) float64 { return b.tokensAt(toNanos(t)) }
+func (b *Bucket) TokensAt(t time.Time) float64 { return b.tokensAt(clock.Of(t)) }
 
 func (b *Bucket) tokensAt(now int64) float64 {
 	s, tat := b.load()
@@ -415,17 +411,17 @@ func (b *Bucket) tokensAt(now int64) float64 {
 }
 
 // Allow reports whether one event may happen now, and if so takes its token.
-func (b *Bucket) Allow() bool { return b.allowAt(nanotime(), 1) }
+func (b *Bucket) Allow() bool { return b.allowAt(clock.Now(), 1) }
 
 // AllowN reports whether n events may happen now, and if so takes their
 // tokens. It never waits and never takes tokens set aside for waiters.
 // AllowN(0) is always true; a negative n is never allowed.
-func (b *Bucket) AllowN(n int) bool { return b.allowAt(nanotime(), n) }
+func (b *Bucket) AllowN(n int) bool { return b.allowAt(clock.Now(), n) }
 
 // AllowNAt is AllowN at time t, for callers with their own clock: x/time/rate's
 // AllowN(t, n). For a t earlier than a grant already made, see Stale times in
 // the Bucket doc.
-func (b *Bucket) AllowNAt(t time.Time, n int) bool { return b.allowAt(toNanos(t), n) }
+func (b *Bucket) AllowNAt(t time.Time, n int) bool { return b.allowAt(clock.Of(t), n) }
 
 func (b *Bucket) allowAt(now int64, n int) bool {
 	if n <= 0 {
@@ -491,7 +487,7 @@ func (b *Bucket) SetLimit(limit Limit) {
 // SetLimitAt is SetLimit at time t.
 func (b *Bucket) SetLimitAt(t time.Time, limit Limit) {
 	checkLimit("SetLimitAt", limit)
-	b.setAt(toNanos(t), limit, keepBurst)
+	b.setAt(clock.Of(t), limit, keepBurst)
 }
 
 // SetBurst changes the burst. The tokens in the bucket stay, capped at the
@@ -505,7 +501,7 @@ func (b *Bucket) SetBurst(burst int) {
 // SetBurstAt is SetBurst at time t.
 func (b *Bucket) SetBurstAt(t time.Time, burst int) {
 	checkBurst("SetBurstAt", burst)
-	b.setAt(toNanos(t), keepLimit, burst)
+	b.setAt(clock.Of(t), keepLimit, burst)
 }
 
 // keepLimit and keepBurst tell setAt to leave the limit or the burst as is.
@@ -518,7 +514,7 @@ func (b *Bucket) setAt(now int64, limit Limit, burst int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if now == useClock {
-		now = nanotime()
+		now = clock.Now()
 	}
 	old := &b.state().params
 	if limit == keepLimit {
@@ -539,13 +535,13 @@ func (b *Bucket) setAt(now int64, limit Limit, burst int) {
 // t on rather than fired at once. Waiters are re-planned. A pause never
 // shortens an earlier one, and a t not after now changes nothing. With limit
 // Inf, everything held is released at t.
-func (b *Bucket) PauseUntil(t time.Time) { b.pauseAt(useClock, toNanos(t)) }
+func (b *Bucket) PauseUntil(t time.Time) { b.pauseAt(useClock, clock.Of(t)) }
 
 func (b *Bucket) pauseAt(now, until int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if now == useClock {
-		now = nanotime()
+		now = clock.Now()
 	}
 	if until <= now || b.paused && until <= b.pause {
 		return

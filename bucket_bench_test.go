@@ -16,25 +16,6 @@ import (
 // clock read and its CAS is still granted.
 func notBinding() *Bucket { return NewBucket(1e9, 1e9) }
 
-// BenchmarkClock measures the floor of the fast path: the monotonic clock
-// read the bucket does, against time.Now.
-func BenchmarkClock(b *testing.B) {
-	b.Run("time.Now", func(b *testing.B) {
-		var t time.Time
-		for b.Loop() {
-			t = time.Now()
-		}
-		_ = t
-	})
-	b.Run("time.Since", func(b *testing.B) {
-		var d time.Duration
-		for b.Loop() {
-			d = time.Since(epoch)
-		}
-		_ = d
-	})
-}
-
 func BenchmarkBucketAllow(b *testing.B) {
 	bk := notBinding()
 	b.ReportAllocs()

@@ -3,6 +3,8 @@ package pacer
 import (
 	"context"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // The queue: the record of every grant that can still be withdrawn, in
@@ -223,7 +225,7 @@ func (b *Bucket) replanLocked(now int64, np *params) {
 				at = max(now, stop-p.capacity, prevAt)
 			}
 			if err == nil && at > en.wt.limitAt {
-				err = tooLate(at, time.Now(), nanotime(), en.wt.dlAt)
+				err = tooLate(at, time.Now(), clock.Now(), en.wt.dlAt)
 			}
 		}
 		if err != nil {
@@ -255,7 +257,7 @@ func (b *Bucket) replanLocked(now int64, np *params) {
 // tooLate is the error for a wait that would end at at, past the waiter's
 // context deadline dlAt or its maxWait; ref is a time read at now.
 func tooLate(at int64, ref time.Time, now, dlAt int64) error {
-	rle := &RateLimitError{RetryAt: fromNanos(at, ref, now)}
+	rle := &RateLimitError{RetryAt: clock.Time(at, ref, now)}
 	if at >= dlAt {
 		rle.Err = context.DeadlineExceeded
 	}

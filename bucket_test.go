@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // The tests in this file drive the pure core (the *At methods) with a
@@ -397,7 +399,7 @@ func TestSetBurstCapsTheTokens(t *testing.T) {
 
 func TestPauseUntil(t *testing.T) {
 	b := NewBucket(10, 5)
-	now := nanotime()
+	now := clock.Now()
 	b.pauseAt(now, now+int64(time.Second))
 	for _, d := range []time.Duration{0, 500 * time.Millisecond, time.Second} {
 		assert.False(t, b.allowAt(now+int64(d), 1), "paused, %v", d)
@@ -423,7 +425,7 @@ func TestPauseUntil(t *testing.T) {
 
 func TestPauseSurvivesALimitChange(t *testing.T) {
 	b := NewBucket(10, 5)
-	now := nanotime()
+	now := clock.Now()
 	b.pauseAt(now, now+int64(time.Second))
 	b.setAt(now, 100, keepBurst)
 	assert.False(t, b.allowAt(now+int64(time.Second), 1))

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/clock"
 )
 
 func errTooBig(n, burst int) error {
@@ -60,7 +62,7 @@ func (b *Bucket) WaitN(ctx context.Context, n int) error {
 func (b *Bucket) waitN(ctx context.Context, n int, maxWait time.Duration, ref time.Time) (time.Time, error) {
 	now := int64(useClock)
 	if !ref.IsZero() {
-		now = toNanos(ref)
+		now = clock.Of(ref)
 	}
 	at, err := b.wait(ctx, n, maxWait, now)
 	if err != nil {
@@ -70,7 +72,7 @@ func (b *Bucket) waitN(ctx context.Context, n int, maxWait time.Duration, ref ti
 		return ref, nil
 	}
 	t := time.Now()
-	return fromNanos(at, t, toNanos(t)), nil
+	return clock.Time(at, t, clock.Of(t)), nil
 }
 
 // nextAt reports when n tokens could be granted if asked for now, without
@@ -78,16 +80,16 @@ func (b *Bucket) waitN(ctx context.Context, n int, maxWait time.Duration, ref ti
 // with too few tokens), it returns a time about 73 years away.
 func (b *Bucket) nextAt(n int) time.Time {
 	ref := time.Now()
-	now := toNanos(ref)
+	now := clock.Of(ref)
 	if n <= 0 {
 		return ref
 	}
 	s, tat := b.load()
 	pl := s.plan(tat, now, n)
 	if pl.tooBig || pl.never {
-		return fromNanos(now+maxSpan, ref, now)
+		return clock.Time(now+maxSpan, ref, now)
 	}
-	return fromNanos(max(pl.at, now), ref, now)
+	return clock.Time(max(pl.at, now), ref, now)
 }
 
 // wait is the core of WaitN and waitN; it returns the grant time. now is
@@ -100,7 +102,7 @@ func (b *Bucket) wait(ctx context.Context, n int, maxWait time.Duration, now int
 		return 0, err
 	}
 	if now == useClock {
-		now = nanotime()
+		now = clock.Now()
 	}
 	if n == 0 {
 		return now, nil
@@ -135,7 +137,7 @@ func (b *Bucket) wait(ctx context.Context, n int, maxWait time.Duration, now int
 			// they were granted and stay taken, as x/time/rate's do.
 			b.mu.Lock()
 			if e.err == nil {
-				b.withdrawLocked(&e.entry, nanotime())
+				b.withdrawLocked(&e.entry, clock.Now())
 			}
 			err := e.err
 			b.mu.Unlock()
@@ -149,7 +151,7 @@ func (b *Bucket) wait(ctx context.Context, n int, maxWait time.Duration, now int
 				b.mu.Unlock()
 				return 0, e.err
 			}
-			now := nanotime()
+			now := clock.Now()
 			if e.at <= now {
 				// Granted. The entry stays on record (fixed) until its
 				// time has passed, so that a grant withdrawn before it at
@@ -173,13 +175,13 @@ func (b *Bucket) enqueue(ctx context.Context, n int, maxWait time.Duration) (*wa
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	ref := time.Now()
-	now := toNanos(ref)
+	now := clock.Of(ref)
 	b.popDueLocked(now)
 	dlAt, limitAt := int64(noLimit), int64(noLimit)
 	if dl, ok := ctx.Deadline(); ok {
 		// A grant at the deadline itself is useless: the request would go
 		// out with an expired context.
-		dlAt = toNanos(dl)
+		dlAt = clock.Of(dl)
 		limitAt = dlAt - 1
 	}
 	if maxWait > 0 {

@@ -35,9 +35,9 @@ func bodySignal(resp *http.Response) signal {
 // for a 403 or 429, what its body states. The Transport (per host) and
 // Permit.Done (per limiter) read responses this one way.
 // The quotas go to qs, not to Info.Quotas (see quotaBuf).
-func readResponse(clock *clockOffset, resp *http.Response, now time.Time, maxDelay time.Duration, qs *quotaBuf) (Info, signal) {
-	clock.observe(dateOf(resp.Header), now)
-	info, _ := parseHeadersInto(resp.Header, now, maxDelay, clock.offset(now), qs)
+func readResponse(co *clockOffset, resp *http.Response, now time.Time, maxDelay time.Duration, qs *quotaBuf) (Info, signal) {
+	co.observe(dateOf(resp.Header), now)
+	info, _ := parseHeadersInto(resp.Header, now, maxDelay, co.offset(now), qs)
 	return info, bodySignal(resp)
 }
 

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // maxRoutesPerEndpoint bounds the server-named bucket bindings one endpoint
@@ -46,7 +48,7 @@ type endpoint struct {
 	// under the table's read lock and checked under its write lock, so an
 	// endpoint with a request in progress is never evicted.
 	refs atomic.Int32
-	used atomic.Int64 // nanotime() at creation and at the last release
+	used atomic.Int64 // clock.Now() at creation and at the last release
 
 	retries  atomic.Int64
 	refused  atomic.Int64
@@ -145,7 +147,7 @@ type endpoints struct {
 	mu sync.RWMutex
 	m  map[string]*endpoint
 
-	nextSweep atomic.Int64 // nanotime() after which the next TTL sweep runs
+	nextSweep atomic.Int64 // clock.Now() after which the next TTL sweep runs
 }
 
 // idleTTL is how long an endpoint is kept without traffic, at least: ten
@@ -158,7 +160,7 @@ const idleTTL = 10 * time.Minute
 
 func newEndpoints(max int, newLimiter func(string, Limit, int) *Adaptive) *endpoints {
 	e := &endpoints{newLimiter: newLimiter, ttl: int64(idleTTL), max: max, m: make(map[string]*endpoint)}
-	e.nextSweep.Store(nanotime() + e.sweepInterval())
+	e.nextSweep.Store(clock.Now() + e.sweepInterval())
 	return e
 }
 
@@ -238,9 +240,9 @@ func (e *endpoints) peekHost(u *urlParts) *endpoint {
 
 // release ends a request that acquire counted, and runs the idle sweep when
 // it is due.
-func (e *endpoints) release(ep *endpoint) { e.releaseAt(ep, nanotime()) }
+func (e *endpoints) release(ep *endpoint) { e.releaseAt(ep, clock.Now()) }
 
-// releaseAt is release at now, a package-clock reading (nanotime).
+// releaseAt is release at now, a package-clock reading (clock.Now).
 func (e *endpoints) releaseAt(ep *endpoint, now int64) {
 	ep.used.Store(now) // before refs drops: an evictor seeing 0 sees this too
 	ep.refs.Add(-1)
@@ -248,7 +250,7 @@ func (e *endpoints) releaseAt(ep *endpoint, now int64) {
 }
 
 func (e *endpoints) create(key string, sp *spec) *endpoint {
-	return e.insert(e.newEndpoint(key, sp), nanotime(), 1)
+	return e.insert(e.newEndpoint(key, sp), clock.Now(), 1)
 }
 
 // teachBucket gives the limiter of a server-named bucket what a response
@@ -267,7 +269,7 @@ func (e *endpoints) teachBucket(key, bucket string, from *Adaptive, status int, 
 		fresh := e.newEndpoint(key, &spec{bucket: bucket})
 		fresh.lim.feed(from)
 		fresh.lim.learnOther(status, info, quotas) // before anyone else can see it
-		if ep = e.insert(fresh, nanotime(), 0); ep == fresh {
+		if ep = e.insert(fresh, clock.Now(), 0); ep == fresh {
 			return
 		}
 	}

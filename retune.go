@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/internal/decision"
 )
 
@@ -426,7 +427,7 @@ func (a *Adaptive) retune(now time.Time) {
 		}
 		for _, t := range [...]time.Time{roll, w.wakeAt, w.probeAt} {
 			if !t.IsZero() {
-				next = min(next, toNanos(t))
+				next = min(next, clock.Of(t))
 			}
 		}
 		avail := max(w.units()-w.reserve(s), 0)

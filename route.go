@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // This file maps a request to the endpoint and limiter it waits on (route
@@ -214,7 +216,7 @@ func (t *Transport) learn(ep, lim *endpoint, u *urlParts, seen *seenBinding, p *
 }
 
 func (t *Transport) release(ep, lim *endpoint) {
-	t.releaseAt(ep, lim, nanotime())
+	t.releaseAt(ep, lim, clock.Now())
 }
 
 // releaseAt is release at now on the table's clock, for a caller that has

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // Transport is an [http.RoundTripper] that keeps every request inside the
@@ -328,7 +330,7 @@ func (rt *roundTrip) awaitRetry(prev *attemptOutcome, a *attemptState) bool {
 			slog.String("endpoint", prev.key), slog.Int("status", status),
 			slog.Int("retry", rt.n), slog.Duration("wait", prev.retryAt.Sub(now)))
 	}
-	if err := sleepUntil(rt.ctx, prev.retryAt); err != nil {
+	if err := clock.SleepUntil(rt.ctx, prev.retryAt); err != nil {
 		a.err = err
 		return false
 	}
@@ -359,7 +361,7 @@ func (rt *roundTrip) settle(a *attemptState) {
 		if now.IsZero() {
 			now = time.Now()
 		}
-		t.releaseAt(a.ep, a.lim, toNanos(now))
+		t.releaseAt(a.ep, a.lim, clock.Of(now))
 	}
 	if a.refusedBy != nil {
 		a.refusedBy.refused.Add(1)

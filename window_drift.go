@@ -3,6 +3,8 @@ package pacer
 import (
 	"math"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // What changes a quota besides this client: others spending from it
@@ -123,7 +125,7 @@ func (w *quotaWindow) applyDrift(now time.Time) {
 	setInt64(&w.drain, drain)
 	if drain != 0 {
 		// Read only beside a drain (debt), and set with it.
-		setInt64(&w.drainFrom, toNanos(w.driftAt))
+		setInt64(&w.drainFrom, clock.Of(w.driftAt))
 	}
 }
 
