@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // ServeHTTP answers any method and path: it counts the request against the
@@ -63,15 +65,5 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // sleep waits d or until ctx ends, whichever is first.
 func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return clock.SleepUntil(ctx, time.Now().Add(d))
 }
