@@ -578,26 +578,3 @@ func (a *Adaptive) heldUntilLocked() time.Time {
 	}
 	return at
 }
-
-// Stats returns a snapshot for observability. It has no side effects: it
-// reports the state as the last response or admission left it.
-func (a *Adaptive) Stats() Stats {
-	now := time.Now()
-	a.mu.Lock()
-	st := Stats{
-		Key:       a.cfg.Key,
-		Throttled: a.throttled,
-		Requests:  a.requests,
-		LastInfo:  a.lastInfo,
-		Mode:      a.mode,
-	}
-	if at := a.heldUntilLocked(); at.After(now) {
-		st.PausedUntil = at
-	}
-	st.LastInfo.Quotas = slices.Clone(st.LastInfo.Quotas) // under mu: learn reuses the slice
-	a.unlock()
-	st.Limit, st.Burst, st.Tokens = a.req.Limit(), a.req.Burst(), a.req.Tokens()
-	st.Waiting = int(a.waiting.Load())
-	st.InFlight = int(a.inflight.Load())
-	return st
-}
