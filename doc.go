@@ -33,7 +33,8 @@
 //	            │  send through the base RoundTripper
 //	            │  read the response                        headers.go, skew.go, classify.go
 //	            ├─ settle: Permit.Done, the limiter learns  retune.go, window*.go,
-//	            │    (release, Stats, observer)             infer.go, probe.go
+//	            │    (release, Stats, observer)             infer.go, probe.go,
+//	            │                                           internal/decision
 //	            └─ decide: retry? when?                     retry.go
 //
 // An [Executor] bounds fan-out: Executor.Do runs a request once a concurrency
