@@ -77,10 +77,10 @@ func WithRetries(n int) Option {
 // MaxWait and the deadline); when it is not made, the caller gets what the
 // attempt obtained. For a response, the policy is the judge of whether the
 // request may be sent twice: returning true retries a POST (resp.Request
-// is the request sent). Returning a
-// non-nil error ends the request with that error unless a retry is made,
-// as in go-retryablehttp: the response, if any, is drained and closed, and
-// the caller gets the error alone.
+// is the request sent, when the base transport sets it, as net/http's
+// does). Returning a non-nil error ends the request with that error unless
+// a retry is made, as in go-retryablehttp: the response, if any, is
+// drained and closed, and the caller gets the error alone.
 //
 // Call DefaultRetryPolicy from policy to change only some decisions (see
 // the example). policy runs on the request's goroutine; it must be safe for
