@@ -289,7 +289,6 @@ var modes = [...]Mode{
 // later queues f to run once mu is released; called with mu held.
 func (a *Adaptive) later(f func()) { a.outbox = append(a.outbox, f) }
 
-// unlock releases mu, then runs what was queued under it (later).
 // keepUntil is until when what the limiter learnt stays worth keeping
 // without traffic, for a limiter last used at used: the end of its latest
 // stated window (its reset), and a whole window of its longest stated or
@@ -305,6 +304,7 @@ func (a *Adaptive) keepUntil(used time.Time) time.Time {
 	return at
 }
 
+// unlock releases mu, then runs what was queued under it (later).
 func (a *Adaptive) unlock() {
 	out := a.outbox
 	a.outbox = nil
