@@ -141,7 +141,6 @@ func (ep *endpoint) bind(u *urlParts, b binding) bool {
 // goroutine to stop.
 type endpoints struct {
 	newLimiter func(key string, ceiling Limit, burst int) *Adaptive
-	ttl        int64 // idle time after which an endpoint may be evicted, ns: at least idleTTL
 	max        int
 
 	mu sync.RWMutex
@@ -159,15 +158,15 @@ type endpoints struct {
 const idleTTL = 10 * time.Minute
 
 func newEndpoints(max int, newLimiter func(string, Limit, int) *Adaptive) *endpoints {
-	e := &endpoints{newLimiter: newLimiter, ttl: int64(idleTTL), max: max, m: make(map[string]*endpoint)}
-	e.nextSweep.Store(clock.Now() + e.sweepInterval())
+	e := &endpoints{newLimiter: newLimiter, max: max, m: make(map[string]*endpoint)}
+	e.nextSweep.Store(clock.Now() + sweepEvery)
 	return e
 }
 
-// sweepInterval spaces TTL sweeps so each costs at most one table scan per
-// quarter TTL: an idle endpoint goes between ttl and 1.25·ttl after its last
-// use.
-func (e *endpoints) sweepInterval() int64 { return max(e.ttl/4, int64(time.Second)) }
+// sweepEvery spaces TTL sweeps so each costs at most one table scan per
+// quarter TTL: an idle endpoint goes between idleTTL and 1.25·idleTTL after
+// its last use (or after its quota's window, when that is later).
+const sweepEvery = int64(idleTTL / 4)
 
 // rule is what a route pattern configured for the endpoint it keys.
 type rule struct {
@@ -320,7 +319,7 @@ func evictable(ep *endpoint, wall time.Time) bool {
 
 func (e *endpoints) maybeSweep(now int64) {
 	next := e.nextSweep.Load()
-	if now < next || !e.nextSweep.CompareAndSwap(next, now+e.sweepInterval()) {
+	if now < next || !e.nextSweep.CompareAndSwap(next, now+sweepEvery) {
 		return
 	}
 	e.sweep(now)
@@ -336,7 +335,7 @@ func (e *endpoints) sweep(now int64) {
 	defer e.mu.Unlock()
 	for k, ep := range e.m {
 		idle := now - ep.used.Load()
-		if idle >= e.ttl && !ep.lim.keepUntil(wall.Add(-time.Duration(idle))).After(wall) && evictable(ep, wall) {
+		if idle >= int64(idleTTL) && !ep.lim.keepUntil(wall.Add(-time.Duration(idle))).After(wall) && evictable(ep, wall) {
 			delete(e.m, k)
 		}
 	}
