@@ -153,14 +153,15 @@ func (a *Adaptive) wait(ctx context.Context, cost float64) error {
 	return nil
 }
 
-// waitBucketAt is waitBucket planning at now, on the package clock: the
-// bucket's own wait, whose grant at once is now itself. (A store reads
-// its own clock.)
+// waitBucketAt waits for n tokens of b, planning at now on the package
+// clock: from b itself without a store (a grant at once is now itself),
+// else from the store's bucket of the same key (the store reads its own
+// clock). It returns when they were due.
 func (a *Adaptive) waitBucketAt(ctx context.Context, b *Bucket, n int, now int64) (int64, error) {
 	if a.share == nil {
 		return b.wait(ctx, n, a.cfg.MaxWait, now)
 	}
-	at, err := a.waitBucket(ctx, b, n, time.Time{})
+	at, err := a.share.wait(ctx, a, b, n, b == a.tok)
 	return clock.Of(at), err
 }
 

@@ -41,15 +41,6 @@ func newStoreShare(cfg AdaptiveConfig) *storeShare {
 	return &storeShare{store: cfg.Store, key: cfg.Key}
 }
 
-// waitBucket waits for n tokens of b: from b itself without a store, else
-// from the store's bucket of the same key. It returns when they were due.
-func (a *Adaptive) waitBucket(ctx context.Context, b *Bucket, n int, now time.Time) (time.Time, error) {
-	if a.share == nil {
-		return b.waitN(ctx, n, a.cfg.MaxWait, now)
-	}
-	return a.share.wait(ctx, a, b, n, b == a.tok)
-}
-
 // wait books n tokens in the store at b's limit and burst (or at the newest
 // shared limit, for requests), sleeps until they are due and returns; it
 // refunds them if ctx ends first. Local pauses, which b carries, are waited

@@ -44,37 +44,6 @@ func (b *Bucket) WaitN(ctx context.Context, n int) error {
 	return err
 }
 
-// waitN is WaitN with a cap: when the tokens would not be granted within
-// maxWait (if maxWait > 0) or before ctx's deadline, it returns at once,
-// taking nothing, a *RateLimitError whose RetryAt is when the n tokens would
-// be granted and whose Err is context.DeadlineExceeded when the deadline was
-// the reason, nil when maxWait was (Endpoint and Info are left for the caller
-// to fill). The same holds if a re-plan later pushes the grant past either
-// bound. On success it returns the time the tokens were granted.
-//
-// ref, when not zero, is the caller's reading of the clock, taken just
-// before: the fast path plans at it instead of reading the clock again, and
-// a grant at once returns ref itself, so a caller that reads the clock once
-// per request can tell by grant.After(ref) whether it waited. A reading a
-// little old only makes the fast path stricter (the bucket holds fewer
-// tokens at an earlier time, and a time before a grant on record takes the
-// slow path, which reads the clock).
-func (b *Bucket) waitN(ctx context.Context, n int, maxWait time.Duration, ref time.Time) (time.Time, error) {
-	now := int64(useClock)
-	if !ref.IsZero() {
-		now = clock.Of(ref)
-	}
-	at, err := b.wait(ctx, n, maxWait, now)
-	if err != nil {
-		return time.Time{}, err
-	}
-	if at == now {
-		return ref, nil
-	}
-	t := time.Now()
-	return clock.Time(at, t, clock.Of(t)), nil
-}
-
 // nextAt reports when n tokens could be granted if asked for now, without
 // taking them: now if at once. When they never could be (n > burst, limit 0
 // with too few tokens), it returns a time about 73 years away.
@@ -92,8 +61,20 @@ func (b *Bucket) nextAt(n int) time.Time {
 	return clock.Time(max(pl.at, now), ref, now)
 }
 
-// wait is the core of WaitN and waitN; it returns the grant time. now is
-// the bucket-clock time to plan the fast path at, or useClock to read it.
+// wait is the core of Wait and WaitN, and the adaptive limiter's wait on
+// its buckets; it returns the grant time on the package clock. now is the
+// time to plan the fast path at (a grant at once returns it), or useClock
+// to read the clock. A reading a little old only makes the fast path
+// stricter (the bucket holds fewer tokens at an earlier time, and a time
+// before a grant on record takes the slow path, which reads the clock).
+//
+// With maxWait > 0, or a deadline on ctx, wait is capped: when the tokens
+// would not be granted within maxWait or before the deadline, it returns
+// at once, taking nothing, a *RateLimitError whose RetryAt is when the n
+// tokens would be granted and whose Err is context.DeadlineExceeded when
+// the deadline was the reason, nil when maxWait was (Endpoint and Info are
+// left for the caller to fill). The same holds if a re-plan later pushes
+// the grant past either bound.
 func (b *Bucket) wait(ctx context.Context, n int, maxWait time.Duration, now int64) (int64, error) {
 	if n < 0 {
 		return 0, errNegative

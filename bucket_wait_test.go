@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // The tests in this file use testing/synctest: time is virtual, so they
@@ -363,7 +365,7 @@ func TestWaitNWithMaxWait(t *testing.T) {
 		start := time.Now()
 		ctx := context.Background()
 
-		_, err := b.waitN(ctx, 1, 500*time.Millisecond, time.Time{})
+		_, err := b.waitN(ctx, 1, 500*time.Millisecond)
 		var rle *RateLimitError
 		require.ErrorAs(t, err, &rle)
 		assert.NoError(t, rle.Err, "maxWait, not a deadline, was the reason")
@@ -374,15 +376,15 @@ func TestWaitNWithMaxWait(t *testing.T) {
 
 		dctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		defer cancel()
-		_, err = b.waitN(dctx, 1, time.Hour, time.Time{})
+		_, err = b.waitN(dctx, 1, time.Hour)
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 
-		granted, err := b.waitN(ctx, 1, 2*time.Second, time.Time{})
+		granted, err := b.waitN(ctx, 1, 2*time.Second)
 		require.NoError(t, err)
 		assert.True(t, granted.Equal(start.Add(time.Second)), "returns the grant time")
 		assert.Equal(t, time.Second, time.Since(start))
 
-		granted, err = NewBucket(10, 1).waitN(ctx, 1, time.Nanosecond, time.Time{})
+		granted, err = NewBucket(10, 1).waitN(ctx, 1, time.Nanosecond)
 		require.NoError(t, err)
 		assert.True(t, granted.Equal(time.Now()), "granted at once")
 	})
@@ -405,7 +407,7 @@ func TestWaitReplannedPastItsBoundFailsAtOnce(t *testing.T) {
 		}
 		mw := make(chan res, 1)
 		go func() {
-			at, err := b.waitN(context.Background(), 1, time.Second, time.Time{}) // 200ms, maxWait 1s
+			at, err := b.waitN(context.Background(), 1, time.Second) // 200ms, maxWait 1s
 			mw <- res{at, err}
 		}()
 		synctest.Wait()
@@ -485,4 +487,15 @@ func TestWaitUnderConcurrentChurn(t *testing.T) {
 			}
 		}
 	})
+}
+
+// waitN is WaitN with maxWait, returning the grant as a time.Time: the
+// bucket's wait as the adaptive limiter uses it, for these tests.
+func (b *Bucket) waitN(ctx context.Context, n int, maxWait time.Duration) (time.Time, error) {
+	at, err := b.wait(ctx, n, maxWait, useClock)
+	if err != nil {
+		return time.Time{}, err
+	}
+	t := time.Now()
+	return clock.Time(at, t, clock.Of(t)), nil
 }
