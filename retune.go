@@ -451,14 +451,7 @@ func (a *Adaptive) retune(now time.Time) {
 		Ceiling: float64(a.cfg.Ceiling), CeilingBurst: float64(a.cfg.CeilingBurst),
 		MaxCost: float64(a.maxCost.Load()) / milli,
 		Safety:  s,
-	}
-	// The decision reads a budget only beside a finite rate (see headroom).
-	if math.IsInf(in.ReqRate, 1) {
-		in.ReqBudget = math.Inf(1)
-	}
-	if math.IsInf(in.TokRate, 1) {
-		in.TokBudget = math.Inf(1)
-	}
+	}.Canonical()
 	if a.decided && in == a.lastDecision && a.share == nil {
 		// Decided and applied last time, and the buckets and the gate change
 		// nowhere else (with a Store, apply also publishes what it set).
