@@ -146,6 +146,13 @@ type Adaptive struct {
 	maxCost      atomic.Int64 // largest cost seen, milli-tokens
 	avgCost      atomic.Int64 // smoothed cost of requests with one, milli-tokens
 
+	// Coasting (coast.go): until when (package clock) and for how many
+	// more responses a response matching print may settle unlearnt.
+	// Written under mu but for the coasting responses' own takes.
+	coastUntil atomic.Int64
+	coastLeft  atomic.Int32
+	print      atomic.Pointer[steadyPrint]
+
 	gateMu   sync.Mutex
 	gateCap  int64
 	gateWake chan struct{} // closed when a slot frees or the gate opens
@@ -165,6 +172,7 @@ type Adaptive struct {
 	lastInfo  Info
 	throttled int64
 	requests  int64
+	coasted   int64 // responses that coasted since the last one learnt
 	lastObs   time.Time
 	interval  float64 // smoothed seconds between responses
 	avgFlight float64 // smoothed in-flight count at responses

@@ -210,14 +210,19 @@ func (p *Permit) Done(resp *http.Response) {
 	if !p.live {
 		return
 	}
-	now := time.Now()
 	if resp == nil {
-		p.doneAt(outcome{}, now)
+		p.doneAt(outcome{}, time.Now())
 		return
 	}
+	if _, ok := p.a.coasts(resp.StatusCode, resp.Header); ok {
+		p.coast()
+		return
+	}
+	now := time.Now()
 	var qs quotaBuf
 	info, sig := readResponse(&p.a.clock, resp, now, p.a.cfg.MaxDelay, &qs)
 	p.doneWith(outcome{Status: resp.StatusCode, Info: info, signal: sig}, qs.slice(), now)
+	p.a.notePrint(resp.StatusCode, resp.Header)
 }
 
 // doneAt is Done for a response that arrived at now (the Transport's one

@@ -219,7 +219,9 @@ type attemptState struct {
 	sent    bool          // out was handed to the base transport, which closes its body
 	sentAt  time.Time     // set only for an observer
 	resp    *http.Response
-	now     time.Time // when resp arrived
+	now     time.Time // when resp arrived; set for a coasting resp only for an observer
+	at      int64     // when resp arrived on the package clock, if it coasted
+	coasted bool      // resp said what the limiter knows: settled unread (coast.go)
 	info    Info      // what resp said; its Quotas are in qs until decide
 	qs      quotaBuf
 	sig     signal
@@ -301,8 +303,17 @@ func (rt *roundTrip) run(prev *attemptOutcome, a *attemptState) {
 		// an empty body by a nil one.
 		resp.Body = http.NoBody
 	}
+	a.resp = resp
+	if at, ok := a.lim.lim.coasts(resp.StatusCode, resp.Header); ok {
+		// It says what the limiter knows (coast.go): nothing to read.
+		a.coasted, a.at = true, at
+		if t.observer != nil {
+			a.now = time.Now()
+		}
+		return
+	}
 	// One clock reading serves the headers, the limiter and the table.
-	a.resp, a.now = resp, time.Now()
+	a.now = time.Now()
 	a.info, a.sig = readResponse(&a.ep.clock, resp, a.now, t.maxDelay, &a.qs)
 	a.throttled = a.sig == signalBodyLimit || (a.sig != signalGone && isThrottled(resp, &a.info))
 }
@@ -345,8 +356,15 @@ func (rt *roundTrip) awaitRetry(prev *attemptOutcome, a *attemptState) bool {
 func (rt *roundTrip) settle(a *attemptState) {
 	t := rt.t
 	switch {
+	case a.coasted:
+		a.permit.coast()
 	case a.resp != nil:
 		t.learn(a.ep, a.lim, &rt.u, &a.seen, &a.permit, a.resp.StatusCode, a.info, a.qs.slice(), a.sig, a.now)
+		if a.lim.bucket == a.info.Bucket {
+			// A response naming another bucket teaches that bucket's
+			// limiter (learn): lim's responses cannot coast on it.
+			a.lim.lim.notePrint(a.resp.StatusCode, a.resp.Header)
+		}
 	case a.sent:
 		a.permit.Done(nil)
 		a.lim.failures.Add(1)
@@ -357,11 +375,15 @@ func (rt *roundTrip) settle(a *attemptState) {
 		}
 	}
 	if a.ep != nil {
-		now := a.now
-		if now.IsZero() {
-			now = time.Now()
+		at := a.at
+		switch {
+		case at != 0:
+		case a.now.IsZero():
+			at = clock.Now()
+		default:
+			at = clock.Of(a.now)
 		}
-		t.releaseAt(a.ep, a.lim, clock.Of(now))
+		t.releaseAt(a.ep, a.lim, at)
 	}
 	if a.refusedBy != nil {
 		a.refusedBy.refused.Add(1)

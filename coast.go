@@ -1,0 +1,253 @@
+package pacer
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/pacer-go/pacer/internal/clock"
+)
+
+// Coasting: a response that says only what the limiter already knows is
+// settled without being parsed or learnt.
+//
+// A client far below its quota gets the same headers response after
+// response: the same limit, reset and resource, Remaining one lower each
+// time. Parsing and learning each of them cost a GitHub-style response
+// about 600 ns of the 900 pacer spends on it, the most of what a loopback
+// round trip paid for pacer (issue 13). Learning them changes nothing a
+// decision reads while the quota is far from binding: the limiter's own
+// admissions already count its budget down.
+//
+// So after a response it learnt in full, a limiter whose quotas all have
+// at least half their limit left (and nothing else going on: no pause, no
+// probe, no gate, no store) lets the next responses coast, at most
+// coastRun of them and for at most coastSpan, if each matches the one
+// learnt: the same header fields, the same values but for Remaining
+// counts, and those still at or above half the limit. A coasting response
+// settles its request (it leaves the in-flight count, and wakes those
+// waiting for an answer) and is counted; the next response learnt in full
+// folds the coasted ones into what it learns from every response (the
+// round-trip estimate, the probe's meter, the request count). Anything
+// else, including a 429, any other status than 2xx, a header more or less,
+// a changed reset, or a Remaining under half the limit, is learnt at once.
+//
+// What coasting gives up is noticing others' spending a few responses
+// later: at most coastRun responses or coastSpan, while half the quota is
+// left. Someone else would have to spend half the quota in that time for
+// it to matter, and even then the next response learnt sees it.
+
+const (
+	// coastRun is how many responses in a row may coast before one is
+	// learnt in full: the full path's cost spread over 16 responses is
+	// about 40 ns each, under the 50 ns a coasting response costs itself.
+	coastRun = 15
+	// coastSpan is the longest a limiter coasts on one response learnt: a
+	// fifth of a typical API round trip (about 250 ms), so that a client
+	// sending a few requests per round trip learns nearly every response,
+	// and only one sending hundreds coasts.
+	coastSpan = 50 * time.Millisecond
+	// coastFloor is the share of a quota's limit that must be left for its
+	// responses to coast: below it the quota can bind within the window,
+	// and every response counts.
+	coastFloor = 0.5
+	// maxPrintFields caps the rate-limit fields a coasting response may
+	// carry: 12 holds Anthropic's four quotas of three fields.
+	maxPrintFields = 12
+)
+
+// fieldRole is how a field of a response may differ from the one learnt
+// for the response to coast.
+type fieldRole uint8
+
+const (
+	roleFixed  fieldRole = iota // the same value
+	roleCount                   // a quota's Remaining: a count at or above its floor
+	roleIgnore                  // a figure the parse does not read (GitHub's Used beside Limit and Remaining)
+)
+
+// steadyPrint is what a response learnt in full said, as the fields of its
+// header: a response that matches it would parse to the same quotas but
+// for their Remaining figures. Immutable once published.
+type steadyPrint struct {
+	n     int // header fields, rate-limit or not
+	nk    int
+	keys  [maxPrintFields]string // the rate-limit fields, keyed as in the header
+	vals  [maxPrintFields]string // their values (roleFixed)
+	role  [maxPrintFields]fieldRole
+	floor [maxPrintFields]float64 // roleCount: the lowest Remaining that may coast
+}
+
+// newSteadyPrint returns h's print, or nil when its responses may not coast:
+// a rate-limit field with several values or a Retry-After, a Remaining
+// without a plain-number limit beside it, more fields than a print holds.
+func newSteadyPrint(h http.Header) *steadyPrint {
+	p := &steadyPrint{n: len(h)}
+	var at [numFields]int8 // the field's index in p, plus one
+	for k, vs := range h {
+		f, ok := classify(k)
+		if !ok {
+			continue
+		}
+		if len(vs) != 1 || at[f] != 0 || p.nk == maxPrintFields {
+			return nil // several values or spellings: parsed by preference
+		}
+		switch f {
+		case fRetryAfter, fRetryAfterMs, fMsRetryAfterMs:
+			return nil
+		}
+		p.keys[p.nk], p.vals[p.nk] = k, vs[0]
+		p.nk++
+		at[f] = int8(p.nk)
+	}
+	for f, i := range at {
+		if i == 0 || !isRemaining(field(f)) {
+			continue
+		}
+		// Every Remaining field follows its limit's (fields.go).
+		l := at[f-1]
+		if l == 0 {
+			return nil
+		}
+		limit, ok := parseCount(p.vals[l-1])
+		if !ok {
+			return nil
+		}
+		p.role[i-1], p.floor[i-1] = roleCount, coastFloor*limit
+	}
+	if i := at[fXUsed]; i != 0 && at[fXLimit] != 0 && at[fXRemaining] != 0 {
+		p.role[i-1] = roleIgnore
+	}
+	return p
+}
+
+// isRemaining reports whether f is a quota's Remaining figure.
+func isRemaining(f field) bool {
+	switch {
+	case f == fXRemaining, f == fRLRemaining:
+		return true
+	case f >= fOpenAI && f < fAnthropic:
+		return (f-fOpenAI)%3 == 1
+	case f >= fAnthropic && f < fShopify:
+		return (f-fAnthropic)%3 == 1
+	}
+	return false
+}
+
+// matches reports whether h says what p's response said but for Remaining
+// figures at or above their floors. The header's size and p's fields found
+// by key stand for the whole header: a field added in place of another
+// would have to be one that changes nothing.
+func (p *steadyPrint) matches(h http.Header) bool {
+	if len(h) != p.n {
+		return false
+	}
+	for i := range p.nk {
+		vs := h[p.keys[i]]
+		if len(vs) != 1 {
+			return false
+		}
+		switch p.role[i] {
+		case roleFixed:
+			if vs[0] != p.vals[i] {
+				return false
+			}
+		case roleCount:
+			if v, ok := parseCount(vs[0]); !ok || v < p.floor[i] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// coasts reports whether a response with this status and header, arriving
+// now, may coast (see above), taking one of the coasting responses the last
+// response learnt allowed. It returns when now was, on the package clock:
+// a response that coasts needs no other clock reading. A limiter that does
+// not coast reads no clock.
+func (a *Adaptive) coasts(status int, h http.Header) (now int64, ok bool) {
+	if a.coastLeft.Load() <= 0 || status < 200 || status > 299 {
+		return 0, false
+	}
+	now = clock.Now()
+	if now > a.coastUntil.Load() {
+		return now, false
+	}
+	if p := a.print.Load(); p == nil || !p.matches(h) {
+		return now, false
+	}
+	return now, a.coastLeft.Add(-1) >= 0
+}
+
+// coast settles p for a response that coasts: what Done does but learning.
+func (p *Permit) coast() {
+	if !p.live {
+		return
+	}
+	p.live = false
+	a := p.a
+	// Under mu, as learn settles: a learn running meanwhile counts the
+	// request either as in flight or as settled before it read the
+	// server's figure, never as neither.
+	a.mu.Lock()
+	a.settle(p.cost)
+	a.requests++
+	a.coasted++
+	a.applied.Add(1)
+	a.mu.Unlock() // nothing was queued: no unlock flush
+	a.wakeResponseWaiters()
+}
+
+// notePrint keeps h as what the responses that may coast must match, once
+// the response it came with was learnt and allowed coasting. A print that
+// h matches already is kept: a new one is made when the fields change (a
+// new window, another resource), not for every response learnt.
+func (a *Adaptive) notePrint(status int, h http.Header) {
+	if status < 200 || status > 299 || a.coastLeft.Load() <= 0 {
+		return
+	}
+	if p := a.print.Load(); p != nil && p.matches(h) {
+		return
+	}
+	a.print.Store(newSteadyPrint(h))
+}
+
+// allowCoastLocked lets the next responses coast after one learnt at now,
+// if nothing but the quotas' budgets is in play and each has at least
+// coastFloor of its limit left; otherwise no response coasts until one is
+// learnt that allows it. Called with mu held, at the end of a learn.
+func (a *Adaptive) allowCoastLocked(status int, info Info, sig signal, nquotas int, own bool, now time.Time) {
+	span := coastSpan
+	ok := own && status >= 200 && status <= 299 && sig == signalNone && info.RetryAfter == 0 && nquotas > 0 &&
+		a.share == nil && a.fed() == 0 && a.mode == ModeHeaders && !a.gated.Load() &&
+		!a.probe.engaged && !now.Before(a.paused) && !now.Before(a.bodyLimitUntil) && len(a.windows) > 0
+	for _, w := range a.windows {
+		if !ok {
+			break
+		}
+		ok = w.known && !w.rolled && !w.probing && !w.inferred && w.kind != kindSmooth &&
+			w.limit > 0 && w.units() >= coastFloor*w.limit && w.reset.After(now)
+		span = min(span, w.reset.Sub(now))
+	}
+	if !ok {
+		if a.coastLeft.Load() != 0 {
+			a.coastLeft.Store(0)
+		}
+		return
+	}
+	a.coastUntil.Store(clock.Of(now) + int64(span))
+	a.coastLeft.Store(coastRun)
+}
+
+// foldCoastedLocked counts the responses that coasted since the last one
+// learnt in the probe's meter (successes), as learning each would have,
+// and returns how many there were, for the round-trip estimate (trackRTT).
+// Called with mu held, first in a learn.
+func (a *Adaptive) foldCoastedLocked() int64 {
+	k := a.coasted
+	if k != 0 {
+		a.coasted = 0
+		a.probe.meterSuccesses(k)
+	}
+	return k
+}
