@@ -101,6 +101,16 @@ type AdaptiveConfig struct {
 // is not limited at all. Before the first response at most SlowStart
 // requests are in flight.
 //
+// Responses that say nothing new. While every quota has over half its
+// limit left and nothing else is in play (no pause, probe, gate or Store),
+// a success whose rate-limit fields are those of the last response learnt
+// but for Remaining figures counted down settles without being parsed or
+// learnt: at most 15 in a row, and for at most 50 ms after one learnt (see
+// coast.go). The limiter's own admissions count its budgets down
+// meanwhile; a client far below its quota pays for reading one response in
+// sixteen. Any other response (another status or field, a new reset, a
+// Remaining under half the limit) is learnt at once.
+//
 // Use: [Adaptive.Acquire] returns a [Permit]; settle it exactly once, with
 // Done and what the response said, or with Abandon if the request was not
 // sent (its charge is given back). The request counts as in flight until
