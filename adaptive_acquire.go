@@ -14,7 +14,7 @@ import (
 // Admission: Acquire and its Permit, the wait for a request's slot, budget
 // and token, and every bound on that wait.
 
-// wait blocks until one request may start: a slow-start slot, a request
+// admit blocks until one request may start: a slow-start slot, a request
 // token, and cost tokens of any token-denominated quota (cost ≤ 0 charges
 // request quotas only); Acquire's body. It returns nil when the caller may
 // send, and the caller must then settle the request exactly once (observe,
@@ -22,10 +22,11 @@ import (
 // what it took. When the wait would exceed MaxWait, MaxDelay or ctx's
 // deadline it returns a *RateLimitError without consuming anything: at
 // once, or, while requests of ours are in flight, once their answers show
-// the quota is spent (see settled).
-func (a *Adaptive) wait(ctx context.Context, cost float64) error {
+// the quota is spent (see settled). It returns when the request was
+// admitted, on the package clock.
+func (a *Adaptive) admit(ctx context.Context, cost float64) (int64, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return 0, err
 	}
 	if !(cost > 0) || math.IsInf(cost, 1) {
 		cost = 0
@@ -43,11 +44,12 @@ func (a *Adaptive) wait(ctx context.Context, cost float64) error {
 	}
 	cost = a.noteCost(cost)
 	n := int(math.Ceil(cost))
+	var at int64 // when admitted
 	for {
 		if !held && a.gated.Load() {
 			var err error
 			if held, err = a.enterGate(ctx); err != nil {
-				return err
+				return 0, err
 			}
 		}
 		// The package clock (monotonic only, half the cost of time.Now)
@@ -82,7 +84,7 @@ func (a *Adaptive) wait(ctx context.Context, cost float64) error {
 			if err := a.tooLong(ctx, now, at); err != nil {
 				release()
 				if err := a.refuseOrAwait(ctx, now, at, err, mark); err != nil {
-					return err
+					return 0, err
 				}
 				continue
 			}
@@ -93,12 +95,12 @@ func (a *Adaptive) wait(ctx context.Context, cost float64) error {
 		granted, err := a.waitBucketAt(ctx, a.req, 1, ns)
 		if err != nil {
 			release()
-			return a.annotate(err)
+			return 0, a.annotate(err)
 		}
 		if tokens {
 			if granted, err = a.waitBucketAt(ctx, a.tok, n, granted); err != nil {
 				release()
-				return a.annotate(err)
+				return 0, a.annotate(err)
 			}
 		}
 		// The budgets are charged only now, at admission: a caller queued in
@@ -115,6 +117,7 @@ func (a *Adaptive) wait(ctx context.Context, cost float64) error {
 		}
 		charged, retryAt := a.charge(cost, ns, &held)
 		if charged {
+			at = ns
 			break
 		}
 		// A quota's budget is spent. Hold until it can take a request (its
@@ -128,18 +131,18 @@ func (a *Adaptive) wait(ctx context.Context, cost float64) error {
 			continue
 		case !retryAt.After(now):
 			if err := a.awaitChange(ctx, time.Second); err != nil {
-				return err
+				return 0, err
 			}
 			continue
 		}
 		if err := a.tooLong(ctx, now, retryAt); err != nil {
 			if err := a.refuseOrAwait(ctx, now, retryAt, err, mark); err != nil {
-				return err
+				return 0, err
 			}
 			continue
 		}
 		if err := a.awaitChange(ctx, retryAt.Sub(now)); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	if !held {
@@ -150,7 +153,13 @@ func (a *Adaptive) wait(ctx context.Context, cost float64) error {
 		a.inflightCost.Add(toMilli(cost))
 		a.admittedCost.Add(toMilli(cost))
 	}
-	return nil
+	return at, nil
+}
+
+// wait is admit for a caller that needs no time.
+func (a *Adaptive) wait(ctx context.Context, cost float64) error {
+	_, err := a.admit(ctx, cost)
+	return err
 }
 
 // waitBucketAt waits for n tokens of b, planning at now on the package
@@ -174,6 +183,7 @@ type Permit struct {
 	a    *Adaptive
 	cost float64
 	live bool
+	at   int64 // when it was admitted, on the package clock
 }
 
 // Acquire waits until one request of the given cost may start and returns
@@ -187,13 +197,14 @@ type Permit struct {
 // would pass ctx's deadline, MaxWait or MaxDelay. On any error nothing stays
 // charged and there is nothing to settle.
 func (a *Adaptive) Acquire(ctx context.Context, cost float64) (Permit, error) {
-	if err := a.wait(ctx, cost); err != nil {
+	at, err := a.admit(ctx, cost)
+	if err != nil {
 		return Permit{}, err
 	}
 	if !(cost > 0) || math.IsInf(cost, 1) {
 		cost = 0
 	}
-	return Permit{a: a, cost: cost, live: true}, nil
+	return Permit{a: a, cost: cost, live: true, at: at}, nil
 }
 
 // Done settles the permit of a request that was sent, with the response it
@@ -214,7 +225,7 @@ func (p *Permit) Done(resp *http.Response) {
 		p.doneAt(outcome{}, time.Now())
 		return
 	}
-	if _, ok := p.a.coasts(resp.StatusCode, resp.Header); ok {
+	if p.a.coasts(resp.StatusCode, resp.Header, p.at) {
 		p.coast()
 		return
 	}

@@ -160,23 +160,19 @@ func (p *steadyPrint) matches(h http.Header) bool {
 	return true
 }
 
-// coasts reports whether a response with this status and header, arriving
-// now, may coast (see above), taking one of the coasting responses the last
-// response learnt allowed. It returns when now was, on the package clock:
-// a response that coasts needs no other clock reading. A limiter that does
-// not coast reads no clock.
-func (a *Adaptive) coasts(status int, h http.Header) (now int64, ok bool) {
-	if a.coastLeft.Load() <= 0 || status < 200 || status > 299 {
-		return 0, false
-	}
-	now = clock.Now()
-	if now > a.coastUntil.Load() {
-		return now, false
+// coasts reports whether a response with this status and header may
+// coast (see above), taking one of the coasting responses the last
+// response learnt allowed. at is when its request was admitted, on the
+// package clock: the span is counted in admissions, so that a response
+// that coasts needs no clock reading.
+func (a *Adaptive) coasts(status int, h http.Header, at int64) bool {
+	if a.coastLeft.Load() <= 0 || status < 200 || status > 299 || at > a.coastUntil.Load() {
+		return false
 	}
 	if p := a.print.Load(); p == nil || !p.matches(h) {
-		return now, false
+		return false
 	}
-	return now, a.coastLeft.Add(-1) >= 0
+	return a.coastLeft.Add(-1) >= 0
 }
 
 // coast settles p for a response that coasts: what Done does but learning.

@@ -2,6 +2,7 @@ package pacer
 
 import (
 	"cmp"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -44,9 +45,11 @@ type endpoint struct {
 	// rather than by the key.
 	hostScoped bool
 
-	// refs counts requests between acquire and release. It is incremented
-	// under the table's read lock and checked under its write lock, so an
-	// endpoint with a request in progress is never evicted.
+	// refs counts requests between acquire and release. An evictor (under
+	// the table's write lock) takes an endpoint out only by swapping a count
+	// of 0 for evictedRefs, so an endpoint with a request in progress is
+	// never evicted, and a request that reaches an endpoint through a
+	// cache rather than the table (tryRef) finds out that it is gone.
 	refs atomic.Int32
 	used atomic.Int64 // clock.Now() at creation and at the last release
 
@@ -56,7 +59,23 @@ type endpoint struct {
 
 	mu     sync.Mutex                           // serialises writers of routes
 	routes atomic.Pointer[map[routeKey]binding] // copy-on-write; nil until a response names a bucket
+	// bucketEP is the bucket endpoint a route of this one was last sent to:
+	// the next request bound to the same bucket takes it from here, not
+	// from the table (see tryRef).
+	bucketEP atomic.Pointer[endpoint]
 }
+
+// evictedRefs is the count of requests of an endpoint taken out of the
+// table: negative whatever number of late tryRefs add to it.
+const evictedRefs = math.MinInt32 / 2
+
+// tryRef counts a request of ep, found outside the table's lock (in a
+// cache), unless ep has been evicted.
+func (ep *endpoint) tryRef() bool { return ep.refs.Add(1) > 0 }
+
+// evict marks ep, idle, as taken out of the table; false if a request
+// took it meanwhile. Called under the table's write lock.
+func (ep *endpoint) evict() bool { return ep.refs.CompareAndSwap(0, evictedRefs) }
 
 // binding is the server-named bucket a route was last seen in.
 type binding struct {
@@ -135,7 +154,10 @@ func (ep *endpoint) bind(u *urlParts, b binding) bool {
 // first use, evicted when idle.
 //
 // Reads take a shared lock and neither allocate nor read the clock; only
-// creating an endpoint and evicting take the exclusive lock. Eviction is
+// creating an endpoint and evicting take the exclusive lock. The common
+// request (the host it called last, a route's bucket as last time) takes
+// no lock at all: it finds its endpoint in a one-entry cache and counts
+// itself in with tryRef, which fails once the endpoint is evicted. Eviction is
 // lazy: the first request to end after a sweep falls due runs it, and
 // creating an endpoint at the cap makes room, so there is no background
 // goroutine to stop.
@@ -145,6 +167,10 @@ type endpoints struct {
 
 	mu sync.RWMutex
 	m  map[string]*endpoint
+	// lastHost is the endpoint of the last request keyed by scheme://host:
+	// a client that calls one host (nearly all) finds it without the lock
+	// and the map (see tryRef).
+	lastHost atomic.Pointer[endpoint]
 
 	nextSweep atomic.Int64 // clock.Now() after which the next TTL sweep runs
 }
@@ -201,6 +227,25 @@ func (e *endpoints) acquire(key string, sp *spec) *endpoint {
 // acquireHost is acquire for the default key scheme://host, built in a stack
 // buffer so that the lookup of an existing endpoint does not allocate.
 func (e *endpoints) acquireHost(u *urlParts) *endpoint {
+	if ep := e.lastHost.Load(); ep != nil && isHostKey(ep.key, u) && ep.tryRef() {
+		return ep
+	}
+	ep := e.acquireHostLocked(u)
+	e.lastHost.Store(ep)
+	return ep
+}
+
+// isHostKey reports whether key is u's scheme://host as it stands: true in
+// the common case of a URL already in the key's form (lower case, no
+// default port), which appendHostKey would build again.
+func isHostKey(key string, u *urlParts) bool {
+	s, h := u.scheme, u.host
+	return len(key) == len(s)+len("://")+len(h) && key[:len(s)] == s &&
+		key[len(s):len(s)+len("://")] == "://" && key[len(s)+len("://"):] == h
+}
+
+// acquireHostLocked is acquireHost through the table.
+func (e *endpoints) acquireHostLocked(u *urlParts) *endpoint {
 	var buf [96]byte
 	b := appendHostKey(buf[:0], u.scheme, u.host)
 	e.mu.RLock()
@@ -335,7 +380,7 @@ func (e *endpoints) sweep(now int64) {
 	defer e.mu.Unlock()
 	for k, ep := range e.m {
 		idle := now - ep.used.Load()
-		if idle >= int64(idleTTL) && !ep.lim.keepUntil(wall.Add(-time.Duration(idle))).After(wall) && evictable(ep, wall) {
+		if idle >= int64(idleTTL) && !ep.lim.keepUntil(wall.Add(-time.Duration(idle))).After(wall) && evictable(ep, wall) && ep.evict() {
 			delete(e.m, k)
 		}
 	}
@@ -364,20 +409,28 @@ func (e *endpoints) evictLRULocked() {
 	// Oldest first; whether an endpoint is paused is asked only of those
 	// about to go, so a batch costs one scan, not one limiter call per entry.
 	wall := time.Now()
-	var paused []string
+	var paused []*endpoint
 	for _, c := range cands {
 		if n == 0 {
 			break
 		}
 		if c.ep.lim.nextAllowed().After(wall) {
-			paused = append(paused, c.key)
+			paused = append(paused, c.ep)
 			continue
 		}
-		delete(e.m, c.key)
-		n--
+		if c.ep.evict() {
+			delete(e.m, c.key)
+			n--
+		}
 	}
-	for _, k := range paused[:min(n, len(paused))] {
-		delete(e.m, k)
+	for _, ep := range paused {
+		if n == 0 {
+			break
+		}
+		if ep.evict() {
+			delete(e.m, ep.key)
+			n--
+		}
 	}
 }
 

@@ -209,6 +209,36 @@ func TestEndpointInUseIsNeverEvicted(t *testing.T) {
 	})
 }
 
+// The endpoints the table hands out without its lock (the last host's, a
+// route's bucket) are the table's: one evicted meanwhile is not used again,
+// and one in use is not evicted.
+func TestCachedEndpointsAreNeverUsedOnceEvicted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := NewTransport(okTransport{}, WithEndpoint("other.example.com/", Inf, 0))
+		mustGet(t, tr, "https://a.example.com/")
+		cached := tr.eps.lastHost.Load()
+		require.NotNil(t, cached)
+		assert.Equal(t, "https://a.example.com", cached.key)
+		time.Sleep(idleTTL + time.Minute)
+		mustGet(t, tr, "https://other.example.com/") // keyed by its pattern; sweeps a out
+		require.Same(t, cached, tr.eps.lastHost.Load(), "still cached")
+		assert.NotContains(t, endpointKeys(tr), "https://a.example.com")
+
+		mustGet(t, tr, "https://a.example.com/")
+		fresh := tr.eps.lastHost.Load()
+		assert.NotSame(t, cached, fresh)
+		assert.Same(t, fresh, tr.eps.peekHost(&urlParts{scheme: "https", host: "a.example.com"}), "the table's")
+		assert.Negative(t, cached.refs.Load(), "the evicted one stays marked")
+
+		// Taken through the cache, an endpoint is in use: not evicted.
+		require.True(t, fresh.tryRef())
+		tr.eps.mu.Lock()
+		assert.False(t, fresh.evict())
+		tr.eps.mu.Unlock()
+		fresh.refs.Add(-1)
+	})
+}
+
 func TestCapEvictsLeastRecentlyUsedIdleEndpoints(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tr := NewTransport(okTransport{}, WithMaxEndpoints(8))

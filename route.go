@@ -119,10 +119,15 @@ func (t *Transport) limiterBound(ep *endpoint, u *urlParts, seen *seenBinding) *
 			*seen = seenBinding{routes: m, b: b}
 		}
 	}
-	if b.key != "" {
-		return t.eps.acquireBucket(b.key, b.name)
+	if b.key == "" {
+		return ep
 	}
-	return ep
+	if c := ep.bucketEP.Load(); c != nil && c.key == b.key && c.tryRef() {
+		return c
+	}
+	c := t.eps.acquireBucket(b.key, b.name)
+	ep.bucketEP.Store(c)
+	return c
 }
 
 // peekLimiter returns the endpoint whose limiter r would wait on, without

@@ -220,7 +220,7 @@ type attemptState struct {
 	sentAt  time.Time     // set only for an observer
 	resp    *http.Response
 	now     time.Time // when resp arrived; set for a coasting resp only for an observer
-	at      int64     // when resp arrived on the package clock, if it coasted
+	at      int64     // if resp coasted, when the request was admitted (package clock)
 	coasted bool      // resp said what the limiter knows: settled unread (coast.go)
 	info    Info      // what resp said; its Quotas are in qs until decide
 	qs      quotaBuf
@@ -304,9 +304,10 @@ func (rt *roundTrip) run(prev *attemptOutcome, a *attemptState) {
 		resp.Body = http.NoBody
 	}
 	a.resp = resp
-	if at, ok := a.lim.lim.coasts(resp.StatusCode, resp.Header); ok {
-		// It says what the limiter knows (coast.go): nothing to read.
-		a.coasted, a.at = true, at
+	if a.lim.lim.coasts(resp.StatusCode, resp.Header, a.permit.at) {
+		// It says what the limiter knows (coast.go): nothing to read, and
+		// its admission's time stamps the endpoints' use.
+		a.coasted, a.at = true, a.permit.at
 		if t.observer != nil {
 			a.now = time.Now()
 		}
