@@ -225,8 +225,9 @@ func (p *Permit) Done(resp *http.Response) {
 		p.doneAt(outcome{}, time.Now())
 		return
 	}
-	if p.a.coasts(resp.StatusCode, resp.Header, p.at) {
-		p.coast()
+	var c coasting
+	if p.a.coasts(resp.StatusCode, resp.Header, p.at, &c) {
+		p.coast(&c)
 		return
 	}
 	now := time.Now()

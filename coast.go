@@ -75,6 +75,14 @@ type steadyPrint struct {
 	vals  [maxPrintFields]string // their values (roleFixed)
 	role  [maxPrintFields]fieldRole
 	floor [maxPrintFields]float64 // roleCount: the lowest Remaining that may coast
+	quota [maxPrintFields]string  // roleCount: the name of the quota it counts
+}
+
+// coasting is a response that coasts: the print it matched and the
+// Remaining figures it stated (by the print's fields).
+type coasting struct {
+	p    *steadyPrint
+	left [maxPrintFields]float64
 }
 
 // newSteadyPrint returns h's print, or nil when its responses may not coast:
@@ -117,6 +125,30 @@ func newSteadyPrint(h http.Header) *steadyPrint {
 	if i := at[fXUsed]; i != 0 && at[fXLimit] != 0 && at[fXRemaining] != 0 {
 		p.role[i-1] = roleIgnore
 	}
+	// Which quota each Remaining is the figure of, as the limiter names it:
+	// the quota the parse gives that figure and limit (in order, if several
+	// quotas have the same).
+	var qs quotaBuf
+	parseHeadersInto(h, time.Now(), 0, 0, &qs)
+	quotas := qs.slice()
+	taken := make([]bool, len(quotas))
+	for i := range p.nk {
+		if p.role[i] != roleCount {
+			continue
+		}
+		left, _ := parseCount(p.vals[i])
+		j := -1
+		for k, q := range quotas {
+			if !taken[k] && q.Remaining == left && q.Limit*coastFloor == p.floor[i] {
+				j = k
+				break
+			}
+		}
+		if j < 0 {
+			return nil
+		}
+		taken[j], p.quota[i] = true, quotas[j].Name
+	}
 	return p
 }
 
@@ -137,7 +169,8 @@ func isRemaining(f field) bool {
 // figures at or above their floors. The header's size and p's fields found
 // by key stand for the whole header: a field added in place of another
 // would have to be one that changes nothing.
-func (p *steadyPrint) matches(h http.Header) bool {
+// left, if not nil, receives the Remaining figures, by p's fields.
+func (p *steadyPrint) matches(h http.Header, left *[maxPrintFields]float64) bool {
 	if len(h) != p.n {
 		return false
 	}
@@ -152,8 +185,12 @@ func (p *steadyPrint) matches(h http.Header) bool {
 				return false
 			}
 		case roleCount:
-			if v, ok := parseCount(vs[0]); !ok || v < p.floor[i] {
+			v, ok := parseCount(vs[0])
+			if !ok || v < p.floor[i] {
 				return false
+			}
+			if left != nil {
+				left[i] = v
 			}
 		}
 	}
@@ -165,18 +202,24 @@ func (p *steadyPrint) matches(h http.Header) bool {
 // response learnt allowed. at is when its request was admitted, on the
 // package clock: the span is counted in admissions, so that a response
 // that coasts needs no clock reading.
-func (a *Adaptive) coasts(status int, h http.Header, at int64) bool {
+// c receives what coast needs of it.
+func (a *Adaptive) coasts(status int, h http.Header, at int64, c *coasting) bool {
 	if a.coastLeft.Load() <= 0 || status < 200 || status > 299 || at > a.coastUntil.Load() {
 		return false
 	}
-	if p := a.print.Load(); p == nil || !p.matches(h) {
+	if c.p = a.print.Load(); c.p == nil || !c.p.matches(h, &c.left) {
 		return false
 	}
 	return a.coastLeft.Add(-1) >= 0
 }
 
-// coast settles p for a response that coasts: what Done does but learning.
-func (p *Permit) coast() {
+// coast settles p for a response that coasts (c, from coasts): what Done
+// does but learning, except that each quota's lowest figure in its window
+// takes the response's. That is what tells an overtaken response (an
+// older, higher figure read later) from news: learnt after responses that
+// coasted, it would otherwise raise the budget and read as a refill, and
+// the next figure as someone else's spending.
+func (p *Permit) coast(c *coasting) {
 	if !p.live {
 		return
 	}
@@ -190,6 +233,16 @@ func (p *Permit) coast() {
 	a.requests++
 	a.coasted++
 	a.applied.Add(1)
+	if c.p == a.print.Load() { // still the window the print was made in
+		for i := range c.p.nk {
+			if c.p.role[i] != roleCount {
+				continue
+			}
+			if w := a.find(c.p.quota[i]); w != nil && w.known && !w.rolled {
+				w.low = min(w.low, c.left[i])
+			}
+		}
+	}
 	a.mu.Unlock() // nothing was queued: no unlock flush
 	a.wakeResponseWaiters()
 }
@@ -202,7 +255,7 @@ func (a *Adaptive) notePrint(status int, h http.Header) {
 	if status < 200 || status > 299 || a.coastLeft.Load() <= 0 {
 		return
 	}
-	if p := a.print.Load(); p != nil && p.matches(h) {
+	if p := a.print.Load(); p != nil && p.matches(h, nil) {
 		return
 	}
 	a.print.Store(newSteadyPrint(h))
@@ -214,9 +267,14 @@ func (a *Adaptive) notePrint(status int, h http.Header) {
 // learnt that allows it. Called with mu held, at the end of a learn.
 func (a *Adaptive) allowCoastLocked(status int, info Info, sig signal, nquotas int, own bool, now time.Time) {
 	span := coastSpan
-	ok := own && status >= 200 && status <= 299 && sig == signalNone && info.RetryAfter == 0 && nquotas > 0 &&
-		a.share == nil && a.fed() == 0 && a.mode == ModeHeaders && !a.gated.Load() &&
-		!a.probe.engaged && !now.Before(a.paused) && !now.Before(a.bodyLimitUntil) && len(a.windows) > 0
+	// A server that states no quota coasts too while nothing was ever
+	// refused: a success then only counts (the probe's meter, the
+	// inference's successes), and folded counts are the same counts.
+	stated := nquotas > 0 && len(a.windows) > 0 && a.mode == ModeHeaders
+	none := nquotas == 0 && len(a.windows) == 0 && a.infer.idle() && (a.mode == ModeProbing || a.mode == ModeStatic)
+	ok := own && status >= 200 && status <= 299 && sig == signalNone && info.RetryAfter == 0 && (stated || none) &&
+		a.share == nil && a.fed() == 0 && !a.gated.Load() &&
+		!a.probe.engaged && !now.Before(a.paused) && !now.Before(a.bodyLimitUntil)
 	for _, w := range a.windows {
 		if !ok {
 			break
@@ -244,6 +302,7 @@ func (a *Adaptive) foldCoastedLocked() int64 {
 	if k != 0 {
 		a.coasted = 0
 		a.probe.meterSuccesses(k)
+		a.infer.succeeded(k)
 	}
 	return k
 }

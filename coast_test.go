@@ -3,6 +3,7 @@ package pacer
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -60,7 +61,7 @@ func TestSteadyPrintMatchesOnlyWhatParsesTheSameButForRemaining(t *testing.T) {
 		{"used not read beside limit and remaining", with(func(h http.Header) { h.Set("X-Ratelimit-Used", "x") }), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, p.matches(tc.h))
+			assert.Equal(t, tc.want, p.matches(tc.h, nil))
 		})
 	}
 	// The one case above it cannot tell: a field traded for another of the
@@ -93,7 +94,7 @@ func TestNoSteadyPrintForResponsesThatCannotCoast(t *testing.T) {
 	require.NotNil(t, p)
 	h2 := githubHeader(5000, 3990, reset)
 	h2.Del("X-Ratelimit-Remaining")
-	assert.False(t, p.matches(h2), "Used is the figure when Remaining is missing")
+	assert.False(t, p.matches(h2, nil), "Used is the figure when Remaining is missing")
 }
 
 func TestSteadyPrintOfOpenAIAndAnthropicCountsEveryQuota(t *testing.T) {
@@ -109,9 +110,9 @@ func TestSteadyPrintOfOpenAIAndAnthropicCountsEveryQuota(t *testing.T) {
 	}
 	p := newSteadyPrint(openai(9999, 1_999_000))
 	require.NotNil(t, p)
-	assert.True(t, p.matches(openai(9990, 1_990_000)))
-	assert.False(t, p.matches(openai(4999, 1_990_000)), "requests under half")
-	assert.False(t, p.matches(openai(9990, 999_999)), "tokens under half")
+	assert.True(t, p.matches(openai(9990, 1_990_000), nil))
+	assert.False(t, p.matches(openai(4999, 1_990_000), nil), "requests under half")
+	assert.False(t, p.matches(openai(9990, 999_999), nil), "tokens under half")
 
 	anthropic := func(left int) http.Header {
 		h := http.Header{}
@@ -124,8 +125,8 @@ func TestSteadyPrintOfOpenAIAndAnthropicCountsEveryQuota(t *testing.T) {
 	}
 	p = newSteadyPrint(anthropic(900))
 	require.NotNil(t, p, "twelve fields fit")
-	assert.True(t, p.matches(anthropic(800)))
-	assert.False(t, p.matches(anthropic(400)))
+	assert.True(t, p.matches(anthropic(800), nil))
+	assert.False(t, p.matches(anthropic(400), nil))
 }
 
 // steadyServer is a GitHub-style API whose quota only counts down:
@@ -259,46 +260,66 @@ func TestWhatMattersIsLearntAtOnceWhileCoasting(t *testing.T) {
 }
 
 // Coasting changes neither what the limiter admits nor what it estimates:
-// a client far below its quota runs as fast, and its round-trip estimate
-// and probe meter are those of a limiter that learnt every response.
+// a client far below its quota runs as fast, and its round-trip estimate,
+// probe meter and inference counts are those of a limiter that learnt
+// every response. The same for a server that states no quota.
 func TestCoastingLearnsWhatLearningEveryResponseWould(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		reset := time.Now().Add(time.Hour)
-		var coasted int
-		run := func(coast bool) *Adaptive {
-			a := NewAdaptive(AdaptiveConfig{})
-			left := 10_000
-			for i := range 161 {
-				p, err := a.Acquire(context.Background(), 0)
-				require.NoError(t, err)
-				time.Sleep(time.Millisecond)
-				left--
-				resp := &http.Response{StatusCode: http.StatusOK, Header: githubHeader(10_000, left, reset), Body: http.NoBody}
-				if !coast || i == 160 { // the last is learnt: all is folded in
-					a.coastLeft.Store(0)
+	for _, tc := range []struct {
+		name   string
+		header func(left int, reset time.Time) http.Header
+	}{
+		{"github", func(left int, reset time.Time) http.Header { return githubHeader(10_000, left, reset) }},
+		{"no quota stated", func(int, time.Time) http.Header {
+			return http.Header{"Content-Type": {"application/json"}, "Date": {"Mon, 23 Nov 2026 20:00:00 GMT"}}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				reset := time.Now().Add(time.Hour)
+				run := func(coast bool) (*Adaptive, int) {
+					a := NewAdaptive(AdaptiveConfig{})
+					left, coasted := 10_000, 0
+					for i := range 161 {
+						p, err := a.Acquire(context.Background(), 0)
+						require.NoError(t, err)
+						time.Sleep(time.Millisecond)
+						left--
+						if !coast || i == 160 { // the last is learnt: all is folded in
+							a.coastLeft.Store(0)
+						}
+						before := a.Stats().Requests
+						a.mu.Lock()
+						folded := a.coasted
+						a.mu.Unlock()
+						p.Done(&http.Response{StatusCode: http.StatusOK, Header: tc.header(left, reset), Body: http.NoBody})
+						a.mu.Lock()
+						if a.coasted > folded {
+							coasted++
+						}
+						a.mu.Unlock()
+						require.Equal(t, before+1, a.Stats().Requests)
+					}
+					return a, coasted
 				}
-				p.Done(resp)
-				if a.Stats().LastInfo.Quotas[0].Remaining != float64(left) {
-					coasted++
-				}
-			}
-			return a
-		}
-		every := run(false)
-		require.Zero(t, coasted)
-		coasting := run(true)
-		assert.Greater(t, coasted, 140, "responses that coasted")
-		assert.EqualValues(t, 161, coasting.Stats().Requests)
-		assert.Equal(t, every.Stats().Requests, coasting.Stats().Requests)
-		every.mu.Lock()
-		coasting.mu.Lock()
-		defer every.mu.Unlock()
-		defer coasting.mu.Unlock()
-		assert.InDelta(t, every.interval, coasting.interval, every.interval*0.01, "interval between responses")
-		assert.InDelta(t, every.avgFlight, coasting.avgFlight, 0.01, "in flight")
-		assert.Equal(t, every.probe.observed, coasting.probe.observed, "probe's meter")
-		assert.Zero(t, coasting.coasted, "folded into the last learn")
-	})
+				every, none := run(false)
+				require.Zero(t, none)
+				coasting, coasted := run(true)
+				assert.Greater(t, coasted, 140, "responses that coasted")
+				assert.EqualValues(t, 161, coasting.Stats().Requests)
+				every.mu.Lock()
+				coasting.mu.Lock()
+				defer every.mu.Unlock()
+				defer coasting.mu.Unlock()
+				assert.InDelta(t, every.interval, coasting.interval, every.interval*0.01, "interval between responses")
+				assert.InDelta(t, every.avgFlight, coasting.avgFlight, 0.01, "in flight")
+				assert.Equal(t, every.probe.observed, coasting.probe.observed, "probe's meter")
+				assert.Equal(t, every.probe.cycleOK, coasting.probe.cycleOK, "probe's successes")
+				assert.Equal(t, every.infer.ok, coasting.infer.ok, "inference's successes")
+				assert.Equal(t, every.infer.total, coasting.infer.total)
+				assert.Zero(t, coasting.coasted, "folded into the last learn")
+			})
+		})
+	}
 }
 
 // Nothing coasts behind a limiter that shares its quota through a store
@@ -361,5 +382,91 @@ func TestCoastingUnderConcurrencyLosesNoRequest(t *testing.T) {
 		assert.Zero(t, st.InFlight)
 		assert.EqualValues(t, s.answers, st.Requests)
 		assert.Zero(t, st.Throttled)
+	})
+}
+
+// A server that states nothing coasts until it refuses: the refusal is
+// learnt at once, and the quota inferred from it counts every success
+// before it, coasted or not.
+func TestInferredQuotaCountsTheSuccessesThatCoasted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		run := func(coast bool) *Adaptive {
+			a := NewAdaptive(AdaptiveConfig{})
+			done := func(status int, h http.Header) {
+				p, err := a.Acquire(context.Background(), 0)
+				require.NoError(t, err)
+				time.Sleep(time.Millisecond)
+				if !coast {
+					a.coastLeft.Store(0)
+				}
+				p.Done(&http.Response{StatusCode: status, Header: h, Body: http.NoBody})
+			}
+			for range 100 {
+				done(http.StatusOK, http.Header{"Content-Type": {"text/plain"}})
+			}
+			if coast {
+				require.Positive(t, a.coastLeft.Load())
+			}
+			done(http.StatusTooManyRequests, http.Header{"Retry-After": {"10"}})
+			assert.Zero(t, a.coastLeft.Load())
+			return a
+		}
+		every, coasting := run(false), run(true)
+		every.mu.Lock()
+		coasting.mu.Lock()
+		defer every.mu.Unlock()
+		defer coasting.mu.Unlock()
+		assert.EqualValues(t, 100, every.infer.limit)
+		assert.Equal(t, every.infer.limit, coasting.infer.limit, "the inferred quota")
+		assert.Equal(t, every.infer.total, coasting.infer.total)
+		assert.Equal(t, every.infer.reset.Sub(every.infer.start), coasting.infer.reset.Sub(coasting.infer.start), "its reset")
+	})
+}
+
+// A response overtaken by ones that coasted (an older, higher figure read
+// after them) is known for what it is: it neither raises the budget nor
+// reads as a refill, and the next figure not as someone else's spending.
+// Without the coasted figures, one job of 800 onto 800 left read as a
+// shared quota, was spread to its reset, and took 20 times as long.
+func TestAnOvertakenResponseIsNotNewsAfterCoasting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reset := time.Now().Add(time.Hour)
+		run := func(coast bool) *Adaptive {
+			a := NewAdaptive(AdaptiveConfig{})
+			first, err := a.Acquire(context.Background(), 0) // ends slow start
+			require.NoError(t, err)
+			first.Done(&http.Response{StatusCode: http.StatusOK, Header: githubHeader(10_000, 10_000, reset), Body: http.NoBody})
+			var ps []Permit
+			for range 30 {
+				p, err := a.Acquire(context.Background(), 0)
+				require.NoError(t, err)
+				ps = append(ps, p)
+			}
+			// Answered out of order: the server counted the 30 requests
+			// down from 10,000 in the order sent; the 10th answer is read
+			// last, and learnt.
+			order := append(slices.Delete(slices.Collect(func(yield func(int) bool) {
+				for i := range ps {
+					yield(i)
+				}
+			}), 9, 10), 9)
+			for _, i := range order {
+				if !coast || i == 9 {
+					a.coastLeft.Store(0)
+				}
+				ps[i].Done(&http.Response{StatusCode: http.StatusOK, Header: githubHeader(10_000, 10_000-1-i, reset), Body: http.NoBody})
+			}
+			return a
+		}
+		every, coasting := run(false), run(true)
+		every.mu.Lock()
+		coasting.mu.Lock()
+		defer every.mu.Unlock()
+		defer coasting.mu.Unlock()
+		we, wc := every.windows[0], coasting.windows[0]
+		assert.Equal(t, we.low, wc.low, "the lowest figure of the window")
+		assert.Equal(t, we.units(), wc.units(), "the budget")
+		assert.False(t, wc.shared, "nobody else spends")
+		assert.Zero(t, wc.drift)
 	})
 }

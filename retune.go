@@ -283,8 +283,8 @@ func (a *Adaptive) learn(status int, info Info, quotas []Quota, own bool, cost f
 	if wasStarted && status < http.StatusBadRequest && sig == signalNone && len(a.windows) == 0 && !a.probe.engaged && info.RetryAfter == 0 {
 		// Nothing a decision reads changed: no quota, no probe, slow
 		// start over, a plain success (the common case of a server that
-		// states nothing). retune would decide what it decided last time;
-		// and with no quota, nothing coasts.
+		// states nothing). retune would decide what it decided last time.
+		a.allowCoastLocked(status, info, sig, len(quotas), own, now)
 		return
 	}
 	a.retune(now)

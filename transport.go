@@ -222,6 +222,7 @@ type attemptState struct {
 	now     time.Time // when resp arrived; set for a coasting resp only for an observer
 	at      int64     // if resp coasted, when the request was admitted (package clock)
 	coasted bool      // resp said what the limiter knows: settled unread (coast.go)
+	coast   coasting  // what it said, if so
 	info    Info      // what resp said; its Quotas are in qs until decide
 	qs      quotaBuf
 	sig     signal
@@ -304,7 +305,7 @@ func (rt *roundTrip) run(prev *attemptOutcome, a *attemptState) {
 		resp.Body = http.NoBody
 	}
 	a.resp = resp
-	if a.lim.lim.coasts(resp.StatusCode, resp.Header, a.permit.at) {
+	if a.lim.lim.coasts(resp.StatusCode, resp.Header, a.permit.at, &a.coast) {
 		// It says what the limiter knows (coast.go): nothing to read, and
 		// its admission's time stamps the endpoints' use.
 		a.coasted, a.at = true, a.permit.at
@@ -358,7 +359,7 @@ func (rt *roundTrip) settle(a *attemptState) {
 	t := rt.t
 	switch {
 	case a.coasted:
-		a.permit.coast()
+		a.permit.coast(&a.coast)
 	case a.resp != nil:
 		t.learn(a.ep, a.lim, &rt.u, &a.seen, &a.permit, a.resp.StatusCode, a.info, a.qs.slice(), a.sig, a.now)
 		if a.lim.bucket == a.info.Bucket {
