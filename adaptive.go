@@ -102,11 +102,12 @@ type AdaptiveConfig struct {
 // requests are in flight.
 //
 // Responses that say nothing new. While every quota has over half its
-// limit left and nothing else is in play (no pause, probe, gate or Store),
-// a success whose rate-limit fields are those of the last response learnt
-// but for Remaining figures counted down settles without being parsed or
-// learnt: at most 15 in a row, and for at most 50 ms after one learnt (see
-// coast.go). The limiter's own admissions count its budgets down
+// limit left (or the server states none and has refused nothing) and
+// nothing else is in play (no pause, probe, gate or Store), a success whose
+// rate-limit fields are those of the last response learnt but for
+// Remaining figures counted down settles without being parsed or learnt:
+// at most 15 in a row, and for requests admitted at most 50 ms after one
+// learnt (see coast.go). The limiter's own admissions count its budgets down
 // meanwhile; a client far below its quota pays for reading one response in
 // sixteen. Any other response (another status or field, a new reset, a
 // Remaining under half the limit) is learnt at once.
@@ -162,6 +163,12 @@ type Adaptive struct {
 	coastUntil atomic.Int64
 	coastLeft  atomic.Int32
 	print      atomic.Pointer[steadyPrint]
+	// printSkip counts down the responses learnt before the next print is
+	// made, after one nothing matched; printWasted is where it started
+	// (see notePrint, their only writer; concurrent calls race only over
+	// when the next print is made).
+	printSkip   atomic.Int32
+	printWasted atomic.Int32
 
 	gateMu   sync.Mutex
 	gateCap  int64

@@ -2,6 +2,7 @@ package pacer
 
 import (
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
@@ -12,39 +13,47 @@ import (
 //
 // A client far below its quota gets the same headers response after
 // response: the same limit, reset and resource, Remaining one lower each
-// time. Parsing and learning each of them cost a GitHub-style response
-// about 600 ns of the 900 pacer spends on it, the most of what a loopback
+// time; or, from a server that states no quota, no rate-limit field at
+// all. Parsing and learning each of them cost a GitHub-style response
+// about 600 ns of the 900 pacer spent on it, the most of what a loopback
 // round trip paid for pacer (issue 13). Learning them changes nothing a
 // decision reads while the quota is far from binding: the limiter's own
 // admissions already count its budget down.
 //
 // So after a response it learnt in full, a limiter whose quotas all have
-// at least half their limit left (and nothing else going on: no pause, no
-// probe, no gate, no store) lets the next responses coast, at most
-// coastRun of them and for at most coastSpan, if each matches the one
-// learnt: the same header fields, the same values but for Remaining
-// counts, and those still at or above half the limit. A coasting response
-// settles its request (it leaves the in-flight count, and wakes those
-// waiting for an answer) and is counted; the next response learnt in full
-// folds the coasted ones into what it learns from every response (the
-// round-trip estimate, the probe's meter, the request count). Anything
-// else, including a 429, any other status than 2xx, a header more or less,
-// a changed reset, or a Remaining under half the limit, is learnt at once.
+// at least half their limit left (or that has none and was never refused),
+// with nothing else going on (no pause, no probe, no gate, no store), lets
+// the next responses coast, at most coastRun of them and only for requests
+// admitted within coastSpan, if each matches the one learnt: the same
+// header fields, the same values but for Remaining counts, and those still
+// at or above half the limit. A coasting response settles its request (it
+// leaves the in-flight count, and wakes those waiting for an answer), is
+// counted, and lowers its quota's lowest figure in the window (which tells
+// an overtaken response from news); the next response learnt in full folds
+// the coasted ones into what it learns from every response (the
+// round-trip estimate, the probe's meter, the inference's successes).
+// Anything else, including a 429, any other status than 2xx, a header more
+// or less, a changed reset, or a Remaining under half the limit, is learnt
+// at once.
 //
 // What coasting gives up is noticing others' spending a few responses
 // later: at most coastRun responses or coastSpan, while half the quota is
 // left. Someone else would have to spend half the quota in that time for
-// it to matter, and even then the next response learnt sees it.
+// it to matter, and even then the next response learnt sees it. And the
+// header is compared by its size and the fields the learnt response had:
+// a rate-limit field that appears in place of another field would be read
+// only with the next response learnt.
 
 const (
 	// coastRun is how many responses in a row may coast before one is
 	// learnt in full: the full path's cost spread over 16 responses is
 	// about 40 ns each, under the 50 ns a coasting response costs itself.
 	coastRun = 15
-	// coastSpan is the longest a limiter coasts on one response learnt: a
-	// fifth of a typical API round trip (about 250 ms), so that a client
-	// sending a few requests per round trip learns nearly every response,
-	// and only one sending hundreds coasts.
+	// coastSpan is the longest a limiter coasts on one response learnt
+	// (counted in admissions, which a coasting response need not read the
+	// clock for): a fifth of a typical API round trip (about 250 ms), so
+	// that a client sending a few requests per round trip learns nearly
+	// every response, and only one sending hundreds coasts.
 	coastSpan = 50 * time.Millisecond
 	// coastFloor is the share of a quota's limit that must be left for its
 	// responses to coast: below it the quota can bind within the window,
@@ -76,6 +85,7 @@ type steadyPrint struct {
 	role  [maxPrintFields]fieldRole
 	floor [maxPrintFields]float64 // roleCount: the lowest Remaining that may coast
 	quota [maxPrintFields]string  // roleCount: the name of the quota it counts
+	used  atomic.Bool             // a response coasted on it (see notePrint)
 }
 
 // coasting is a response that coasts: the print it matched and the
@@ -207,10 +217,13 @@ func (a *Adaptive) coasts(status int, h http.Header, at int64, c *coasting) bool
 	if a.coastLeft.Load() <= 0 || status < 200 || status > 299 || at > a.coastUntil.Load() {
 		return false
 	}
-	if c.p = a.print.Load(); c.p == nil || !c.p.matches(h, &c.left) {
+	if c.p = a.print.Load(); c.p == nil || !c.p.matches(h, &c.left) || a.coastLeft.Add(-1) < 0 {
 		return false
 	}
-	return a.coastLeft.Add(-1) >= 0
+	if !c.p.used.Load() {
+		c.p.used.Store(true)
+	}
+	return true
 }
 
 // coast settles p for a response that coasts (c, from coasts): what Done
@@ -250,16 +263,39 @@ func (p *Permit) coast(c *coasting) {
 // notePrint keeps h as what the responses that may coast must match, once
 // the response it came with was learnt and allowed coasting. A print that
 // h matches already is kept: a new one is made when the fields change (a
-// new window, another resource), not for every response learnt.
+// new window, another resource), not for every response learnt. A server
+// whose fields change with every response (a reset stated in seconds from
+// now, the IETF field holding Remaining) would have a print made, at the
+// cost of a second parse and an allocation, for every response learnt and
+// never matched: after a print that nothing matched, the next is made only
+// after twice as many responses learnt as the last time, up to
+// maxPrintSkip.
 func (a *Adaptive) notePrint(status int, h http.Header) {
 	if status < 200 || status > 299 || a.coastLeft.Load() <= 0 {
 		return
 	}
-	if p := a.print.Load(); p != nil && p.matches(h, nil) {
+	old := a.print.Load()
+	if old != nil && old.matches(h, nil) {
 		return
+	}
+	if old != nil && !old.used.Load() {
+		if a.printSkip.Add(-1) >= 0 {
+			return
+		}
+		wasted := min(2*a.printWasted.Load()+1, maxPrintSkip)
+		a.printWasted.Store(wasted)
+		a.printSkip.Store(wasted)
+	} else if a.printWasted.Load() != 0 {
+		a.printWasted.Store(0)
 	}
 	a.print.Store(newSteadyPrint(h))
 }
+
+// maxPrintSkip bounds the responses learnt between two prints of a server
+// whose prints nothing matches: a server that settles into steady answers
+// later (its window's first responses were overtaken ones) coasts within
+// about a hundred responses of it.
+const maxPrintSkip = 127
 
 // allowCoastLocked lets the next responses coast after one learnt at now,
 // if nothing but the quotas' budgets is in play and each has at least

@@ -470,3 +470,34 @@ func TestAnOvertakenResponseIsNotNewsAfterCoasting(t *testing.T) {
 		assert.Zero(t, wc.drift)
 	})
 }
+
+// A server whose rate-limit fields change with every response (here the
+// IETF field, which holds Remaining) never coasts, and is not made a print
+// (a second parse and an allocation) for every response learnt either.
+func TestPrintsNothingMatchesAreMadeEverMoreRarely(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := NewAdaptive(AdaptiveConfig{})
+		prints, coasted := 0, 0
+		last := a.print.Load()
+		for i := range 1000 {
+			p, err := a.Acquire(context.Background(), 0)
+			require.NoError(t, err)
+			time.Sleep(10 * time.Millisecond)
+			h := http.Header{
+				"Ratelimit":        {`"default";r=` + strconv.Itoa(9_999-i) + `;t=3000`},
+				"Ratelimit-Policy": {`"default";q=10000;w=3600`},
+			}
+			p.Done(&http.Response{StatusCode: http.StatusOK, Header: h, Body: http.NoBody})
+			if cur := a.print.Load(); cur != last {
+				prints, last = prints+1, cur
+			}
+			a.mu.Lock()
+			coasted += int(a.coasted)
+			a.mu.Unlock()
+		}
+		require.Positive(t, a.coastLeft.Load(), "coasting is allowed")
+		assert.Zero(t, coasted, "but nothing matches")
+		assert.LessOrEqual(t, prints, 1000/maxPrintSkip+8, "prints made")
+		t.Logf("%d prints for 1000 responses", prints)
+	})
+}
