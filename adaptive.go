@@ -106,10 +106,10 @@ type AdaptiveConfig struct {
 // nothing else is in play (no pause, probe, gate or Store), a success whose
 // rate-limit fields are those of the last response learnt but for
 // Remaining figures counted down settles without being parsed or learnt:
-// at most 15 in a row, and for requests admitted at most 50 ms after one
+// at most 31 in a row, and for requests admitted at most 50 ms after one
 // learnt (see coast.go). The limiter's own admissions count its budgets down
 // meanwhile; a client far below its quota pays for reading one response in
-// sixteen. Any other response (another status or field, a new reset, a
+// 32. Any other response (another status or field, a new reset, a
 // Remaining under half the limit) is learnt at once.
 //
 // Use: [Adaptive.Acquire] returns a [Permit]; settle it exactly once, with

@@ -57,8 +57,8 @@ type endpoint struct {
 	refused  atomic.Int64
 	failures atomic.Int64
 
-	mu     sync.Mutex                           // serialises writers of routes
-	routes atomic.Pointer[map[routeKey]binding] // copy-on-write; nil until a response names a bucket
+	mu     sync.Mutex                 // serialises writers of routes
+	routes atomic.Pointer[routeTable] // copy-on-write; nil until a response names a bucket
 	// bucketEP is the bucket endpoint a route of this one was last sent to:
 	// the next request bound to the same bucket takes it from here, not
 	// from the table (see tryRef).
@@ -111,11 +111,12 @@ func firstSegment(p string) string {
 // boundBucket returns the server-named bucket u's route is bound to; its
 // zero value when none.
 func (ep *endpoint) boundBucket(u *urlParts) binding {
-	m := ep.routes.Load()
-	if m == nil {
+	t := ep.routes.Load()
+	if t == nil {
 		return binding{}
 	}
-	return (*m)[routeKeyOf(ep, u)]
+	b, _ := t.get(routeKeyOf(ep, u))
+	return b
 }
 
 // bind records that a response for u's route named bucket b. It returns
@@ -130,24 +131,84 @@ func (ep *endpoint) bind(u *urlParts, b binding) bool {
 	defer ep.mu.Unlock()
 	old := ep.routes.Load()
 	if old != nil {
-		if cur, ok := (*old)[rk]; ok && cur == b {
+		if cur, ok := old.get(rk); ok && cur == b {
 			return false
-		} else if !ok && len(*old) >= maxRoutesPerEndpoint {
+		} else if !ok && old.len() >= maxRoutesPerEndpoint {
 			return false
-		}
-	}
-	m := make(map[routeKey]binding, 1)
-	if old != nil {
-		m = make(map[routeKey]binding, len(*old)+1)
-		for k, v := range *old {
-			m[k] = v
 		}
 	}
 	// Copy the strings out of the request so the binding does not keep the
 	// caller's URL alive.
-	m[routeKey{host: strings.Clone(rk.host), seg: strings.Clone(rk.seg)}] = b
-	ep.routes.Store(&m)
+	ep.routes.Store(old.with(routeKey{host: strings.Clone(rk.host), seg: strings.Clone(rk.seg)}, b))
 	return true
+}
+
+// routeTable is an endpoint's route bindings, copied on write. A few
+// routes (a client of GitHub calls one or two of its resources) are found
+// by comparing strings: in CPU profiles of a loopback round trip, hashing
+// the two-string key and comparing it in a map cost about 35 ns a request,
+// the scan a few. More routes go in a map.
+type routeTable struct {
+	list []routeEntry         // while there are at most routeScanMax
+	m    map[routeKey]binding // beyond
+}
+
+type routeEntry struct {
+	rk routeKey
+	b  binding
+}
+
+// routeScanMax is about where a scan of string comparisons stops being
+// cheaper than one map lookup of a two-string key.
+const routeScanMax = 8
+
+func (t *routeTable) get(rk routeKey) (binding, bool) {
+	if t.m != nil {
+		b, ok := t.m[rk]
+		return b, ok
+	}
+	for i := range t.list {
+		if e := &t.list[i]; e.rk.seg == rk.seg && e.rk.host == rk.host {
+			return e.b, true
+		}
+	}
+	return binding{}, false
+}
+
+func (t *routeTable) len() int {
+	if t.m != nil {
+		return len(t.m)
+	}
+	return len(t.list)
+}
+
+// with returns a copy of t (nil: empty) with rk bound to b.
+func (t *routeTable) with(rk routeKey, b binding) *routeTable {
+	var out routeTable
+	var list []routeEntry
+	var m map[routeKey]binding
+	if t != nil {
+		list, m = t.list, t.m
+	}
+	switch {
+	case m != nil:
+		out.m = make(map[routeKey]binding, len(m)+1)
+		for k, v := range m {
+			out.m[k] = v
+		}
+		out.m[rk] = b
+	default:
+		out.list = slices.DeleteFunc(slices.Clone(list), func(e routeEntry) bool { return e.rk == rk })
+		out.list = append(out.list, routeEntry{rk, b})
+		if len(out.list) > routeScanMax {
+			out.m = make(map[routeKey]binding, len(out.list))
+			for _, e := range out.list {
+				out.m[e.rk] = e.b
+			}
+			out.list = nil
+		}
+	}
+	return &out
 }
 
 // endpoints is a transport's table of limiters: key → endpoint, created on

@@ -283,7 +283,7 @@ func TestRouteBindingsAreBounded(t *testing.T) {
 		u := &urlParts{path: fmt.Sprintf("/p%d/x", i)}
 		ep.bind(u, binding{key: "k#b", name: "b"})
 	}
-	assert.Len(t, *ep.routes.Load(), maxRoutesPerEndpoint)
+	assert.Equal(t, maxRoutesPerEndpoint, ep.routes.Load().len())
 	pinned := &endpoint{key: "p", pinned: true}
 	assert.False(t, pinned.bind(&urlParts{path: "/x"}, binding{key: "p#b", name: "b"}))
 	assert.Nil(t, pinned.routes.Load())
@@ -340,3 +340,33 @@ func BenchmarkEndpointsManyKeys(b *testing.B) {
 type transportFunc func(*http.Request) (*http.Response, error)
 
 func (f transportFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// The route table scans a few routes and maps many; both find every
+// binding, and a route bound again takes its new bucket.
+func TestRouteTableFindsEveryBindingAtAnySize(t *testing.T) {
+	var rt *routeTable
+	for i := range 2 * routeScanMax {
+		rt = rt.with(routeKey{seg: strconv.Itoa(i)}, binding{key: "k" + strconv.Itoa(i)})
+		assert.Equal(t, i+1, rt.len())
+		assert.Equal(t, i >= routeScanMax, rt.m != nil, "mapped once past the scan's size")
+		for j := range i + 1 {
+			b, ok := rt.get(routeKey{seg: strconv.Itoa(j)})
+			require.True(t, ok)
+			assert.Equal(t, "k"+strconv.Itoa(j), b.key)
+		}
+		_, ok := rt.get(routeKey{seg: "unbound"})
+		assert.False(t, ok)
+		_, ok = rt.get(routeKey{host: "h", seg: "0"})
+		assert.False(t, ok, "the host is part of the key")
+	}
+	for _, n := range []int{1, routeScanMax + 1} {
+		var rt *routeTable
+		for i := range n {
+			rt = rt.with(routeKey{seg: strconv.Itoa(i)}, binding{key: "old"})
+		}
+		rt = rt.with(routeKey{seg: "0"}, binding{key: "new"})
+		b, _ := rt.get(routeKey{seg: "0"})
+		assert.Equal(t, "new", b.key)
+		assert.Equal(t, n, rt.len(), "rebound, not added")
+	}
+}

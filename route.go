@@ -105,7 +105,7 @@ func (t *Transport) limiterEndpoint(ep *endpoint, u *urlParts) *endpoint {
 // and the route table it came from: learn reuses it while ep's table is
 // the same (bind replaces the table), sparing a second hash of the route.
 type seenBinding struct {
-	routes *map[routeKey]binding
+	routes *routeTable
 	b      binding
 }
 
@@ -114,7 +114,7 @@ type seenBinding struct {
 func (t *Transport) limiterBound(ep *endpoint, u *urlParts, seen *seenBinding) *endpoint {
 	var b binding
 	if m := ep.routes.Load(); m != nil {
-		b = (*m)[routeKeyOf(ep, u)]
+		b, _ = m.get(routeKeyOf(ep, u))
 		if seen != nil {
 			*seen = seenBinding{routes: m, b: b}
 		}

@@ -26,7 +26,7 @@ type Stats struct {
 	PausedUntil time.Time // no request starts before this (Retry-After, or a spent quota's reset); zero when none
 	// LastInfo is the last non-empty Info learnt. Responses that only
 	// count a quota down while it has over half its limit left are not all
-	// read (see [Adaptive]): its Remaining figures can then be up to 15
+	// read (see [Adaptive]): its Remaining figures can then be up to 31
 	// responses, or 50 ms, old.
 	LastInfo Info
 	Mode     Mode // ModeSlowStart, ModeHeaders, ModeProbing or ModeStatic
