@@ -87,6 +87,7 @@ type steadyPrint struct {
 	floor [maxPrintFields]float64 // roleCount: the lowest Remaining that may coast
 	quota [maxPrintFields]string  // roleCount: the name of the quota it counts
 	used  atomic.Bool             // a response coasted on it (see notePrint)
+	dead  atomic.Bool             // a response failed to match it before any coasted
 }
 
 // coasting is a response that coasts: the print it matched and the
@@ -221,7 +222,18 @@ func (a *Adaptive) coasts(status int, h http.Header, at int64, c *coasting) bool
 	if a.coastLeft.Load() <= 0 || status < 200 || status > 299 || at > a.coastUntil.Load() {
 		return false
 	}
-	if c.p = a.print.Load(); c.p == nil || !c.p.matches(h, &c.left) || a.coastLeft.Add(-1) < 0 {
+	if c.p = a.print.Load(); c.p == nil || c.p.dead.Load() {
+		return false
+	}
+	if !c.p.matches(h, &c.left) {
+		if !c.p.used.Load() {
+			// Not even the next response matched: a server whose fields
+			// change with every response. Stop comparing with it.
+			c.p.dead.Store(true)
+		}
+		return false
+	}
+	if a.coastLeft.Add(-1) < 0 {
 		return false
 	}
 	if !c.p.used.Load() {
@@ -271,15 +283,16 @@ func (p *Permit) coast(c *coasting) {
 // whose fields change with every response (a reset stated in seconds from
 // now, the IETF field holding Remaining) would have a print made, at the
 // cost of a second parse and an allocation, for every response learnt and
-// never matched: after a print that nothing matched, the next is made only
-// after twice as many responses learnt as the last time, up to
-// maxPrintSkip.
+// never matched, and every response compared with it: a print the first
+// response compared fails to match is not compared again (see coasts), and
+// after a print that nothing matched, the next is made only after twice as
+// many responses learnt as the last time, up to maxPrintSkip.
 func (a *Adaptive) notePrint(status int, h http.Header) {
 	if status < 200 || status > 299 || a.coastLeft.Load() <= 0 {
 		return
 	}
 	old := a.print.Load()
-	if old != nil && old.matches(h, nil) {
+	if old != nil && !old.dead.Load() && old.matches(h, nil) {
 		return
 	}
 	if old != nil && !old.used.Load() {
@@ -330,7 +343,9 @@ func (a *Adaptive) allowCoastLocked(status int, info Info, sig signal, nquotas i
 		return
 	}
 	a.coastUntil.Store(clock.Of(now) + int64(span))
-	a.coastLeft.Store(coastRun)
+	if a.coastLeft.Load() != coastRun { // a server that never coasts: no write
+		a.coastLeft.Store(coastRun)
+	}
 }
 
 // foldCoastedLocked counts the responses that coasted since the last one
