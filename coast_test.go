@@ -411,11 +411,7 @@ func TestInferredQuotaCountsTheSuccessesThatCoasted(t *testing.T) {
 			assert.Zero(t, a.coastLeft.Load())
 			return a
 		}
-		every, coasting := run(false), run(true)
-		every.mu.Lock()
-		coasting.mu.Lock()
-		defer every.mu.Unlock()
-		defer coasting.mu.Unlock()
+		every, coasting := side(t, run)
 		assert.EqualValues(t, 100, every.infer.limit)
 		assert.Equal(t, every.infer.limit, coasting.infer.limit, "the inferred quota")
 		assert.Equal(t, every.infer.total, coasting.infer.total)
@@ -458,11 +454,7 @@ func TestAnOvertakenResponseIsNotNewsAfterCoasting(t *testing.T) {
 			}
 			return a
 		}
-		every, coasting := run(false), run(true)
-		every.mu.Lock()
-		coasting.mu.Lock()
-		defer every.mu.Unlock()
-		defer coasting.mu.Unlock()
+		every, coasting := side(t, run)
 		we, wc := every.windows[0], coasting.windows[0]
 		assert.Equal(t, we.low, wc.low, "the lowest figure of the window")
 		assert.Equal(t, we.units(), wc.units(), "the budget")
@@ -500,4 +492,17 @@ func TestPrintsNothingMatchesAreMadeEverMoreRarely(t *testing.T) {
 		assert.LessOrEqual(t, prints, 1000/maxPrintSkip+8, "prints made")
 		t.Logf("%d prints for 1000 responses", prints)
 	})
+}
+
+// side runs a limiter's scenario without coasting and with it, and returns
+// both limiters locked (until t ends) for their state to be compared.
+func side(t *testing.T, run func(coast bool) *Adaptive) (every, coasting *Adaptive) {
+	every, coasting = run(false), run(true)
+	every.mu.Lock()
+	coasting.mu.Lock()
+	t.Cleanup(func() {
+		every.mu.Unlock()
+		coasting.mu.Unlock()
+	})
+	return every, coasting
 }
