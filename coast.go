@@ -2,7 +2,6 @@ package pacer
 
 import (
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
@@ -60,157 +59,7 @@ const (
 	// responses to coast: below it the quota can bind within the window,
 	// and every response counts.
 	coastFloor = 0.5
-	// maxPrintFields caps the rate-limit fields a coasting response may
-	// carry: 12 holds Anthropic's four quotas of three fields.
-	maxPrintFields = 12
 )
-
-// fieldRole is how a field of a response may differ from the one learnt
-// for the response to coast.
-type fieldRole uint8
-
-const (
-	roleFixed  fieldRole = iota // the same value
-	roleCount                   // a quota's Remaining: a count at or above its floor
-	roleIgnore                  // a figure the parse does not read (GitHub's Used beside Limit and Remaining)
-)
-
-// steadyPrint is what a response learnt in full said, as the fields of its
-// header: a response that matches it would parse to the same quotas but
-// for their Remaining figures. Immutable once published.
-type steadyPrint struct {
-	n     int // header fields, rate-limit or not
-	nk    int
-	keys  [maxPrintFields]string // the rate-limit fields, keyed as in the header
-	vals  [maxPrintFields]string // their values (roleFixed)
-	role  [maxPrintFields]fieldRole
-	floor [maxPrintFields]float64 // roleCount: the lowest Remaining that may coast
-	quota [maxPrintFields]string  // roleCount: the name of the quota it counts
-	used  atomic.Bool             // a response coasted on it (see notePrint)
-	dead  atomic.Bool             // a response failed to match it before any coasted
-}
-
-// coasting is a response that coasts: the print it matched and the
-// Remaining figures it stated (by the print's fields).
-type coasting struct {
-	p    *steadyPrint
-	left [maxPrintFields]float64
-}
-
-// newSteadyPrint returns h's print, or nil when its responses may not coast:
-// a rate-limit field with several values or a Retry-After, a Remaining
-// without a plain-number limit beside it, more fields than a print holds.
-func newSteadyPrint(h http.Header) *steadyPrint {
-	p := &steadyPrint{n: len(h)}
-	var at [numFields]int8 // the field's index in p, plus one
-	for k, vs := range h {
-		f, ok := classify(k)
-		if !ok {
-			continue
-		}
-		if len(vs) != 1 || at[f] != 0 || p.nk == maxPrintFields {
-			return nil // several values or spellings: parsed by preference
-		}
-		switch f {
-		case fRetryAfter, fRetryAfterMs, fMsRetryAfterMs:
-			return nil
-		}
-		p.keys[p.nk], p.vals[p.nk] = k, vs[0]
-		p.nk++
-		at[f] = int8(p.nk)
-	}
-	for f, i := range at {
-		if i == 0 || !isRemaining(field(f)) {
-			continue
-		}
-		// Every Remaining field follows its limit's (fields.go).
-		l := at[f-1]
-		if l == 0 {
-			return nil
-		}
-		limit, ok := parseCount(p.vals[l-1])
-		if !ok {
-			return nil
-		}
-		p.role[i-1], p.floor[i-1] = roleCount, coastFloor*limit
-	}
-	if i := at[fXUsed]; i != 0 && at[fXLimit] != 0 && at[fXRemaining] != 0 {
-		p.role[i-1] = roleIgnore
-	}
-	// Which quota each Remaining is the figure of, as the limiter names it:
-	// the quota the parse gives that figure and limit (in order, if several
-	// quotas have the same).
-	var qs quotaBuf
-	parseHeadersInto(h, time.Now(), 0, 0, &qs)
-	quotas := qs.slice()
-	taken := make([]bool, len(quotas))
-	for i := range p.nk {
-		if p.role[i] != roleCount {
-			continue
-		}
-		left, _ := parseCount(p.vals[i])
-		j := -1
-		for k, q := range quotas {
-			if !taken[k] && q.Remaining == left && q.Limit*coastFloor == p.floor[i] {
-				j = k
-				break
-			}
-		}
-		if j < 0 {
-			return nil
-		}
-		taken[j], p.quota[i] = true, quotas[j].Name
-	}
-	return p
-}
-
-// isRemaining reports whether f is a quota's Remaining figure.
-func isRemaining(f field) bool {
-	switch {
-	case f == fXRemaining, f == fRLRemaining:
-		return true
-	case f >= fOpenAI && f < fAnthropic:
-		return (f-fOpenAI)%3 == 1
-	case f >= fAnthropic && f < fShopify:
-		return (f-fAnthropic)%3 == 1
-	}
-	return false
-}
-
-// matches reports whether h says what p's response said but for Remaining
-// figures at or above their floors. The header's size and p's fields found
-// by key stand for the whole header: a field added in place of another
-// would have to be one that changes nothing.
-// left, if not nil, receives the Remaining figures, by p's fields.
-func (p *steadyPrint) matches(h http.Header, left *[maxPrintFields]float64) bool {
-	if len(h) != p.n {
-		return false
-	}
-	for i := range p.nk {
-		if p.role[i] == roleIgnore {
-			continue // the parse does not read it: not even whether it is there
-		}
-		vs := h[p.keys[i]]
-		if len(vs) != 1 {
-			return false
-		}
-		switch p.role[i] {
-		case roleFixed:
-			if vs[0] != p.vals[i] {
-				return false
-			}
-		case roleCount:
-			v, ok := parseCount(vs[0])
-			if !ok || v < p.floor[i] {
-				return false
-			}
-			if left != nil {
-				left[i] = v
-			}
-		}
-	}
-	return true
-}
 
 // coasts reports whether a response with this status and header may
 // coast (see above), taking one of the coasting responses the last
@@ -263,11 +112,8 @@ func (p *Permit) coast(c *coasting) {
 	a.coasted++
 	a.applied.Add(1)
 	if c.p == a.print.Load() { // still the window the print was made in
-		for i := range c.p.nk {
-			if c.p.role[i] != roleCount {
-				continue
-			}
-			if w := a.find(c.p.quota[i]); w != nil && w.known && !w.rolled {
+		for i, q := range c.p.counts {
+			if w := a.find(q.quota); w != nil && w.known && !w.rolled {
 				w.low = min(w.low, c.left[i])
 			}
 		}

@@ -112,7 +112,10 @@ func checkInfo(t *testing.T, info Info, ok bool, now time.Time, maxDelay time.Du
 // the print of one learnt parses to the same Info, quotas and all, but for
 // the quotas' Remaining figures; and no header makes a print panic.
 func FuzzSteadyPrint(f *testing.F) {
-	for _, s := range fuzzSeeds {
+	for _, s := range append(fuzzSeeds,
+		// Far from the limit: it coasts.
+		"X-RateLimit-Limit: 5000\nX-RateLimit-Remaining: 4997\nX-RateLimit-Reset: 1666132381\nX-RateLimit-Used: 3\nX-RateLimit-Resource: core\nDate: Tue, 18 Oct 2022 22:00:01 GMT",
+	) {
 		f.Add(s, uint16(1), int64(1666130401))
 		f.Add(s, uint16(700), int64(1705420200))
 	}
