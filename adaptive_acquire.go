@@ -16,9 +16,9 @@ import (
 
 // admit blocks until one request may start: a slow-start slot, a request
 // token, and cost tokens of any token-denominated quota (cost ≤ 0 charges
-// request quotas only); Acquire's body. It returns nil when the caller may
-// send, and the caller must then settle the request exactly once (observe,
-// or abandon). On cancellation it returns ctx.Err() promptly and refunds
+// request quotas only); Acquire's body. It returns a nil error when the
+// caller may send, and the caller must then settle the request exactly
+// once (observe, or abandon). On cancellation it returns ctx.Err() promptly and refunds
 // what it took. When the wait would exceed MaxWait, MaxDelay or ctx's
 // deadline it returns a *RateLimitError without consuming anything: at
 // once, or, while requests of ours are in flight, once their answers show
@@ -44,7 +44,7 @@ func (a *Adaptive) admit(ctx context.Context, cost float64) (int64, error) {
 	}
 	cost = a.noteCost(cost)
 	n := int(math.Ceil(cost))
-	var at int64 // when admitted
+	var admittedAt int64
 	for {
 		if !held && a.gated.Load() {
 			var err error
@@ -117,7 +117,7 @@ func (a *Adaptive) admit(ctx context.Context, cost float64) (int64, error) {
 		}
 		charged, retryAt := a.charge(cost, ns, &held)
 		if charged {
-			at = ns
+			admittedAt = ns
 			break
 		}
 		// A quota's budget is spent. Hold until it can take a request (its
@@ -153,7 +153,7 @@ func (a *Adaptive) admit(ctx context.Context, cost float64) (int64, error) {
 		a.inflightCost.Add(toMilli(cost))
 		a.admittedCost.Add(toMilli(cost))
 	}
-	return at, nil
+	return admittedAt, nil
 }
 
 // wait is admit for a caller that needs no time.
@@ -216,7 +216,10 @@ func (a *Adaptive) Acquire(ctx context.Context, cost float64) (Permit, error) {
 // states (a limit only the body names, such as GitHub's secondary limits; a
 // quota gone for good, such as OpenAI's insufficient_quota). For that it
 // reads at most 4 KiB of such a body, which stays readable byte for byte;
-// resp is otherwise untouched, and the caller still closes its body.
+// resp is otherwise untouched, and the caller still closes its body. A
+// success that only counts a quota down while it is far from binding may
+// settle without being read (see [Adaptive], "Responses that say nothing
+// new").
 func (p *Permit) Done(resp *http.Response) {
 	if !p.live {
 		return

@@ -63,10 +63,9 @@ const (
 
 // coasts reports whether a response with this status and header may
 // coast (see above), taking one of the coasting responses the last
-// response learnt allowed. at is when its request was admitted, on the
-// package clock: the span is counted in admissions, so that a response
-// that coasts needs no clock reading.
-// c receives what coast needs of it.
+// response learnt allowed, and fills c with what coast needs of it. at is
+// when its request was admitted, on the package clock: the span is counted
+// in admissions, so that a response that coasts needs no clock reading.
 func (a *Adaptive) coasts(status int, h http.Header, at int64, c *coasting) bool {
 	if a.coastLeft.Load() <= 0 || status < 200 || status > 299 || at > a.coastUntil.Load() {
 		return false
