@@ -2,6 +2,7 @@ package pacer
 
 import (
 	"cmp"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -192,10 +193,7 @@ func (t *routeTable) with(rk routeKey, b binding) *routeTable {
 	}
 	switch {
 	case m != nil:
-		out.m = make(map[routeKey]binding, len(m)+1)
-		for k, v := range m {
-			out.m[k] = v
-		}
+		out.m = maps.Clone(m)
 		out.m[rk] = b
 	default:
 		out.list = slices.DeleteFunc(slices.Clone(list), func(e routeEntry) bool { return e.rk == rk })
