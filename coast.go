@@ -91,8 +91,8 @@ func (a *Adaptive) coasts(status int, h http.Header, at int64, c *coasting) bool
 }
 
 // coast settles p for a response that coasts (c, from coasts): what Done
-// does but learning, except that each quota's lowest figure in its window
-// takes the response's. That is what tells an overtaken response (an
+// does but learning, except that the response's Remaining figures are kept
+// for Stats and lower each quota's lowest figure in its window. That is what tells an overtaken response (an
 // older, higher figure read later) from news: learnt after responses that
 // coasted, it would otherwise raise the budget and read as a refill, and
 // the next figure as someone else's spending.
@@ -114,6 +114,14 @@ func (p *Permit) coast(c *coasting) {
 		for i, q := range c.p.counts {
 			if w := a.find(q.quota); w != nil && w.known && !w.rolled {
 				w.low = min(w.low, c.left[i])
+			}
+			// What Stats reports is the newest response's: it said what
+			// the last one learnt said, but for these figures.
+			for j := range a.lastQuotas {
+				if a.lastQuotas[j].Name == q.quota {
+					a.lastQuotas[j].Remaining = c.left[i]
+					break
+				}
 			}
 		}
 	}

@@ -24,12 +24,8 @@ type Stats struct {
 	Throttled   int64     // 429 and 503 responses (and 403s with an exhausted quota)
 	Requests    int64     // settled requests that got a response
 	PausedUntil time.Time // no request starts before this (Retry-After, or a spent quota's reset); zero when none
-	// LastInfo is the last non-empty Info learnt. Responses that only
-	// count a quota down while it has over half its limit left are not all
-	// read (see [Adaptive]): its Remaining figures can then be up to 31
-	// responses, or 50 ms, old.
-	LastInfo Info
-	Mode     Mode // ModeSlowStart, ModeHeaders, ModeProbing or ModeStatic
+	LastInfo    Info      // last non-empty Info observed
+	Mode        Mode      // ModeSlowStart, ModeHeaders, ModeProbing or ModeStatic
 
 	// Counted by a Transport; zero in Adaptive.Stats.
 
