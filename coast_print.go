@@ -72,6 +72,7 @@ type coasting struct {
 // whose quota states no limit, more fields or figures than a print holds.
 func newSteadyPrint(h http.Header) *steadyPrint {
 	var fields [maxPrintFields]printField
+	var kinds [maxPrintFields]field // what each field is, as classify found it
 	nk := 0
 	var at [numFields]int8 // the field's index in fields, plus one
 	for k, vs := range h {
@@ -86,7 +87,7 @@ func newSteadyPrint(h http.Header) *steadyPrint {
 		case fRetryAfter, fRetryAfterMs, fMsRetryAfterMs:
 			return nil
 		}
-		fields[nk] = printField{key: k, val: vs[0]}
+		fields[nk], kinds[nk] = printField{key: k, val: vs[0]}, f
 		nk++
 		at[f] = int8(nk)
 	}
@@ -112,8 +113,7 @@ func newSteadyPrint(h http.Header) *steadyPrint {
 		return false
 	}
 	for i := range nk {
-		fd := &fields[i]
-		f, _ := classify(fd.key)
+		fd, f := &fields[i], kinds[i]
 		fd.first = int8(len(counts))
 		switch {
 		case isRemaining(f):
