@@ -38,7 +38,6 @@ bench: redis-server
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzBucket -fuzztime 60s .
 	$(GO) test -run '^$$' -fuzz FuzzParseHeaders -fuzztime 60s .
-	$(GO) test -run '^$$' -fuzz FuzzSteadyPrint -fuzztime 60s .
 
 check:
 	test -z "$$(gofmt -l $$(git ls-files '*.go'))"

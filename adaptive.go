@@ -101,17 +101,6 @@ type AdaptiveConfig struct {
 // is not limited at all. Before the first response at most SlowStart
 // requests are in flight.
 //
-// Responses that say nothing new. While every quota has over half its
-// limit left (or the server states none and has refused nothing) and
-// nothing else is in play (no pause, probe, gate or Store), a success whose
-// rate-limit fields are those of the last response learnt but for
-// Remaining figures counted down settles without being parsed or learnt:
-// at most 31 in a row, and for requests admitted at most 50 ms after one
-// learnt (see coast.go). The limiter's own admissions count its budgets down
-// meanwhile; a client far below its quota pays for reading one response in
-// 32. Any other response (another status or field, a new reset, a
-// Remaining under half the limit) is learnt at once.
-//
 // Use: [Adaptive.Acquire] returns a [Permit]; settle it exactly once, with
 // Done and what the response said, or with Abandon if the request was not
 // sent (its charge is given back). The request counts as in flight until
@@ -157,19 +146,6 @@ type Adaptive struct {
 	maxCost      atomic.Int64 // largest cost seen, milli-tokens
 	avgCost      atomic.Int64 // smoothed cost of requests with one, milli-tokens
 
-	// Coasting (coast.go): until when (package clock) and for how many
-	// more responses a response matching print may settle unlearnt.
-	// Written under mu but for the coasting responses' own takes.
-	coastUntil atomic.Int64
-	coastLeft  atomic.Int32
-	print      atomic.Pointer[steadyPrint]
-	// printSkip counts down the responses learnt before the next print is
-	// made, after one nothing matched; printWasted is where it started
-	// (see notePrint, their only writer; concurrent calls race only over
-	// when the next print is made).
-	printSkip   atomic.Int32
-	printWasted atomic.Int32
-
 	gateMu   sync.Mutex
 	gateCap  int64
 	gateWake chan struct{} // closed when a slot frees or the gate opens
@@ -189,7 +165,6 @@ type Adaptive struct {
 	lastInfo  Info
 	throttled int64
 	requests  int64
-	coasted   int64 // responses that coasted since the last one learnt
 	lastObs   time.Time
 	interval  float64 // smoothed seconds between responses
 	avgFlight float64 // smoothed in-flight count at responses

@@ -22,11 +22,10 @@ import (
 // what it took. When the wait would exceed MaxWait, MaxDelay or ctx's
 // deadline it returns a *RateLimitError without consuming anything: at
 // once, or, while requests of ours are in flight, once their answers show
-// the quota is spent (see settled). It returns when the request was
-// admitted, on the package clock.
-func (a *Adaptive) admit(ctx context.Context, cost float64) (int64, error) {
+// the quota is spent (see settled).
+func (a *Adaptive) admit(ctx context.Context, cost float64) error {
 	if err := ctx.Err(); err != nil {
-		return 0, err
+		return err
 	}
 	if !(cost > 0) || math.IsInf(cost, 1) {
 		cost = 0
@@ -44,12 +43,11 @@ func (a *Adaptive) admit(ctx context.Context, cost float64) (int64, error) {
 	}
 	cost = a.noteCost(cost)
 	n := int(math.Ceil(cost))
-	var admittedAt int64
 	for {
 		if !held && a.gated.Load() {
 			var err error
 			if held, err = a.enterGate(ctx); err != nil {
-				return 0, err
+				return err
 			}
 		}
 		// The package clock (monotonic only, half the cost of time.Now)
@@ -84,7 +82,7 @@ func (a *Adaptive) admit(ctx context.Context, cost float64) (int64, error) {
 			if err := a.tooLong(ctx, now, at); err != nil {
 				release()
 				if err := a.refuseOrAwait(ctx, now, at, err, mark); err != nil {
-					return 0, err
+					return err
 				}
 				continue
 			}
@@ -95,12 +93,12 @@ func (a *Adaptive) admit(ctx context.Context, cost float64) (int64, error) {
 		granted, err := a.waitBucketAt(ctx, a.req, 1, ns)
 		if err != nil {
 			release()
-			return 0, a.annotate(err)
+			return a.annotate(err)
 		}
 		if tokens {
 			if granted, err = a.waitBucketAt(ctx, a.tok, n, granted); err != nil {
 				release()
-				return 0, a.annotate(err)
+				return a.annotate(err)
 			}
 		}
 		// The budgets are charged only now, at admission: a caller queued in
@@ -117,7 +115,6 @@ func (a *Adaptive) admit(ctx context.Context, cost float64) (int64, error) {
 		}
 		charged, retryAt := a.charge(cost, ns, &held)
 		if charged {
-			admittedAt = ns
 			break
 		}
 		// A quota's budget is spent. Hold until it can take a request (its
@@ -131,18 +128,18 @@ func (a *Adaptive) admit(ctx context.Context, cost float64) (int64, error) {
 			continue
 		case !retryAt.After(now):
 			if err := a.awaitChange(ctx, time.Second); err != nil {
-				return 0, err
+				return err
 			}
 			continue
 		}
 		if err := a.tooLong(ctx, now, retryAt); err != nil {
 			if err := a.refuseOrAwait(ctx, now, retryAt, err, mark); err != nil {
-				return 0, err
+				return err
 			}
 			continue
 		}
 		if err := a.awaitChange(ctx, retryAt.Sub(now)); err != nil {
-			return 0, err
+			return err
 		}
 	}
 	if !held {
@@ -153,13 +150,12 @@ func (a *Adaptive) admit(ctx context.Context, cost float64) (int64, error) {
 		a.inflightCost.Add(toMilli(cost))
 		a.admittedCost.Add(toMilli(cost))
 	}
-	return admittedAt, nil
+	return nil
 }
 
 // wait is admit for a caller that needs no time.
 func (a *Adaptive) wait(ctx context.Context, cost float64) error {
-	_, err := a.admit(ctx, cost)
-	return err
+	return a.admit(ctx, cost)
 }
 
 // waitBucketAt waits for n tokens of b, planning at now on the package
@@ -183,7 +179,6 @@ type Permit struct {
 	a    *Adaptive
 	cost float64
 	live bool
-	at   int64 // when it was admitted, on the package clock
 }
 
 // Acquire waits until one request of the given cost may start and returns
@@ -197,14 +192,13 @@ type Permit struct {
 // would pass ctx's deadline, MaxWait or MaxDelay. On any error nothing stays
 // charged and there is nothing to settle.
 func (a *Adaptive) Acquire(ctx context.Context, cost float64) (Permit, error) {
-	at, err := a.admit(ctx, cost)
-	if err != nil {
+	if err := a.admit(ctx, cost); err != nil {
 		return Permit{}, err
 	}
 	if !(cost > 0) || math.IsInf(cost, 1) {
 		cost = 0
 	}
-	return Permit{a: a, cost: cost, live: true, at: at}, nil
+	return Permit{a: a, cost: cost, live: true}, nil
 }
 
 // Done settles the permit of a request that was sent, with the response it
@@ -216,10 +210,7 @@ func (a *Adaptive) Acquire(ctx context.Context, cost float64) (Permit, error) {
 // states (a limit only the body names, such as GitHub's secondary limits; a
 // quota gone for good, such as OpenAI's insufficient_quota). For that it
 // reads at most 4 KiB of such a body, which stays readable byte for byte;
-// resp is otherwise untouched, and the caller still closes its body. A
-// success that only counts a quota down while it is far from binding may
-// settle without being read (see [Adaptive], "Responses that say nothing
-// new").
+// resp is otherwise untouched, and the caller still closes its body.
 func (p *Permit) Done(resp *http.Response) {
 	if !p.live {
 		return
@@ -228,16 +219,10 @@ func (p *Permit) Done(resp *http.Response) {
 		p.doneAt(outcome{}, time.Now())
 		return
 	}
-	var c coasting
-	if p.a.coasts(resp.StatusCode, resp.Header, p.at, &c) {
-		p.coast(&c)
-		return
-	}
 	now := time.Now()
 	var qs quotaBuf
 	info, sig := readResponse(&p.a.clock, resp, now, p.a.cfg.MaxDelay, &qs)
 	p.doneWith(outcome{Status: resp.StatusCode, Info: info, signal: sig}, qs.slice(), now)
-	p.a.notePrint(resp.StatusCode, resp.Header)
 }
 
 // doneAt is Done for a response that arrived at now (the Transport's one

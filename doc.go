@@ -31,8 +31,7 @@
 //	            │    (slow start, every quota's budget, the bucket,
 //	            │    MaxWait and the context's deadline)
 //	            │  send through the base RoundTripper
-//	            │  read the response (unless it coasts:    headers.go, skew.go, classify.go
-//	            │    nothing new, far from the limit)       coast.go
+//	            │  read the response                       headers.go, skew.go, classify.go
 //	            ├─ settle: Permit.Done, the limiter learns  retune.go, window*.go,
 //	            │    (release, Stats, observer)             infer.go, probe.go,
 //	            │                                           internal/decision

@@ -4,8 +4,6 @@ import (
 	"math"
 	"net/http"
 	"reflect"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -106,53 +104,4 @@ func checkInfo(t *testing.T, info Info, ok bool, now time.Time, maxDelay time.Du
 			t.Fatalf("bad window or name in %+v", q)
 		}
 	}
-}
-
-// FuzzSteadyPrint holds coasting to its premise: a response that matches
-// the print of one learnt parses to the same Info, quotas and all, but for
-// the quotas' Remaining figures; and no header makes a print panic.
-func FuzzSteadyPrint(f *testing.F) {
-	for _, s := range append(fuzzSeeds,
-		// Far from the limit: it coasts.
-		"X-RateLimit-Limit: 5000\nX-RateLimit-Remaining: 4997\nX-RateLimit-Reset: 1666132381\nX-RateLimit-Used: 3\nX-RateLimit-Resource: core\nDate: Tue, 18 Oct 2022 22:00:01 GMT",
-	) {
-		f.Add(s, uint16(1), int64(1666130401))
-		f.Add(s, uint16(700), int64(1705420200))
-	}
-	f.Fuzz(func(t *testing.T, raw string, spent uint16, nowSec int64) {
-		h := http.Header{}
-		for _, line := range strings.Split(raw, "\n") {
-			k, v, _ := strings.Cut(line, ":")
-			h[k] = append(h[k], strings.TrimLeft(v, " "))
-		}
-		p := newSteadyPrint(h)
-		if p == nil {
-			return
-		}
-		// The next response: every Remaining spent lower.
-		next := http.Header{}
-		for k, vs := range h {
-			next[k] = slices.Clone(vs)
-			if f, ok := classify(k); ok && isRemaining(f) && len(vs) == 1 {
-				if v, ok := parseCount(vs[0]); ok {
-					next[k][0] = strconv.FormatFloat(max(v-float64(spent), 0), 'f', -1, 64)
-				}
-			}
-		}
-		if !p.matches(next, nil) {
-			return
-		}
-		now := time.Unix(nowSec%(1<<35), 0).UTC()
-		was, _ := parseHeaders(h, now, 0)
-		is, _ := parseHeaders(next, now, 0)
-		if len(was.Quotas) != len(is.Quotas) {
-			t.Fatalf("quotas %+v became %+v", was.Quotas, is.Quotas)
-		}
-		for i := range was.Quotas {
-			was.Quotas[i].Remaining, is.Quotas[i].Remaining = 0, 0
-		}
-		if !reflect.DeepEqual(was, is) {
-			t.Fatalf("a matching response parses differently:\n%+v\n%+v", was, is)
-		}
-	})
 }

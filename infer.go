@@ -216,19 +216,9 @@ func (m *inferred) learnWindow(d time.Duration) {
 // learned length, or by the first window's lower bound while unlearned (a
 // look at an early end meets one 429, whose Retry-After teaches the length).
 // idle reports whether the model has nothing to go on yet (no refusal
-// seen) or is off: a success then only counts (see observe), and
-// successes can be counted in a batch (succeeded).
+// seen) or is off: a success then only counts (see observe).
 func (m *inferred) idle() bool {
 	return m.off || m.limit == 0 && m.stated.IsZero() && m.reset.IsZero()
-}
-
-// succeeded counts n successes that were not observed one by one (they
-// coasted, see coast.go) while the model was idle.
-func (m *inferred) succeeded(n int64) {
-	if !m.off {
-		m.ok += float64(n)
-		m.total += float64(n)
-	}
 }
 
 func (m *inferred) advance(now time.Time) {

@@ -114,15 +114,6 @@ const (
 	probeMaxLook = time.Minute
 )
 
-// meterSuccesses counts n successes that completed in the current slot
-// without being metered one by one (coasting responses, see coast.go).
-func (p *probe) meterSuccesses(n int64) {
-	p.observed += n
-	p.cycleOK += float64(n)
-	p.slotCount += float64(n)
-	p.slotOK += float64(n)
-}
-
 // meter counts one completed request at now.
 func (p *probe) meter(now time.Time, ok bool) {
 	p.observed++

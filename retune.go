@@ -147,7 +147,7 @@ func (a *Adaptive) learn(status int, info Info, quotas []Quota, own bool, cost f
 	if !wasStarted {
 		a.started.Store(true)
 	}
-	a.trackRTT(now, others, a.foldCoastedLocked())
+	a.trackRTT(now, others)
 	if len(quotas) > 0 || info.RetryAfter > 0 || info.Bucket != "" {
 		a.lastInfo, a.lastInfo.Quotas = info, nil
 		if len(quotas) > 0 { // into the limiter's own slice, reused: readers clone it
@@ -240,7 +240,6 @@ func (a *Adaptive) learn(status int, info Info, quotas []Quota, own bool, cost f
 		// nothing here should slow down for it. The caller gets the
 		// response at once.
 		a.retune(now)
-		a.allowCoastLocked(status, info, sig, len(quotas), own, now)
 		return
 	}
 	a.probe.meter(now, status < 400)
@@ -284,11 +283,9 @@ func (a *Adaptive) learn(status int, info Info, quotas []Quota, own bool, cost f
 		// Nothing a decision reads changed: no quota, no probe, slow
 		// start over, a plain success (the common case of a server that
 		// states nothing). retune would decide what it decided last time.
-		a.allowCoastLocked(status, info, sig, len(quotas), own, now)
 		return
 	}
 	a.retune(now)
-	a.allowCoastLocked(status, info, sig, len(quotas), own, now)
 }
 
 // quotasKnown reports whether the server has described a quota of this
@@ -353,21 +350,11 @@ func (a *Adaptive) window(name string) *quotaWindow {
 
 // trackRTT keeps smoothed figures for Little's law: the round trip is about
 // the mean in-flight count times the mean interval between responses.
-//
-// coasted is how many responses coasted since the last one tracked (see
-// coast.go): each would have moved the averages a step, towards an equal
-// share of the interval and the same in-flight count.
-func (a *Adaptive) trackRTT(now time.Time, others, coasted int64) {
-	n := coasted + 1
+func (a *Adaptive) trackRTT(now time.Time, others int64) {
 	if !a.lastObs.IsZero() {
-		dt := now.Sub(a.lastObs).Seconds() / float64(n)
-		for range n {
-			a.interval = 0.9*a.interval + 0.1*dt
-		}
+		a.interval = 0.9*a.interval + 0.1*now.Sub(a.lastObs).Seconds()
 	}
-	for range n {
-		a.avgFlight = 0.9*a.avgFlight + 0.1*float64(others+1)
-	}
+	a.avgFlight = 0.9*a.avgFlight + 0.1*float64(others+1)
 	a.lastObs = now
 }
 

@@ -219,10 +219,7 @@ type attemptState struct {
 	sent    bool          // out was handed to the base transport, which closes its body
 	sentAt  time.Time     // set only for an observer
 	resp    *http.Response
-	now     time.Time // when resp arrived; set for a coasting resp only for an observer
-	at      int64     // if resp coasted, when the request was admitted (package clock)
-	coasted bool      // resp said what the limiter knows: settled unread (coast.go)
-	coast   coasting  // what it said, if so
+	now     time.Time // when resp arrived
 	info    Info      // what resp said; its Quotas are in qs until decide
 	qs      quotaBuf
 	sig     signal
@@ -305,15 +302,6 @@ func (rt *roundTrip) run(prev *attemptOutcome, a *attemptState) {
 		resp.Body = http.NoBody
 	}
 	a.resp = resp
-	if a.lim.lim.coasts(resp.StatusCode, resp.Header, a.permit.at, &a.coast) {
-		// It says what the limiter knows (coast.go): nothing to read, and
-		// its admission's time stamps the endpoints' use.
-		a.coasted, a.at = true, a.permit.at
-		if t.observer != nil {
-			a.now = time.Now()
-		}
-		return
-	}
 	// One clock reading serves the headers, the limiter and the table.
 	a.now = time.Now()
 	a.info, a.sig = readResponse(&a.ep.clock, resp, a.now, t.maxDelay, &a.qs)
@@ -358,15 +346,8 @@ func (rt *roundTrip) awaitRetry(prev *attemptOutcome, a *attemptState) bool {
 func (rt *roundTrip) settle(a *attemptState) {
 	t := rt.t
 	switch {
-	case a.coasted:
-		a.permit.coast(&a.coast)
 	case a.resp != nil:
 		t.learn(a.ep, a.lim, &rt.u, &a.seen, &a.permit, a.resp.StatusCode, a.info, a.qs.slice(), a.sig, a.now)
-		if a.lim.bucket == a.info.Bucket {
-			// A response naming another bucket teaches that bucket's
-			// limiter (learn): lim's responses cannot coast on it.
-			a.lim.lim.notePrint(a.resp.StatusCode, a.resp.Header)
-		}
 	case a.sent:
 		a.permit.Done(nil)
 		a.lim.failures.Add(1)
@@ -377,12 +358,8 @@ func (rt *roundTrip) settle(a *attemptState) {
 		}
 	}
 	if a.ep != nil {
-		at := a.at
-		switch {
-		case at != 0:
-		case a.now.IsZero():
-			at = clock.Now()
-		default:
+		at := clock.Now()
+		if !a.now.IsZero() {
 			at = clock.Of(a.now)
 		}
 		t.releaseAt(a.ep, a.lim, at)

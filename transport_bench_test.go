@@ -35,9 +35,8 @@ import (
 // "plain": the server sends no rate-limit headers. "github": it sends
 // GitHub's X-RateLimit-Limit, -Remaining (counting down from far more than
 // the run spends), -Reset, -Used and -Resource, so the figures include
-// binding the route to the "core" bucket, checking each response against
-// the last one learnt (coast.go) and parsing and learning one response in
-// 32. Both use http.Transport{MaxIdleConnsPerHost: 4} and an httptest
+// binding the route to the "core" bucket and reading and learning every
+// response. Both use http.Transport{MaxIdleConnsPerHost: 4} and an httptest
 // server answering "ok".
 func BenchmarkTransportOverhead(b *testing.B) {
 	const rounds, round = 31, 250 * time.Millisecond
