@@ -2,6 +2,8 @@ package pacer
 
 import (
 	"fmt"
+	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/internal/quota"
 	"log/slog"
 	"math"
 	"sync"
@@ -140,7 +142,7 @@ type Adaptive struct {
 	waiting      atomic.Int64
 	applied      atomic.Int64 // responses applied (learn), ever: see settled
 	checkAt      atomic.Int64 // when (package clock) the windows must be looked at again
-	charges      atomic.Pointer[[]*quotaWindow]
+	charges      atomic.Pointer[[]*quota.Window]
 	admitted     atomic.Int64 // requests admitted, ever
 	admittedCost atomic.Int64 // their estimated token cost, milli-tokens
 	maxCost      atomic.Int64 // largest cost seen, milli-tokens
@@ -156,7 +158,7 @@ type Adaptive struct {
 	respWaiters atomic.Int32
 
 	mu        sync.Mutex // guards the learning state; never held across a sleep
-	windows   []*quotaWindow
+	windows   []*quota.Window
 	probe     probe
 	clock     clockOffset // the server's clock, for Permit.Done (the Transport keeps one per host)
 	infer     inferred    // the quota of a server that states none (infer.go)
@@ -299,7 +301,7 @@ func (a *Adaptive) keepUntil(used time.Time) time.Time {
 	defer a.mu.Unlock() // nothing is queued in the outbox: no unlock flush
 	var at time.Time
 	for _, w := range a.windows {
-		at = laterOf(at, laterOf(w.reset, used.Add(w.window)))
+		at = clock.Later(at, clock.Later(w.Reset(), used.Add(w.Length())))
 	}
 	return at
 }

@@ -3,6 +3,7 @@ package pacer
 import (
 	"context"
 	"errors"
+	"github.com/pacer-go/pacer/internal/quota"
 	"math"
 	"net/http"
 	"slices"
@@ -75,9 +76,9 @@ func (a *Adaptive) admit(ctx context.Context, cost float64) error {
 				t := time.Now() // for the wall clock: now is the instant ns
 				now = clock.Time(ns, t, clock.Of(t))
 			}
-			at := laterOf(a.req.nextAt(1), spent)
+			at := clock.Later(a.req.nextAt(1), spent)
 			if tokens {
-				at = laterOf(at, a.tok.nextAt(n))
+				at = clock.Later(at, a.tok.nextAt(n))
 			}
 			if err := a.tooLong(ctx, now, at); err != nil {
 				release()
@@ -147,8 +148,8 @@ func (a *Adaptive) admit(ctx context.Context, cost float64) error {
 	}
 	a.admitted.Add(1)
 	if cost > 0 {
-		a.inflightCost.Add(toMilli(cost))
-		a.admittedCost.Add(toMilli(cost))
+		a.inflightCost.Add(quota.ToMilli(cost))
+		a.admittedCost.Add(quota.ToMilli(cost))
 	}
 	return nil
 }
@@ -256,7 +257,7 @@ func (a *Adaptive) abandon(cost float64) {
 	a.refund(cost)
 	a.settle(cost)
 	a.admitted.Add(-1)
-	if m := toMilli(cost); m > 0 {
+	if m := quota.ToMilli(cost); m > 0 {
 		a.admittedCost.Add(-m)
 	}
 	a.unlock()
@@ -455,7 +456,7 @@ func (a *Adaptive) tokensTracked() bool {
 		return false
 	}
 	for _, w := range *c {
-		if w.tokens {
+		if w.Tokens() {
 			return true
 		}
 	}
@@ -465,7 +466,7 @@ func (a *Adaptive) tokensTracked() bool {
 // noteCost records the largest cost seen, so the token bucket's burst can
 // always hold one request, and returns cost unchanged.
 func (a *Adaptive) noteCost(cost float64) float64 {
-	m := toMilli(cost)
+	m := quota.ToMilli(cost)
 	if m > 0 {
 		// A racy EWMA is fine: it only sizes what counts as "spent".
 		if avg := a.avgCost.Load(); avg == 0 {
@@ -509,36 +510,33 @@ func (a *Adaptive) charge(cost float64, now int64, held *bool) (ok bool, retryAt
 	}
 	ws := *c
 	for i, w := range ws {
-		amount := a.amount(w, cost)
-		if amount == 0 {
+		amount := w.Amount(cost)
+		if amount == 0 || w.Charge(amount, now) {
 			continue
 		}
-		if w.budget.Add(-amount) < w.debt(now) {
-			w.budget.Add(amount)
-			for _, u := range ws[:i] {
-				u.budget.Add(a.amount(u, cost))
-			}
-			// The window may have rolled over since the last look, refilling
-			// the budget; retune finds out and otherwise pauses until reset.
-			// retryAt is zero to retry at once, or now when a probe is out
-			// and only its response can tell.
-			t := time.Now()
-			a.retune(t)
-			if w.budget.Load() < amount+w.debt(clock.Of(t)) {
-				retryAt = t
-				switch {
-				case w.probing && a.inflight.Load() == heldSlots(*held):
-					// The look was taken but nothing is out: its answer
-					// will not come (a request abandoned, failed, or
-					// answered about another window). Look again.
-					w.startProbe(float64(amount) / milli)
-					retryAt = time.Time{}
-				case !w.probing:
-					retryAt = laterOf(t, w.wakeAt)
-				}
-			}
-			return false, retryAt
+		for _, u := range ws[:i] {
+			u.Refund(u.Amount(cost))
 		}
+		// The window may have rolled over since the last look, refilling
+		// the budget; retune finds out and otherwise pauses until reset.
+		// retryAt is zero to retry at once, or now when a probe is out
+		// and only its response can tell.
+		t := time.Now()
+		a.retune(t)
+		if w.Budget() < amount+w.Debt(clock.Of(t)) {
+			retryAt = t
+			switch {
+			case w.Probing() && a.inflight.Load() == heldSlots(*held):
+				// The look was taken but nothing is out: its answer
+				// will not come (a request abandoned, failed, or
+				// answered about another window). Look again.
+				w.StartProbe(float64(amount) / quota.Milli)
+				retryAt = time.Time{}
+			case !w.Probing():
+				retryAt = clock.Later(t, w.WakeAt())
+			}
+		}
+		return false, retryAt
 	}
 	if !*held {
 		a.inflight.Add(1)
@@ -555,27 +553,22 @@ func (a *Adaptive) spentUntil(cost float64) time.Time {
 		return time.Time{}
 	}
 	var at time.Time
+	a.mu.Lock()
 	for _, w := range *c {
-		if amount := a.amount(w, cost); amount > 0 && w.budget.Load() < amount {
-			a.mu.Lock()
-			at = laterOf(at, w.wakeAt)
-			a.unlock()
+		if amount := w.Amount(cost); amount > 0 && w.Budget() < amount {
+			at = clock.Later(at, w.WakeAt())
 		}
 	}
+	a.unlock()
 	return at
 }
 
-func (a *Adaptive) amount(w *quotaWindow, cost float64) int64 {
-	if w.tokens {
-		return min(toMilli(cost), w.most.Load())
-	}
-	return milli
-}
-
+// refund gives a request's charge back to every quota; called with a.mu
+// held.
 func (a *Adaptive) refund(cost float64) {
 	if c := a.charges.Load(); c != nil {
 		for _, w := range *c {
-			w.budget.Add(a.amount(w, cost))
+			w.Refund(w.Amount(cost))
 		}
 	}
 }

@@ -2,6 +2,7 @@ package pacer
 
 import (
 	"context"
+	"github.com/pacer-go/pacer/internal/quota"
 	"sync"
 	"time"
 
@@ -171,12 +172,11 @@ func (s *storeShare) adopt(a *Adaptive, now time.Time, st store.State) {
 // the fleet would stall. The drift is kept at zero instead; clients outside
 // the fleet are then caught, as without the model, by the budgets (which
 // follow every response's Remaining) and by 429s.
-func (s *storeShare) observed(w *quotaWindow) {
+func (s *storeShare) observed(w *quota.Window) {
 	if s == nil {
 		return
 	}
-	w.drift = 0
-	w.drain.Store(0)
+	w.ForgetDrift()
 }
 
 // learned publishes the request limit and burst this limiter derived from

@@ -2,6 +2,7 @@ package pacer
 
 import (
 	"context"
+	"github.com/pacer-go/pacer/internal/quota"
 	"log/slog"
 	"math"
 	"net/http"
@@ -43,7 +44,7 @@ func TestNewAdaptivePanicsOnInvalidConfigNamingTheField(t *testing.T) {
 }
 
 // quota is a requests quota as parseHeaders reports it.
-func quota(limit, remaining float64, resetIn time.Duration) Info {
+func quotaInfo(limit, remaining float64, resetIn time.Duration) Info {
 	return Info{Quotas: []Quota{{Name: "requests", Limit: limit, Remaining: remaining, Reset: time.Now().Add(resetIn)}}}
 }
 
@@ -65,8 +66,8 @@ func budgetOf(a *Adaptive, name string) float64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, w := range a.windows {
-		if w.name == name {
-			return w.units()
+		if w.Name() == name {
+			return w.Units()
 		}
 	}
 	return math.NaN()
@@ -94,7 +95,7 @@ func TestAdaptiveSpendsWhatTheQuotaAffordsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{SafetyFactor: 0.9})
 		admit(t, a, 0)
-		a.observe(http.StatusOK, quota(600, 599, time.Minute))
+		a.observe(http.StatusOK, quotaInfo(600, 599, time.Minute))
 		st := a.Stats()
 		assert.Equal(t, ModeHeaders, st.Mode)
 		assert.Equal(t, Inf, st.Limit, "no pacing while the quota affords the work")
@@ -108,9 +109,9 @@ func TestAdaptiveSpendsWhatTheQuotaAffordsAtOnce(t *testing.T) {
 		assert.Zero(t, time.Since(start), "all that is left goes at once")
 		assert.Equal(t, 0.0, budgetOf(a, "requests"))
 		for i := range permits {
-			permits[i].doneAt(outcome{Status: http.StatusOK, Info: quota(600, float64(598-i), time.Minute)}, time.Time{})
+			permits[i].doneAt(outcome{Status: http.StatusOK, Info: quotaInfo(600, float64(598-i), time.Minute)}, time.Time{})
 		}
-		// The next waits for the reset (plus rollGuard): the window is spent.
+		// The next waits for the reset (plus quota.RollGuard): the window is spent.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		_, err := a.Acquire(ctx, 0)
@@ -125,9 +126,9 @@ func TestAdaptiveSpreadsAQuotaOthersSpendFrom(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{SafetyFactor: 0.9, SlowStart: 2})
 		admit(t, a, 0)
 		admit(t, a, 0)
-		a.observe(http.StatusOK, quota(600, 598, time.Minute))
+		a.observe(http.StatusOK, quotaInfo(600, 598, time.Minute))
 		// 20 fewer than our own requests explain: someone else spends here.
-		a.observe(http.StatusOK, quota(600, 577, time.Minute))
+		a.observe(http.StatusOK, quotaInfo(600, 577, time.Minute))
 		st := a.Stats()
 		assert.NotEqual(t, Inf, st.Limit, "a shared quota is spread to its reset")
 		assert.InDelta(t, 0.9*577/60, float64(st.Limit), 0.5)
@@ -142,7 +143,7 @@ func TestAdaptiveCountsRequestsInFlightAgainstTheRemainingQuota(t *testing.T) {
 		}
 		// The first response says 100 left; the other four requests may not
 		// have been counted yet.
-		a.observe(http.StatusOK, quota(200, 100, time.Minute))
+		a.observe(http.StatusOK, quotaInfo(200, 100, time.Minute))
 		assert.Equal(t, 96.0, budgetOf(a, "requests"))
 		assert.Equal(t, 4, a.Stats().InFlight)
 	})
@@ -169,9 +170,9 @@ func TestAdaptiveBelievesALaterResetAsANewWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{})
 		admit(t, a, 0)
-		a.observe(http.StatusOK, quota(100, 3, 2*time.Second))
+		a.observe(http.StatusOK, quotaInfo(100, 3, 2*time.Second))
 		admit(t, a, 0)
-		a.observe(http.StatusOK, quota(100, 99, 62*time.Second))
+		a.observe(http.StatusOK, quotaInfo(100, 99, 62*time.Second))
 		assert.Equal(t, 99.0, budgetOf(a, "requests"))
 	})
 }
@@ -190,7 +191,7 @@ func TestAdaptivePausesUntilResetWhenTheQuotaIsSpent(t *testing.T) {
 		assert.GreaterOrEqual(t, took, 30*time.Second)
 		// Released as the reset passes, and two units of a sliding window's
 		// refill (2 × 30 s / 100) while the quota is not known to refill.
-		assert.LessOrEqual(t, took, 30*time.Second+rollGuard+600*time.Millisecond, "released as the reset passes")
+		assert.LessOrEqual(t, took, 30*time.Second+quota.RollGuard+600*time.Millisecond, "released as the reset passes")
 	})
 }
 
@@ -223,7 +224,7 @@ func TestAdaptiveOpensANewWindowWithOneLook(t *testing.T) {
 		// together once its answer shows the quota refilled.
 		// A window not yet seen to refill waits two units of a sliding
 		// window's refill after the reset (2 × 60 s / 60), see roll.
-		assert.Equal(t, 10*time.Second+rollGuard+2*time.Second, at[0])
+		assert.Equal(t, 10*time.Second+quota.RollGuard+2*time.Second, at[0])
 		assert.Equal(t, at[0]+100*time.Millisecond, at[1])
 		assert.Equal(t, at[1], at[4])
 	})
@@ -273,7 +274,7 @@ func TestAdaptiveFailsFastWhenTheWaitPassesTheDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{})
 		admit(t, a, 0)
-		a.observe(http.StatusOK, quota(10, 0, time.Minute))
+		a.observe(http.StatusOK, quotaInfo(10, 0, time.Minute))
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		start := time.Now()
@@ -290,7 +291,7 @@ func TestAdaptiveWaitReturnsPromptlyOnCancelAndRefunds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{})
 		admit(t, a, 0)
-		a.observe(http.StatusOK, quota(100, 0, time.Minute))
+		a.observe(http.StatusOK, quotaInfo(100, 0, time.Minute))
 		budget := budgetOf(a, "requests")
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error)
@@ -412,7 +413,7 @@ func TestAdaptiveNeverExceedsTheCeiling(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{Ceiling: 5, CeilingBurst: 1})
 		admit(t, a, 0)
-		a.observe(http.StatusOK, quota(1e6, 1e6-1, time.Hour))
+		a.observe(http.StatusOK, quotaInfo(1e6, 1e6-1, time.Hour))
 		st := a.Stats()
 		assert.Equal(t, Limit(5), st.Limit)
 		assert.Equal(t, 1, st.Burst)
@@ -486,7 +487,7 @@ func TestAdaptiveLearnDoesNotTouchInFlight(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{SlowStart: 3})
 		admit(t, a, 0)
 		admit(t, a, 0)
-		info := quota(100, 90, time.Minute)
+		info := quotaInfo(100, 90, time.Minute)
 		a.learnOther(http.StatusOK, info, info.Quotas)
 		st := a.Stats()
 		assert.Equal(t, 2, st.InFlight)
@@ -526,7 +527,7 @@ func TestAdaptiveLogsRetunesAtDebugAndThrottlesAtWarn(t *testing.T) {
 		rec := &recorder{}
 		a := NewAdaptive(AdaptiveConfig{Key: "api", Logger: slog.New(rec)})
 		admit(t, a, 0)
-		a.observe(http.StatusOK, quota(100, 99, time.Minute))
+		a.observe(http.StatusOK, quotaInfo(100, 99, time.Minute))
 		admit(t, a, 0)
 		a.observe(http.StatusTooManyRequests, Info{RetryAfter: time.Second})
 		levels := rec.levels()
@@ -582,7 +583,7 @@ func TestAdaptiveStatsReportsLastInfo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{})
 		admit(t, a, 0)
-		info := quota(100, 42, time.Minute)
+		info := quotaInfo(100, 42, time.Minute)
 		a.observe(http.StatusOK, info)
 		st := a.Stats()
 		assert.Equal(t, info, st.LastInfo)

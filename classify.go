@@ -2,6 +2,7 @@ package pacer
 
 import (
 	"bytes"
+	"github.com/pacer-go/pacer/internal/clock"
 	"io"
 	"net/http"
 	"time"
@@ -103,7 +104,7 @@ func (a *Adaptive) bodyLimitLocked(now time.Time, info Info, exhausted bool, oth
 	if wait > 0 {
 		until = now.Add(min(wait, a.cfg.MaxDelay))
 		a.pauseLocked(until)
-		a.bodyLimitUntil = laterOf(a.bodyLimitUntil, until)
+		a.bodyLimitUntil = clock.Later(a.bodyLimitUntil, until)
 	}
 	a.throttled++
 	a.probe.throttle(now, others, a.rtt())
@@ -125,7 +126,7 @@ func (a *Adaptive) bodyLimitLocked(now time.Time, info Info, exhausted bool, oth
 	// And climb back from the end of the pause, not through it: a cubic
 	// that grew while nothing was sent resumes with the burst that trips
 	// the limit again.
-	a.probe.since = laterOf(a.probe.since, until)
+	a.probe.since = clock.Later(a.probe.since, until)
 }
 
 const (

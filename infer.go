@@ -2,6 +2,8 @@ package pacer
 
 import (
 	"cmp"
+	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/internal/quota"
 	"math"
 	"slices"
 	"time"
@@ -123,7 +125,7 @@ func (m *inferred) observe(now time.Time, status int, retryAfter time.Duration) 
 		// One more refusal of the closed spell: requests that were in
 		// flight when the window ran out. The earliest end is the
 		// tightest of upper bounds.
-		m.stated = earlierOf(m.stated, end)
+		m.stated = clock.Earlier(m.stated, end)
 		m.reset = m.stated
 		return Quota{Name: inferredQuota, Limit: m.limit, Reset: m.reset, Window: m.window}, true
 	}
@@ -259,21 +261,11 @@ func (m *inferred) quota(now time.Time) (Quota, bool) {
 	return Quota{Name: inferredQuota, Limit: m.limit, Remaining: left, Reset: m.reset, Window: m.window}, true
 }
 
-// forgetOthers undoes what an inferred window's books read as others'
-// spending. Its figures are this limiter's own count, so a refusal with
-// budget left is the count's error, which the refusal itself corrected
-// (inferred.observe), not another client to leave room for.
-func (w *quotaWindow) forgetOthers() {
-	w.shared = false
-	w.drift = max(w.drift, 0)
-	w.drain.Store(0)
-}
-
 // stopInferring hands the endpoint over to the quotas its server now
 // states. Called with Adaptive.mu held.
 func (a *Adaptive) stopInferring() {
 	a.infer.off = true
-	a.windows = slices.DeleteFunc(a.windows, func(w *quotaWindow) bool { return w.inferred })
+	a.windows = slices.DeleteFunc(a.windows, func(w *quota.Window) bool { return w.Inferred() })
 }
 
 // capacity is what the server admitted per second since the first

@@ -133,7 +133,7 @@ func TestAdaptiveDropsTheInferredQuotaWhenTheServerStatesOne(t *testing.T) {
 	admit(t, a, 0)
 	a.observe(429, Info{RetryAfter: time.Second})
 	require.NotNil(t, a.find(inferredQuota), "a refusal with a Retry-After and no quota: the model's window")
-	a.observe(200, quota(10, 5, time.Minute))
+	a.observe(200, quotaInfo(10, 5, time.Minute))
 	assert.Nil(t, a.find(inferredQuota), "a stated quota replaces it")
 	assert.True(t, a.infer.off)
 }

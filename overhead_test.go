@@ -160,7 +160,7 @@ func TestRetuneAppliesAChangedDecisionAfterUnchangedOnes(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{})
 		for range 3 {
 			admit(t, a, 0)
-			a.observe(http.StatusOK, quota(1000, 900, time.Minute))
+			a.observe(http.StatusOK, quotaInfo(1000, 900, time.Minute))
 		}
 		require.True(t, a.decided)
 		assert.Equal(t, Inf, a.Stats().Limit, "a quota that affords the work leaves the rate unlimited")
@@ -173,7 +173,7 @@ func TestRetuneAppliesAChangedDecisionAfterUnchangedOnes(t *testing.T) {
 		// 100 gone that we did not spend: another client shares the
 		// quota, which is then spread to its reset.
 		admit(t, a, 0)
-		a.observe(http.StatusOK, quota(1000, 800, time.Minute))
+		a.observe(http.StatusOK, quotaInfo(1000, 800, time.Minute))
 		assert.NotEqual(t, in, a.lastDecision)
 		lim := a.Stats().Limit
 		assert.False(t, math.IsInf(float64(lim), 1), "spread: a finite rate, got %v", lim)

@@ -2,10 +2,13 @@ package pacer
 
 import (
 	"context"
+	"github.com/pacer-go/pacer/internal/quota"
 	"log/slog"
 	"math"
 	"net/http"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
@@ -97,7 +100,7 @@ func (a *Adaptive) settle(cost float64) int64 {
 	if c := a.inflightCost.Load(); c > 0 {
 		take := c / (others + 1)
 		if cost >= 0 {
-			take = min(toMilli(cost), c)
+			take = min(quota.ToMilli(cost), c)
 		}
 		a.inflightCost.Add(-take)
 	}
@@ -181,54 +184,43 @@ func (a *Adaptive) learn(status int, info Info, quotas []Quota, own bool, cost f
 		}
 	}
 	exhausted := false
-	horizon, rtt := a.horizon(), a.rtt()
+	seen := quota.Seen{
+		Fed: float64(fed), Horizon: a.horizon(), Age: a.rtt(),
+		Refused: status == http.StatusTooManyRequests,
+	}
+	if a.feeders.Load() != nil {
+		// With feeding limiters, requests charged elsewhere land in this
+		// quota at any time: less left than the budget proves nothing.
+		seen.Fed = math.Inf(1)
+	}
+	var mentioned uint64 // bit i: a.windows[i] was described (maxWindows ≤ 64)
 	for _, q := range quotas {
 		q, ok := a.sane(q, now)
 		if !ok {
 			continue
 		}
-		w := a.window(q.Name)
-		unseen := float64(others)
-		if w.tokens {
-			unseen = float64(a.inflightCost.Load()) / milli
+		i, w := a.window(q.Name)
+		mentioned |= 1 << i
+		seen.Unseen, seen.Admitted = float64(others), float64(a.admitted.Load())
+		if w.Tokens() {
+			seen.Unseen = float64(a.inflightCost.Load()) / quota.Milli
+			seen.Admitted = float64(a.admittedCost.Load()) / quota.Milli
 		}
-		admitted := float64(a.admitted.Load())
-		if w.tokens {
-			admitted = float64(a.admittedCost.Load()) / milli
+		w.Observe(quota.Report{Limit: q.Limit, Remaining: q.Remaining, Reset: q.Reset, Window: q.Window}, now, seen)
+		if w.Inferred() {
+			w.ForgetOthers()
 		}
-		if status == http.StatusTooManyRequests && w.known && !w.probing && !w.rolled && w.units() >= 1 && q.Remaining < 1 {
-			// Refused with room left by the budget: someone else spent it.
-			w.shared = true
-		}
-		if status == http.StatusTooManyRequests && w.kind == kindSmooth && q.Remaining < 1 && q.Reset.After(now) {
-			// A quota taken to refill as it goes refused a look: it does
-			// not (it was another client that emptied it at its reset, not
-			// a sliding window's tail). Wait for the reset, not the refill.
-			w.kind = kindRefill
-		}
-		w.refused = status == http.StatusTooManyRequests
-		// With feeding limiters, requests charged elsewhere land in this
-		// quota at any time: less left than the budget proves nothing.
-		slack := float64(fed)
-		if a.feeders.Load() != nil {
-			slack = math.Inf(1)
-		}
-		w.observe(q, now, unseen, slack, admitted, horizon, rtt)
-		if w.inferred {
-			w.forgetOthers()
-		}
-		w.refused = false
 		a.share.observed(w)
-		w.mentioned = true
 		if q.spent() {
 			exhausted = true
 		}
 	}
 	// Windows that rolled over blind and this response did not describe:
 	// the server stopped speaking of them.
-	a.windows = slices.DeleteFunc(a.windows, func(w *quotaWindow) bool {
-		drop := w.probing && w.rolled && !w.mentioned
-		w.mentioned = false
+	i := 0
+	a.windows = slices.DeleteFunc(a.windows, func(w *quota.Window) bool {
+		drop := w.Probing() && w.Rolled() && mentioned&(1<<i) == 0
+		i++
 		return drop
 	})
 
@@ -292,7 +284,7 @@ func (a *Adaptive) learn(status int, info Info, quotas []Quota, own bool, cost f
 // endpoint; called with a.mu held.
 func (a *Adaptive) quotasKnown() bool {
 	for _, w := range a.windows {
-		if w.known {
+		if w.Known() {
 			return true
 		}
 	}
@@ -324,29 +316,38 @@ func (a *Adaptive) sane(q Quota, now time.Time) (Quota, bool) {
 const maxWindows = 16
 
 // find returns the tracker of the named quota, or nil.
-func (a *Adaptive) find(name string) *quotaWindow {
+func (a *Adaptive) find(name string) *quota.Window {
 	for _, w := range a.windows {
-		if w.name == name {
+		if w.Name() == name {
 			return w
 		}
 	}
 	return nil
 }
 
-// window returns the tracker of the named quota, creating it.
-func (a *Adaptive) window(name string) *quotaWindow {
-	if w := a.find(name); w != nil {
-		return w
+// window returns the tracker of the named quota and its index in
+// a.windows, creating it.
+func (a *Adaptive) window(name string) (int, *quota.Window) {
+	for i, w := range a.windows {
+		if w.Name() == name {
+			return i, w
+		}
 	}
-	w := newQuotaWindow(name, a.safety, a.cfg.MaxDelay)
-	// With a Store the fleet spends this quota together, through the
-	// store's bucket at the rate each limiter derives: spread from the
-	// start, not taken at once by whichever process asks first.
-	w.shared = a.share != nil
-	w.inferred = name == inferredQuota && !w.shared
+	shared := a.share != nil
+	w := quota.New(quota.Config{
+		Name: name, Tokens: isTokenQuota(name), Safety: a.safety, MaxDelay: a.cfg.MaxDelay,
+		// With a Store the fleet spends this quota together, through the
+		// store's bucket at the rate each limiter derives: spread from
+		// the start, not taken at once by whichever process asks first.
+		Shared:   shared,
+		Inferred: name == inferredQuota && !shared,
+	})
 	a.windows = append(a.windows, w)
-	return w
+	return len(a.windows) - 1, w
 }
+
+// isTokenQuota reports whether a quota is counted in tokens.
+func isTokenQuota(name string) bool { return strings.Contains(strings.ToLower(name), "token") }
 
 // trackRTT keeps smoothed figures for Little's law: the round trip is about
 // the mean in-flight count times the mean interval between responses.
@@ -385,7 +386,7 @@ func (a *Adaptive) pauseLocked(t time.Time) {
 // them to the buckets. Called with a.mu held.
 func (a *Adaptive) retune(now time.Time) {
 	inflight := float64(a.inflight.Load())
-	inflightCost := float64(a.inflightCost.Load()) / milli
+	inflightCost := float64(a.inflightCost.Load()) / quota.Milli
 	s := a.safety
 
 	reqRate, tokRate := math.Inf(1), math.Inf(1)
@@ -397,43 +398,28 @@ func (a *Adaptive) retune(now time.Time) {
 	for _, w := range a.windows {
 		unit := 1.0 // less than a request's worth left is spent
 		unseen := inflight
-		if w.tokens {
-			unit = max(float64(a.avgCost.Load())/milli, 1)
+		if w.Tokens() {
+			unit = max(float64(a.avgCost.Load())/quota.Milli, 1)
 			unseen = inflightCost
 		}
-		w.ageDrift(now)
-		w.applyDrift(now)
-		if w.known && !w.reset.IsZero() && now.Sub(w.reset) >= rollGuard { // now ≥ reset + rollGuard
-			w.roll(now, unseen, unit, s, float64(a.admitted.Load()))
-			if w.inferred {
-				w.forgetOthers()
-			}
-			rolled = true
-		}
-		if !w.known {
+		// A spent quota holds requests by its budget (the charge fails
+		// until it wakes or the next response), not by pausing the
+		// buckets: a pause cannot be taken back when a response shows the
+		// budget was not spent after all.
+		st, ok := w.Advance(now, unseen, unit, float64(a.admitted.Load()))
+		rolled = rolled || st.Rolled
+		if !ok {
 			continue
 		}
 		known++
-		// A spent quota holds requests by its budget (the charge fails
-		// until wakeAt or the next response), not by pausing the buckets:
-		// a pause cannot be taken back when a response shows the budget
-		// was not spent after all.
-		rate := w.plan(now, s, unit)
-		blind = blind || w.probing
-		roll := w.reset
-		if !roll.IsZero() {
-			roll = roll.Add(rollGuard)
+		blind = blind || w.Probing()
+		if !st.Next.IsZero() {
+			next = min(next, clock.Of(st.Next))
 		}
-		for _, t := range [...]time.Time{roll, w.wakeAt, w.probeAt} {
-			if !t.IsZero() {
-				next = min(next, clock.Of(t))
-			}
-		}
-		avail := max(w.units()-w.reserve(s), 0)
-		if w.tokens {
-			tokRate, tokBudget = min(tokRate, rate), min(tokBudget, avail)
+		if w.Tokens() {
+			tokRate, tokBudget = min(tokRate, st.Rate), min(tokBudget, st.Avail)
 		} else {
-			reqRate, reqBudget = min(reqRate, rate), min(reqBudget, avail)
+			reqRate, reqBudget = min(reqRate, st.Rate), min(reqBudget, st.Avail)
 		}
 	}
 	setInt64(&a.checkAt, next)
@@ -448,7 +434,7 @@ func (a *Adaptive) retune(now time.Time) {
 		ProbeRate: a.probe.grow(now), ProbeEngaged: a.probe.engaged, ProbeClosed: a.probe.closed,
 		InferTrial: a.infer.trial(), TrialGate: inferTrialInFlight,
 		Ceiling: float64(a.cfg.Ceiling), CeilingBurst: float64(a.cfg.CeilingBurst),
-		MaxCost: float64(a.maxCost.Load()) / milli,
+		MaxCost: float64(a.maxCost.Load()) / quota.Milli,
 		Safety:  s,
 	}.Canonical()
 	if a.decided && in == a.lastDecision && a.share == nil {
@@ -466,6 +452,15 @@ func (a *Adaptive) retune(now time.Time) {
 	}
 }
 
+// setInt64 stores x in v unless v holds it already: for atomics that only
+// a.mu's holder writes and admission reads without it, a load is a plain
+// read and a store a locked instruction.
+func setInt64(v *atomic.Int64, x int64) {
+	if v.Load() != x {
+		v.Store(x)
+	}
+}
+
 // updateCharges publishes the known windows for Wait to charge, allocating
 // only when the set changed.
 func (a *Adaptive) updateCharges(known int) {
@@ -477,7 +472,7 @@ func (a *Adaptive) updateCharges(known int) {
 		same := true
 		i := 0
 		for _, w := range a.windows {
-			if w.known {
+			if w.Known() {
 				same = same && (*old)[i] == w
 				i++
 			}
@@ -490,19 +485,14 @@ func (a *Adaptive) updateCharges(known int) {
 		a.charges.Store(nil)
 		return
 	}
-	charges := make([]*quotaWindow, 0, known)
+	charges := make([]*quota.Window, 0, known)
 	for _, w := range a.windows {
-		if w.known {
+		if w.Known() {
 			charges = append(charges, w)
 		}
 	}
 	a.charges.Store(&charges)
 }
-
-// minRate is the lowest rate a quota sets: a request or token every 1000 s.
-// A budget that leaves less is treated as spent, so this only keeps the
-// bucket's arithmetic clear of "never".
-const minRate = 1e-3
 
 // apply sets a bucket's limit and burst, when they changed enough to matter:
 // every change makes the bucket re-plan its waiters, and a stream of
@@ -554,9 +544,9 @@ func (a *Adaptive) nextAllowed() time.Time {
 	now := time.Now()
 	at := a.req.nextAt(1)
 	a.mu.Lock()
-	at = laterOf(at, a.heldUntilLocked())
+	at = clock.Later(at, a.heldUntilLocked())
 	a.unlock()
-	return laterOf(now, at)
+	return clock.Later(now, at)
 }
 
 // heldUntilLocked is when the pause and the spent request quotas let a
@@ -564,8 +554,8 @@ func (a *Adaptive) nextAllowed() time.Time {
 func (a *Adaptive) heldUntilLocked() time.Time {
 	at := a.paused
 	for _, w := range a.windows {
-		if w.known && !w.tokens && w.budget.Load() < milli+w.keep.Load() {
-			at = laterOf(at, w.wakeAt)
+		if w.Known() && !w.Tokens() && w.Budget() < quota.Milli+w.Keep() {
+			at = clock.Later(at, w.WakeAt())
 		}
 	}
 	return at

@@ -55,3 +55,19 @@ func SleepUntil(ctx context.Context, t time.Time) error {
 		return ctx.Err()
 	}
 }
+
+// Earlier returns the earlier of a and b.
+func Earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// Later returns the later of a and b.
+func Later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

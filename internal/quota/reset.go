@@ -1,18 +1,22 @@
-package pacer
+package quota
 
-import "time"
+import (
+	"time"
+
+	"github.com/pacer-go/pacer/internal/clock"
+)
 
 // When a quota's window ends: the reset a response states, rounded and
 // wandering with latency, is turned into the instant the window is rolled
-// over (see quotaWindow.roll).
+// over (see Window.Roll).
 
-// rollGuard is how long after its believed reset a window is rolled over. A
+// RollGuard is how long after its believed reset a window is rolled over. A
 // reset carried from window to window by a learned length drifts by that
 // length's rounding (microseconds a window); rolling exactly at it sends
 // the window's first request into the end of the last one, a 429. 10 ms is
 // a thousandth of a 10-second window, and the look at each roll brings the
 // stated reset back.
-const rollGuard = 10 * time.Millisecond
+const RollGuard = 10 * time.Millisecond
 
 // phaseGrain is the coarsest rounding of a stated reset phase learning
 // allows for: whole seconds. A true window ends at most this much before the
@@ -31,7 +35,7 @@ const phaseJitter = 10 * time.Millisecond
 // advanced from the last one by a whole number of the known window (within
 // a fiftieth of it, at most 20 ms): the length that carries the phase from
 // one window to the next must match what the server states.
-func (w *quotaWindow) checkCadence(reset time.Time) {
+func (w *Window) checkCadence(reset time.Time) {
 	d := reset.Sub(w.stamp)
 	if w.stamp.IsZero() || w.window <= 0 {
 		return // the window is learned from this advance
@@ -53,23 +57,23 @@ func (w *quotaWindow) checkCadence(reset time.Time) {
 // bound is carried to later windows a whole number of windows on while the
 // cadence holds, and with the length right it is never earlier than the true
 // end: the next window's quota is never spent early.
-func (w *quotaWindow) learnPhase(now, stated time.Time) {
+func (w *Window) learnPhase(now, stated time.Time) {
 	if w.kind != kindRefill || w.window <= 0 || w.jitter > phaseJitter || stated.Sub(w.stamp).Abs() > w.tolerance() {
 		return
 	}
 	b := now.Add(w.window)
 	if !w.phase.IsZero() {
 		n := (stated.Sub(w.phase) + w.window/2) / w.window
-		b = earlierOf(b, w.phase.Add(n*w.window))
+		b = clock.Earlier(b, w.phase.Add(n*w.window))
 	}
-	b = earlierOf(b, stated)
+	b = clock.Earlier(b, stated)
 	if stated.Sub(b) >= phaseGrain {
 		w.phase = time.Time{}
 		return
 	}
 	w.phase = b
 	if w.reset.Sub(stated).Abs() < w.window/2 {
-		w.reset = earlierOf(w.reset, b)
+		w.reset = clock.Earlier(w.reset, b)
 	}
 }
 
@@ -86,16 +90,16 @@ func (w *quotaWindow) learnPhase(now, stated time.Time) {
 // is less than half a window later, and the rounding (the jitter) is small
 // against the window. Otherwise, and for other quotas, the later reset is
 // kept: the conservative choice.
-func (w *quotaWindow) sameWindowReset(q Quota, timed bool, eff float64) {
+func (w *Window) sameWindowReset(q Report, timed bool, eff float64) {
 	if !timed {
 		return
 	}
-	w.stamp = laterOf(w.stamp, q.Reset)
-	same := w.kind == kindRefill && !w.reset.IsZero() && eff <= w.units() &&
+	w.stamp = clock.Later(w.stamp, q.Reset)
+	same := w.kind == kindRefill && !w.reset.IsZero() && eff <= w.Units() &&
 		w.window > 0 && q.Reset.Sub(w.reset) < w.window/2 && 2*w.jitter < w.window
 	if same {
-		w.reset = earlierOf(w.reset, q.Reset)
+		w.reset = clock.Earlier(w.reset, q.Reset)
 	} else {
-		w.reset = laterOf(w.reset, q.Reset)
+		w.reset = clock.Later(w.reset, q.Reset)
 	}
 }

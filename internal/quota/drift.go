@@ -1,4 +1,4 @@
-package pacer
+package quota
 
 import (
 	"math"
@@ -29,7 +29,7 @@ const estimateError = 0.3
 // beyond it only the excess is: without this, the ordinary rise of the
 // in-flight count after slow start reads as another client draining the
 // quota, and its debt makes a job within the quota stop short of it.
-func (w *quotaWindow) measureDrift(now time.Time, eff, admitted, unseen float64, horizon time.Duration) {
+func (w *Window) measureDrift(now time.Time, eff, admitted, unseen float64, horizon time.Duration) {
 	span := now.Sub(w.anchorAt)
 	minSpan := max(2*horizon, 250*time.Millisecond)
 	if w.window > 0 {
@@ -80,7 +80,7 @@ func (w *quotaWindow) measureDrift(now time.Time, eff, admitted, unseen float64,
 // flight), and taken as a rate it would be extrapolated to the reset and
 // carried into the next windows. The window's length stands in as the time
 // from the baseline to the reset while unlearned; with neither, no bound.
-func (w *quotaWindow) maxDrain(span time.Duration, ours float64) float64 {
+func (w *Window) maxDrain(span time.Duration, ours float64) float64 {
 	win := w.window
 	if win <= 0 && w.reset.After(w.anchorAt) {
 		win = w.reset.Sub(w.anchorAt)
@@ -93,12 +93,12 @@ func (w *quotaWindow) maxDrain(span time.Duration, ours float64) float64 {
 	return max(limit*over.Seconds()/win.Seconds()-max(ours, 0), 0) / over.Seconds()
 }
 
-// ageDrift halves a drift no response has confirmed for a window (a second
+// AgeDrift halves a drift no response has confirmed for a window (a second
 // at least): others' spending measured once, in a burst at the start, must
 // not hold this client back forever once nobody spends (every client
 // reserving for the others' old burst starves them all; no one then sends
 // the requests whose answers would correct it).
-func (w *quotaWindow) ageDrift(now time.Time) {
+func (w *Window) AgeDrift(now time.Time) {
 	span := max(w.window, time.Second)
 	if w.drift == 0 || w.measuredAt.IsZero() || now.Sub(w.measuredAt) < span {
 		return
@@ -112,27 +112,27 @@ func (w *quotaWindow) ageDrift(now time.Time) {
 	}
 }
 
-// applyDrift moves the budget by the drift since it was last applied. A
+// ApplyDrift moves the budget by the drift since it was last applied. A
 // refill never takes it above the limit.
-func (w *quotaWindow) applyDrift(now time.Time) {
+func (w *Window) ApplyDrift(now time.Time) {
 	w.moveByDrift(now)
 	// Published for the admission path (debt). Plain code rather than a
 	// deferred closure: this runs twice per response.
 	drain := int64(0) // the probe must go, whatever others spend
 	if !w.probing {
-		drain = toMilli(-w.drift)
+		drain = ToMilli(-w.drift)
 	}
-	setInt64(&w.drain, drain)
+	w.drain = drain
 	if drain != 0 {
 		// Read only beside a drain (debt), and set with it.
-		setInt64(&w.drainFrom, clock.Of(w.driftAt))
+		w.drainFrom = clock.Of(w.driftAt)
 	}
 }
 
 // moveByDrift is applyDrift's change to the budget.
-func (w *quotaWindow) moveByDrift(now time.Time) {
+func (w *Window) moveByDrift(now time.Time) {
 	if w.driftAt.IsZero() || !now.After(w.driftAt) || w.probing {
-		w.driftAt = laterOf(w.driftAt, now)
+		w.driftAt = clock.Later(w.driftAt, now)
 		return
 	}
 	d := w.drift * now.Sub(w.driftAt).Seconds()
@@ -141,27 +141,11 @@ func (w *quotaWindow) moveByDrift(now time.Time) {
 		return
 	}
 	if d > 0 {
-		room := toMilli(w.limitOrPeak()) - w.budget.Load()
-		w.budget.Add(min(toMilli(d*w.safety), max(room, 0)))
+		room := ToMilli(w.limitOrPeak()) - w.budget
+		w.budget += min(ToMilli(d*w.safety), max(room, 0))
 		return
 	}
-	take := min(toMilli(-d), max(w.drainRoom.Load(), 0))
-	w.drainRoom.Add(-take)
-	if v := w.budget.Add(-take); v < 0 {
-		w.budget.CompareAndSwap(v, 0) // a server's remaining stops at zero
-	}
-}
-
-func earlierOf(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-func laterOf(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
+	take := min(ToMilli(-d), max(w.drainRoom, 0))
+	w.drainRoom -= take
+	w.budget = max(w.budget-take, 0) // a server's remaining stops at zero
 }

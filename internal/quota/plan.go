@@ -1,6 +1,7 @@
-package pacer
+package quota
 
 import (
+	"github.com/pacer-go/pacer/internal/clock"
 	"math"
 	"time"
 )
@@ -9,27 +10,73 @@ import (
 // work, spread to its reset when it does not, or when it is shared or
 // refills as it goes.
 
+// Step is where Advance left a window.
+type Step struct {
+	// Rate is what the budget may be spent at from now, in units per
+	// second: +Inf while the budget is the gate (see Plan).
+	Rate float64
+	// Avail is the budget above what the quota keeps back, in units.
+	Avail float64
+	// Next is when the window must be looked at again (its roll, a
+	// wake-up of a spent budget, a look); zero when nothing is due.
+	Next time.Time
+	// Rolled reports that a reset passed and the window moved on.
+	Rolled bool
+}
+
+// Advance brings a known window to now and plans it: others' measured
+// spending ages, the drift moves the budget, a window whose reset passed
+// (by RollGuard) rolls over, and Plan sets the rate and the wake-up. unseen
+// and admitted are as in Seen; unit is what one request takes. ok is false
+// when the window is not known (nothing to plan: its budget says nothing).
+func (w *Window) Advance(now time.Time, unseen, unit, admitted float64) (st Step, ok bool) {
+	w.AgeDrift(now)
+	w.ApplyDrift(now)
+	if w.known && !w.reset.IsZero() && now.Sub(w.reset) >= RollGuard {
+		w.Roll(now, unseen, unit, admitted)
+		if w.inferred {
+			w.ForgetOthers()
+		}
+		st.Rolled = true
+	}
+	if !w.known {
+		return st, false
+	}
+	st.Rate = w.Plan(now, unit)
+	if !w.reset.IsZero() {
+		st.Next = w.reset.Add(RollGuard)
+	}
+	for _, t := range [...]time.Time{w.wakeAt, w.probeAt} {
+		if !t.IsZero() && (st.Next.IsZero() || t.Before(st.Next)) {
+			st.Next = t
+		}
+	}
+	st.Avail = max(w.Units()-w.Reserve(), 0)
+	return st, true
+}
+
 // noResetSpan stands in for the time to reset of a quota whose server gives
 // none (Shopify's call limit): its budget is spread over this long, on top of
 // what the drift refills.
 const noResetSpan = time.Second
 
-// plan derives the quota's rate at now (see Adaptive for the rule): unlimited
+// Plan derives the quota's rate at now (see Adaptive for the rule): unlimited
 // while the budget above what it keeps holds a request and the quota is
 // neither shared nor refilling as it goes (the budget is the gate), spread
 // to the reset when it is, and, when less than a unit is left, the refill
 // rate or unlimited (the budget holds every request until wakeAt, which it
 // sets: the reset, a refill, or a look). unit is what one request takes.
-func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64) {
+func (w *Window) Plan(now time.Time, unit float64) (rate float64) {
+	safety := w.safety
 	if !w.probeAt.IsZero() && !now.Before(w.probeAt) {
 		w.probeAt = time.Time{}
-		w.startProbe(unit)
+		w.StartProbe(unit)
 	}
 	keep := 0.0
 	if !w.probing {
 		// The reserve is kept by the charge itself, not by a rate: a
 		// request admitted at once must leave it as surely as a paced one.
-		keep = w.reserve(safety)
+		keep = w.Reserve()
 		if w.kind == kindSmooth {
 			keep += unit
 		}
@@ -44,11 +91,11 @@ func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64) {
 			// measured drain leave the quota to nobody (ten clients with no
 			// Store used a fifth of it). A tenth of what is left, spread to
 			// the reset, is each one's floor.
-			keep += min(-w.drift*w.reset.Sub(now).Seconds(), othersMaxShare*w.units())
+			keep += min(-w.drift*w.reset.Sub(now).Seconds(), othersMaxShare*w.Units())
 		}
 	}
-	setInt64(&w.keep, toMilli(keep))
-	avail := w.units() - keep
+	w.keep = ToMilli(keep)
+	avail := w.Units() - keep
 	w.wakeAt = time.Time{}
 	if w.probing {
 		// One request is out (the gate holds the rest) to learn the quota.
@@ -89,7 +136,7 @@ func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64) {
 	var pause time.Time
 	switch {
 	case !w.probeAt.IsZero() && (w.reset.IsZero() || w.probeAt.Before(w.reset)):
-		// A look is due before the reset (see roll).
+		// A look is due before the reset (see Roll).
 		pause = w.probeAt
 	case w.drift > 0 && (w.kind == kindSmooth || w.reset.IsZero()):
 		// Refilling by itself: wait for the refill to hold a unit, or, when
@@ -100,11 +147,11 @@ func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64) {
 			w.wakeAt, w.probeAt = look, look
 		}
 		if !w.reset.IsZero() {
-			w.wakeAt = earlierOf(w.wakeAt, w.reset)
+			w.wakeAt = clock.Earlier(w.wakeAt, w.reset)
 		}
 		return max(safety*w.drift, minRate)
 	case !w.reset.IsZero() && w.kind != kindSmooth:
-		pause = w.reset.Add(rollGuard)
+		pause = w.reset.Add(RollGuard)
 		if pause.Sub(now) > w.maxDelay && !w.explains(now) {
 			// A reset nothing explains (no window stated or learned that
 			// long) is believed only up to maxDelay: then one request
@@ -119,7 +166,7 @@ func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64) {
 		// A quota that does not refill at its reset comes back by and by,
 		// as others' and earlier spending ages out: look again with one
 		// request a little later, not only at the reset.
-		pause = earlierOf(w.reset, now.Add(w.reprobe()))
+		pause = clock.Earlier(w.reset, now.Add(w.reprobe()))
 		if pause.Before(w.reset) {
 			w.probeAt = pause
 		}
@@ -133,13 +180,18 @@ func (w *quotaWindow) plan(now time.Time, safety, unit float64) (rate float64) {
 	return math.Inf(1)
 }
 
+// minRate is the lowest rate a quota sets: a request or token every 1000 s.
+// A budget that leaves less is treated as spent, so this only keeps the
+// bucket's arithmetic clear of "never".
+const minRate = 1e-3
+
 // othersMaxShare is the most of a shared quota's budget kept back for what
-// others are measured to spend before the reset (see plan).
+// others are measured to spend before the reset (see Plan).
 const othersMaxShare = 0.9
 
 // spanAt is the time the quota's budget is spread over from now: to its
 // reset, else a window, else noResetSpan; in seconds.
-func (w *quotaWindow) spanAt(now time.Time) float64 {
+func (w *Window) spanAt(now time.Time) float64 {
 	switch {
 	case !w.reset.IsZero():
 		return max(w.reset.Sub(now).Seconds(), 1e-3)

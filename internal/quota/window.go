@@ -1,13 +1,13 @@
-package pacer
+package quota
 
 import (
+	"fmt"
+	"github.com/pacer-go/pacer/internal/clock"
 	"math"
-	"strings"
-	"sync/atomic"
 	"time"
 )
 
-// quotaWindow follows one server quota (a Quota name) across responses: what
+// Window follows one server quota (a Quota name) across responses: what
 // is left of it for new requests, how that changes by itself over time, when
 // the current window ends, and how long windows are.
 //
@@ -27,21 +27,21 @@ import (
 // the budget predicted from the window's first response and the admissions
 // since, over the time between them. It also absorbs a systematic error in
 // the cost estimates of a token quota.
-type quotaWindow struct {
+type Window struct {
 	name   string
 	tokens bool // token-denominated: charged a request's cost, not 1
 
-	// budget is in milli-units; Wait charges it with atomic adds, so the
-	// happy path takes no lock. Meaningful while known.
-	budget atomic.Int64
-	// drain is what others take from the quota, milli-units per second
+	// budget is in Milli-units (fixed point, so that charges and refunds
+	// of whole requests cancel exactly). Meaningful while known.
+	budget int64
+	// drain is what others take from the quota, Milli-units per second
 	// (the negative part of the drift), and drainFrom when (on the package clock)
 	// the budget last had it deducted: Wait deducts what accrued since, so
 	// the budget gate does not lag behind others' spending between responses.
-	drain     atomic.Int64
-	drainFrom atomic.Int64
+	drain     int64
+	drainFrom int64
 	// drainRoom is how much more of the budget others' predicted spending
-	// may still take before a response confirms it (milli-units): at most
+	// may still take before a response confirms it (Milli-units): at most
 	// othersMaxShare of the budget a response last set. Deducted by the
 	// drain between responses; when others in fact stopped (all waiting
 	// for the reset on the same prediction), what is left of the last
@@ -49,20 +49,19 @@ type quotaWindow struct {
 	// prediction. Without it, 50 clients sharing a quota each predicted
 	// the others' spending until nobody spent: a quarter of every window
 	// went unused.
-	drainRoom atomic.Int64
+	drainRoom int64
 	// keep is what a charge must leave in the budget besides the debt: a
 	// smooth quota's last unit, which another client may be taking while
 	// our request travels (its refill hides that client from the drift).
-	keep     atomic.Int64
+	keep     int64
 	safety   float64       // a refill, being an estimate, is only believed this much
 	maxDelay time.Duration // the longest wait for a reset nothing explains
 
 	// most is the largest single charge the quota can ever take (its limit,
-	// milli-units): a cost above it is charged as this much, or it would wait
+	// Milli-units): a cost above it is charged as this much, or it would wait
 	// for a window that never comes.
-	most atomic.Int64
+	most int64
 
-	// Guarded by Adaptive.mu.
 	limit  float64       // quota per window as last stated; 0 unknown
 	peak   float64       // highest Remaining seen: the limit's stand-in when unstated
 	window time.Duration // policy window, else learned from the reset cadence; 0 unknown
@@ -87,6 +86,7 @@ type quotaWindow struct {
 	anchorU  float64   // unseen (in flight) then: the baseline's noise
 	low      float64   // lowest Remaining stated in this window
 	first    time.Time // reset the window's first response stated
+	firstRem float64   // and its Remaining
 	firstAt  time.Time // when it arrived
 	// shared: others were seen spending from this quota (a drain beyond
 	// the noise, or a 429 the budget did not expect). It is then spread
@@ -97,10 +97,6 @@ type quotaWindow struct {
 	inferred bool
 	// measuredAt is when a response last measured the drift (see ageDrift).
 	measuredAt time.Time
-	// refused marks the response being observed as a 429: a refusal says
-	// nothing about whether the quota jumped back at its reset.
-	refused  bool
-	firstRem float64 // and its Remaining
 
 	// probing lets one request through to learn a window the budget cannot
 	// speak for (after a reset, or a pause, with nothing left).
@@ -121,69 +117,212 @@ const (
 	kindSmooth                    // does not jump; refills by drift (sliding window, token bucket)
 )
 
-// milli is the fixed-point scale of budgets and in-flight costs.
-const milli = 1000
+// Milli is the fixed-point scale of budgets and in-flight costs.
+const Milli = 1000
 
-func toMilli(v float64) int64 {
+// ToMilli is v in Milli-units, rounded up; 0 for v ≤ 0 or NaN, and bounded
+// far below overflow.
+func ToMilli(v float64) int64 {
 	switch {
 	case !(v > 0):
 		return 0
-	case v >= math.MaxInt64/(2*milli):
+	case v >= math.MaxInt64/(2*Milli):
 		return math.MaxInt64 / 2
 	}
-	return int64(math.Ceil(v * milli))
+	return int64(math.Ceil(v * Milli))
 }
 
-// setInt64 stores x in v unless v holds it already. For the atomics that
-// only Adaptive.mu's holder writes (the admission path reads them without
-// it): a load is a plain read, a store a locked instruction, and a response
-// rewrote half a dozen of them with the values they had (about 2% of the
-// CPU time of a GitHub-style response through the Transport).
-func setInt64(v *atomic.Int64, x int64) {
-	if v.Load() != x {
-		v.Store(x)
+// initialJitter is the wander assumed between the stated resets of one
+// window before any is measured: a quarter second covers resets stated in
+// whole seconds from now and a round trip's latency, and it shrinks by an
+// eighth per response as the real wander shows (see Observe).
+const initialJitter = 250 * time.Millisecond
+
+// Config describes a quota before anything is said about it.
+type Config struct {
+	// Name is the quota's name in the server's responses.
+	Name string
+	// Tokens marks a quota counted in tokens: charged a request's cost,
+	// not 1, and keeping back 1 − Safety of its limit for cost estimates
+	// that fall short.
+	Tokens bool
+	// Safety is the share of an estimated refill that is believed, in (0, 1].
+	Safety float64
+	// MaxDelay is the longest wait for a reset nothing explains.
+	MaxDelay time.Duration
+	// Shared marks a quota known from the start to be spent by others too
+	// (a fleet sharing a Store): spread to its reset, never taken at once.
+	Shared bool
+	// Inferred marks a quota the limiter infers from its own answers (a
+	// server that states none): its books never show others (ForgetOthers).
+	Inferred bool
+}
+
+// New returns the model of a quota nothing has been said about yet.
+func New(c Config) *Window {
+	return &Window{
+		name: c.Name, tokens: c.Tokens, safety: c.Safety, maxDelay: c.MaxDelay,
+		shared: c.Shared, inferred: c.Inferred, jitter: initialJitter,
 	}
 }
 
-func isTokenQuota(name string) bool { return strings.Contains(strings.ToLower(name), "token") }
+// Name is the quota's name.
+func (w *Window) Name() string { return w.name }
 
-func newQuotaWindow(name string, safety float64, maxDelay time.Duration) *quotaWindow {
-	return &quotaWindow{name: name, tokens: isTokenQuota(name), jitter: 250 * time.Millisecond, safety: safety, maxDelay: maxDelay}
+// Tokens reports whether the quota is counted in tokens.
+func (w *Window) Tokens() bool { return w.tokens }
+
+// Inferred reports whether the quota is inferred (Config.Inferred).
+func (w *Window) Inferred() bool { return w.inferred }
+
+// Known reports whether the budget describes the current window: a
+// response has stated it and no reset has passed since without a look.
+func (w *Window) Known() bool { return w.known }
+
+// Probing reports whether one request is let through to learn the window
+// (after a reset, or with nothing left): its answer sets the budget.
+func (w *Window) Probing() bool { return w.probing }
+
+// String describes the window's state, for debugging.
+func (w *Window) String() string {
+	return fmt.Sprintf("%s: kind=%d shared=%v drift=%.3f budget=%.1f window=%v reset=%v probing=%v",
+		w.name, w.kind, w.shared, w.drift, w.Units(), w.window, w.reset, w.probing)
+}
+
+// Rolled reports that the window's reset passed with no response from the
+// new window yet.
+func (w *Window) Rolled() bool { return w.rolled }
+
+// Reset is the end of the current window as believed; zero when unknown.
+func (w *Window) Reset() time.Time { return w.reset }
+
+// Length is the window's length, stated or learned; 0 when unknown.
+func (w *Window) Length() time.Duration { return w.window }
+
+// WakeAt is when a spent budget can next take a request (its reset, a
+// refill, or a look), as the last Plan set it; zero when not spent.
+func (w *Window) WakeAt() time.Time { return w.wakeAt }
+
+// ProbeAt is when a look is due; zero when none is.
+func (w *Window) ProbeAt() time.Time { return w.probeAt }
+
+// Budget is what new requests may still spend, in Milli-units; Keep is
+// what a charge must leave of it besides others' accrued spending (Debt).
+func (w *Window) Budget() int64 { return w.budget }
+
+// Keep: see Budget.
+func (w *Window) Keep() int64 { return w.keep }
+
+// Amount is what a request of the given cost takes from the quota, in
+// Milli-units: 1 for a request quota; the cost for a token quota, but never
+// more than the quota can ever hold (a cost above the limit would wait for
+// a window that never comes).
+func (w *Window) Amount(cost float64) int64 {
+	if w.tokens {
+		return min(ToMilli(cost), w.most)
+	}
+	return Milli
+}
+
+// Charge takes amount (Milli-units) from the budget if what is left still
+// covers Debt at now (package clock); otherwise it takes nothing and
+// reports false.
+func (w *Window) Charge(amount, now int64) bool {
+	if w.budget-amount < w.Debt(now) {
+		return false
+	}
+	w.budget -= amount
+	return true
+}
+
+// Refund gives back a charge (Milli-units) whose request was not sent.
+func (w *Window) Refund(amount int64) { w.budget += amount }
+
+// ForgetOthers undoes what an inferred window's books read as others'
+// spending. Its figures are the limiter's own count, so a refusal with
+// budget left is the count's error, which the refusal itself corrected,
+// not another client to leave room for.
+func (w *Window) ForgetOthers() {
+	w.shared = false
+	w.drift = max(w.drift, 0)
+	w.drain = 0
+}
+
+// ForgetDrift sets the drift to zero. With a Store, the other limiters of
+// the key are clients this one does not see, and the drift model would
+// deduct their spending from its plan although the shared bucket already
+// holds them to the same rate (see the Adaptive's store share).
+func (w *Window) ForgetDrift() {
+	w.drift = 0
+	w.drain = 0
+}
+
+// Report is what one response said of one quota: Limit per Window, and
+// Remaining until Reset. Zero fields are unknown; the caller has clamped
+// them (finite, not negative, Remaining at most Limit, Reset within the
+// horizon it accepts).
+type Report struct {
+	Limit     float64
+	Remaining float64
+	Reset     time.Time
+	Window    time.Duration
+}
+
+// Seen is what the limiter around the model knew when a response came in,
+// in the quota's unit (requests, or estimated tokens).
+type Seen struct {
+	// Unseen is what was admitted and not yet answered besides the
+	// response's own request: the server may not have counted it.
+	Unseen float64
+	// Fed is what other limiters feeding this quota have in flight (the
+	// host's limiter sends a route's first requests before a response
+	// names the route's bucket); +Inf when any may feed it at any time.
+	Fed float64
+	// Admitted is the running total of admissions, ever.
+	Admitted float64
+	// Horizon is how old the budget must be before a higher Remaining in
+	// the same window is believed (responses overtake each other).
+	Horizon time.Duration
+	// Age is how old the response's figures may be: about a round trip.
+	Age time.Duration
+	// Refused marks a 429: a refusal says nothing about whether the
+	// quota jumped back at its reset.
+	Refused bool
 }
 
 // explains reports whether the window's length, stated or learned, accounts
 // for the time to its reset: within 5% and a second of rounding, stated
 // resets of a window of that length are believed however far away (an
 // hourly quota's 40 minutes, a daily one's 20 hours).
-func (w *quotaWindow) explains(now time.Time) bool {
+func (w *Window) explains(now time.Time) bool {
 	return w.window > 0 && w.reset.Sub(now) <= w.window+w.window/20+time.Second
 }
 
-// debt is what others have taken, by the drift, since the budget was last
-// brought up to date: milli-units a charge at now (package clock) must leave
+// Debt is what others have taken, by the drift, since the budget was last
+// brought up to date: Milli-units a charge at now (package clock) must leave
 // in the budget.
-func (w *quotaWindow) debt(now int64) int64 {
-	rate := w.drain.Load()
+func (w *Window) Debt(now int64) int64 {
+	rate := w.drain
 	if rate == 0 {
-		return w.keep.Load()
+		return w.keep
 	}
-	elapsed := now - w.drainFrom.Load()
+	elapsed := now - w.drainFrom
 	if elapsed <= 0 {
-		return w.keep.Load()
+		return w.keep
 	}
-	return w.keep.Load() + min(int64(float64(rate)*float64(elapsed)/float64(time.Second)), w.drainRoom.Load())
+	return w.keep + min(int64(float64(rate)*float64(elapsed)/float64(time.Second)), w.drainRoom)
 }
 
-func (w *quotaWindow) units() float64 { return float64(w.budget.Load()) / milli }
+func (w *Window) Units() float64 { return float64(w.budget) / Milli }
 
 // setBudget sets the budget from a response's figure, and the room others'
 // predicted spending has in it until the next (see drainRoom).
-func (w *quotaWindow) setBudget(units float64) {
-	w.budget.Store(toMilli(units))
-	w.drainRoom.Store(toMilli(othersMaxShare * units))
+func (w *Window) setBudget(units float64) {
+	w.budget = ToMilli(units)
+	w.drainRoom = ToMilli(othersMaxShare * units)
 }
 
-func (w *quotaWindow) limitOrPeak() float64 {
+func (w *Window) limitOrPeak() float64 {
 	if w.limit > 0 {
 		return w.limit
 	}
@@ -195,7 +334,7 @@ func (w *quotaWindow) limitOrPeak() float64 {
 // resets drift with latency; both show as jitter between responses of one
 // window. A known window caps it: resets a quarter window apart are different
 // windows unless the jitter itself is that large.
-func (w *quotaWindow) tolerance() time.Duration {
+func (w *Window) tolerance() time.Duration {
 	tol := min(max(4*w.jitter, 10*time.Millisecond), time.Second)
 	if w.window > 0 {
 		tol = min(tol, max(w.window/4, 2*w.jitter))
@@ -203,21 +342,39 @@ func (w *quotaWindow) tolerance() time.Duration {
 	return tol
 }
 
-// observe folds one response's view of the quota into the window. unseen is
-// what was admitted and not yet observed besides this response's own request
-// (requests, or estimated tokens for a token quota): the server may not have
-// counted it. admitted is the running total of admissions (same unit).
-// horizon is how old the budget must be before a higher Remaining is believed.
-//
-// age is how old the response's figures may be (the round trip: a server
-// counts a request when it arrives and answers later); what others spend
-// meanwhile, by the drift, is deducted too.
-func (w *quotaWindow) observe(q Quota, now time.Time, unseen, fed, admitted float64, horizon, age time.Duration) {
+// Observe folds one response's report of the quota into the model, at now.
+// seen is what the limiter knew then (see Seen). A report lowers the budget
+// at once; one that would raise it within the window is believed only as
+// the window's kind allows (an overtaken figure of a window that counts
+// down never raises it; a quota that refills may report more once the
+// budget has stood for seen.Horizon).
+func (w *Window) Observe(q Report, now time.Time, seen Seen) {
+	w.observe(q, now, seen)
+	if w.inferred {
+		w.ForgetOthers()
+	}
+}
+
+func (w *Window) observe(q Report, now time.Time, seen Seen) {
+	unseen, fed, admitted, horizon, age := seen.Unseen, seen.Fed, seen.Admitted, seen.Horizon, seen.Age
+	if seen.Refused && q.Remaining < 1 {
+		if w.known && !w.probing && !w.rolled && w.Units() >= 1 {
+			// Refused with room left by the budget: someone else spent it.
+			w.shared = true
+		}
+		if w.kind == kindSmooth && q.Reset.After(now) {
+			// A quota taken to refill as it goes refused a look: it does
+			// not (it was another client that emptied it at its reset,
+			// not a sliding window's tail). Wait for the reset, not the
+			// refill.
+			w.kind = kindRefill
+		}
+	}
 	if q.Limit > 0 {
 		w.limit = q.Limit
 	}
 	w.peak = max(w.peak, q.Remaining)
-	setInt64(&w.most, max(toMilli(w.limitOrPeak()), milli))
+	w.most = max(ToMilli(w.limitOrPeak()), Milli)
 	if q.Window > 0 {
 		w.window, w.stated = q.Window, true
 	}
@@ -235,7 +392,7 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, fed, admitted floa
 		// goes: nothing to wait for, no window to spend at once.
 		w.kind = kindSmooth
 	}
-	w.applyDrift(now)
+	w.ApplyDrift(now)
 	eff := max(q.Remaining-unseen-max(-w.drift, 0)*age.Seconds(), 0)
 	tol := w.tolerance()
 	if timed && w.rolled && w.kind == kindRefill && !q.Reset.After(w.stamp.Add(tol)) {
@@ -246,7 +403,7 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, fed, admitted floa
 			// the roll assumed was early). Back to it, until the reset it
 			// states; nothing else would end the look.
 			w.rolled, w.probing = false, false
-			w.reset, w.stamp = laterOf(w.reset, q.Reset), laterOf(w.stamp, q.Reset)
+			w.reset, w.stamp = clock.Later(w.reset, q.Reset), clock.Later(w.stamp, q.Reset)
 			if w.window > 0 {
 				// roll moved the reset a window on; the stated one is it.
 				w.reset = q.Reset
@@ -278,11 +435,11 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, fed, admitted floa
 		// A real window boundary, not resets wandering: the old reset has
 		// passed, or the new one is half a window later.
 		boundary := w.rolled || !now.Before(w.stamp) || (timed && (w.window == 0 || q.Reset.Sub(w.stamp) > w.window/2))
-		before := w.units()
+		before := w.Units()
 		if w.rolled {
 			before = w.carry
 		}
-		if limit := w.limitOrPeak(); w.known && boundary && !w.refused && (w.kind == kindUnknown || limit-before >= 0.1*limit) {
+		if limit := w.limitOrPeak(); w.known && boundary && !seen.Refused && (w.kind == kindUnknown || limit-before >= 0.1*limit) {
 			// A reset passed: did the quota jump back up? Asked again at
 			// every reset that leaves room to tell (a tenth of the limit
 			// spent), so one misreading does not stick. Remaining, not
@@ -340,19 +497,19 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, fed, admitted floa
 		// in flight any more, the lowest figure is exact: the requests
 		// subtracted as unseen when it was applied were counted in it.
 		if timed {
-			w.reset, w.stamp = laterOf(w.reset, q.Reset), laterOf(w.stamp, q.Reset)
+			w.reset, w.stamp = clock.Later(w.reset, q.Reset), clock.Later(w.stamp, q.Reset)
 		}
-		if unseen == 0 && w.low > w.units() {
-			w.budget.Store(toMilli(max(w.low-max(-w.drift, 0)*age.Seconds(), 0)))
+		if unseen == 0 && w.low > w.Units() {
+			w.budget = ToMilli(max(w.low-max(-w.drift, 0)*age.Seconds(), 0))
 		}
 		return
-	case !countsDown && eff > w.units() && now.Sub(w.setAt) < horizon:
+	case !countsDown && eff > w.Units() && now.Sub(w.setAt) < horizon:
 		// A quota that refills by itself may legitimately report more, so
 		// the lowest figure proves nothing: a higher one soon after the
 		// budget was set is stale until proven otherwise. Keep the later
 		// reset, which is the conservative one.
 		if timed {
-			w.reset, w.stamp = laterOf(w.reset, q.Reset), laterOf(w.stamp, q.Reset)
+			w.reset, w.stamp = clock.Later(w.reset, q.Reset), clock.Later(w.stamp, q.Reset)
 		}
 		return
 	case countsDown && w.fills(q):
@@ -363,7 +520,7 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, fed, admitted floa
 		// one response's consistent figures: no baseline, no noise.
 		w.kind = kindSmooth
 		w.drift = (w.limitOrPeak() - q.Remaining) / q.Reset.Sub(now).Seconds()
-		w.stamp, w.reset = laterOf(w.stamp, q.Reset), laterOf(w.reset, q.Reset)
+		w.stamp, w.reset = clock.Later(w.stamp, q.Reset), clock.Later(w.reset, q.Reset)
 	default:
 		// The lowest Remaining of a window that counts down is the freshest
 		// figure there is, whatever order responses are read in: every
@@ -371,7 +528,7 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, fed, admitted floa
 		// would otherwise have reported less), so Remaining less everything
 		// unseen is a lower bound of what is left, and exact once nothing
 		// is in flight.
-		if !w.tokens && w.known && !w.rolled && q.Remaining < w.units()-1-fed {
+		if !w.tokens && w.known && !w.rolled && q.Remaining < w.Units()-1-fed {
 			// Less left than the budget, which counts every request of
 			// ours, even those the server has not seen (but not those
 			// that feeding limiters admitted): someone else spent it.
@@ -394,7 +551,7 @@ func (w *quotaWindow) observe(q Quota, now time.Time, unseen, fed, admitted floa
 // second), and by about the time the spending since then takes to refill
 // at the rate the stated limit and window imply, or, with no window
 // stated, in step with the spending (a fixed window's reset does not move).
-func (w *quotaWindow) fills(q Quota) bool {
+func (w *Window) fills(q Report) bool {
 	moved := q.Reset.Sub(w.first)
 	spent := w.firstRem - q.Remaining
 	if w.first.IsZero() || spent < 2 || moved < max(4*w.jitter, time.Second) {
@@ -413,15 +570,15 @@ func (w *quotaWindow) fills(q Quota) bool {
 	return true
 }
 
-// roll moves a window whose reset has passed on to the next one. A quota
+// Roll moves a window whose reset has passed on to the next one. A quota
 // known to refill at its reset starts the next window with its full limit,
 // minus what is in flight (it may land there). One known to refill smoothly
 // keeps its budget, and so does one not seen pass a reset yet, which learns
 // from the next response which it is. When the budget then cannot take a
 // request, or the next window's size is unknown, one request is let through
 // to learn it (probing).
-func (w *quotaWindow) roll(now time.Time, inflight, unit, safety, admitted float64) {
-	w.applyDrift(now)
+func (w *Window) Roll(now time.Time, inflight, unit, admitted float64) {
+	w.ApplyDrift(now)
 	if !w.tokens && w.kind == kindRefill && !w.anchorAt.IsZero() && !w.first.IsZero() {
 		// The window's books: what the server had left at its end falls
 		// short of what its first response said, less what we spent since,
@@ -436,7 +593,7 @@ func (w *quotaWindow) roll(now time.Time, inflight, unit, safety, admitted float
 		}
 	}
 	w.rolled = true
-	w.carry = w.units()
+	w.carry = w.Units()
 	// The window's length, or a lower bound of it while unlearned: the
 	// time from its first response to its reset.
 	win := w.window
@@ -478,50 +635,50 @@ func (w *quotaWindow) roll(now time.Time, inflight, unit, safety, admitted float
 	// so crosses resets without waiting for anything. (Not a shared one:
 	// spread over the new window, a small carried budget would starve it of
 	// the responses that bring the new window's figures.)
-	if carry := w.units() - w.reserve(safety) - 2*unit; carry >= unit && !w.shared {
-		w.budget.Store(toMilli(carry + w.reserve(safety)))
+	if carry := w.Units() - w.Reserve() - 2*unit; carry >= unit && !w.shared {
+		w.budget = ToMilli(carry + w.Reserve())
 		return
 	}
 	if w.kind == kindUnknown && win > 0 && w.limitOrPeak() >= 1 {
 		w.probeAt = now.Add(time.Duration(2 * float64(win) / w.limitOrPeak()))
-		w.budget.Store(0)
+		w.budget = 0
 		return
 	}
-	if w.kind == kindRefill || w.units()-w.reserve(safety) < unit {
-		w.startProbe(unit)
+	if w.kind == kindRefill || w.Units()-w.Reserve() < unit {
+		w.StartProbe(unit)
 	}
 }
 
-// reserve is what a charge must leave in the budget. For a token quota, a request's cost
+// Reserve is what a charge must leave in the budget. For a token quota, a request's cost
 // is an estimate: (1-safety) of the quota absorbs estimates that fall short
 // until the server's next figure corrects them. Request quotas count
 // exactly: a job may spend all that is left.
-func (w *quotaWindow) reserve(safety float64) float64 {
+func (w *Window) Reserve() float64 {
 	if !w.tokens {
 		return 0
 	}
-	return (1 - safety) * w.limitOrPeak()
+	return (1 - w.safety) * w.limitOrPeak()
 }
 
 // reprobe is how long a spent quota that refills smoothly waits before one
 // request looks again: a twentieth of its window, at least a second.
-func (w *quotaWindow) reprobe() time.Duration {
+func (w *Window) reprobe() time.Duration {
 	return max(time.Second, w.window/20)
 }
 
-// startProbe lets one request through to learn the quota's state.
+// StartProbe lets one request through to learn the quota's state.
 //
 // The in-flight gate lets one request through; the budget must take it
 // whatever it costs. A token quota's look gets the largest single charge the
 // quota can take: with its average cost instead, a look that costs more
 // than average would wait for a response that nothing is out to bring.
-func (w *quotaWindow) startProbe(unit float64) {
+func (w *Window) StartProbe(unit float64) {
 	w.probing = true
-	w.drain.Store(0)
-	w.keep.Store(0) // nothing is kept back from the look
+	w.drain = 0
+	w.keep = 0 // nothing is kept back from the look
 	if w.tokens {
-		w.budget.Store(max(toMilli(unit), w.most.Load()))
+		w.budget = max(ToMilli(unit), w.most)
 		return
 	}
-	w.budget.Store(toMilli(unit))
+	w.budget = ToMilli(unit)
 }

@@ -1,0 +1,54 @@
+// Package quota models one quota a server states (or a limiter infers): what
+// new requests may still spend of it now, and when to look again.
+//
+// The model is a state machine with explicit time. [Window.Observe] folds in
+// what a response said of the quota ([Report]) together with what the
+// limiter knew then ([Seen]); [Window.Roll] moves a window whose reset has
+// passed on to the next; [Window.Plan] says at what rate the budget may be
+// spent from now and, when it is spent, when it can next take a request
+// ([Window.WakeAt]). [Window.Charge] and [Window.Refund] move the budget as
+// requests are admitted and given back. Nothing here reads a clock, takes a
+// lock or calls out: the caller owns the time, the lock and the effects, so
+// every transition can be tested with written-out times.
+//
+// # The budget
+//
+// A quota's budget is a lower bound on what new requests may still spend:
+// the lowest Remaining the current window has reported, less everything
+// admitted but not yet answered (the server may not have counted it), then
+// charged for every request admitted. A response lowers it at once. One
+// that would raise it is believed only when it can be news: concurrent
+// requests are answered out of order, and a window that only counts down
+// to its reset reports its freshest figure as its lowest. A request whose
+// cost the budget covers goes at once: while the quota affords the work,
+// the limiter is as fast as no limiter.
+//
+// # What the quota does by itself
+//
+// The drift is what changes the quota besides the limiter's own spending:
+// negative when others spend from it (another process with the same key),
+// positive when it refills within a window (a sliding window, a token
+// bucket, a leaky bucket). It is measured from the gap between what a
+// response says and what the budget predicted since the window's first
+// response, beyond the noise of the requests in flight at either end. Others'
+// measured spending until the reset is left to them (at most nine tenths of
+// what is left); a quota others spend from is spread evenly to its reset, not
+// taken at once, since two clients that each took what is left at once would
+// take it twice.
+//
+// # Windows
+//
+// A window's kind is learnt at its first reset: a fixed window jumps back to
+// its limit, a smooth one (a token bucket, a sliding window) does not. The
+// reset a fixed window rolls at is the earliest one its responses stated
+// (servers round resets up); consecutive windows' resets teach the window's
+// length when no policy states it, and whole-second resets teach its phase.
+// When a reset passes, one request looks at the new window unless the old
+// one ended with room to spare, and its answer sets the new budget: the look
+// costs a round trip per window and saves a burst into a window that did not
+// refill after all. A reset that no stated or learnt window length explains
+// is believed only up to MaxDelay; then one request looks.
+//
+// Budgets are kept in milli-units (fixed point), so that charges and
+// refunds of whole requests cancel exactly.
+package quota

@@ -1,0 +1,55 @@
+package quota
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The ordering that collapsed scenario f: 25 requests of a fresh 600/min
+// window all counted by the server, and the oldest response (Remaining 599)
+// applied first, with none of the others counted as unseen. A quarter second
+// later the server's figure is 28 below it after only 3 more admissions. Read
+// as others' spending that is 96 units a second, ten times what the whole
+// quota allows; extrapolated to the reset, it spent every later window.
+func TestDriftFromASkewedBaselineIsBoundedByTheQuotasRate(t *testing.T) {
+	epoch := time.Now()
+	w := New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Hour})
+	reset := epoch.Add(time.Minute)
+	q := func(rem float64) Report { return Report{Limit: 600, Remaining: rem, Reset: reset} }
+
+	w.Observe(q(599), epoch, Seen{Admitted: 25, Horizon: 10 * time.Millisecond})
+	now := epoch.Add(260 * time.Millisecond)
+	w.Observe(q(571), now, Seen{Admitted: 28, Horizon: 10 * time.Millisecond})
+
+	// Others can spend at most what a window leaves us: (600 − 3) / 60 s.
+	require.Less(t, w.drift, 0.0, "a fall beyond our own spending is others' spending")
+	assert.GreaterOrEqual(t, w.drift, -(600.0-3)/60, "others' spending rate, units per second")
+}
+
+// A consistent drift within the bound is kept as measured.
+func TestDriftWithinTheQuotasRateIsKept(t *testing.T) {
+	epoch := time.Now()
+	w := New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Hour})
+	w.window, w.stated = time.Minute, true
+	reset := epoch.Add(time.Minute)
+	q := func(rem float64) Report { return Report{Limit: 600, Remaining: rem, Reset: reset} }
+
+	w.Observe(q(600), epoch, Seen{Admitted: 0, Horizon: 10 * time.Millisecond})
+	// 10 s later: we spent 50, others 30 (3 a second).
+	w.Observe(q(520), epoch.Add(10*time.Second), Seen{Admitted: 50, Horizon: 10 * time.Millisecond})
+	assert.InDelta(t, -3.0, w.drift, 1e-9)
+}
+
+func TestMaxDrainIsTheLongRunRateLeftToOthers(t *testing.T) {
+	w := New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Hour})
+	w.limit, w.window = 600, time.Minute
+	assert.InDelta(t, 590.0/60, w.maxDrain(time.Second, 10), 1e-9, "within a window: limit − ours per window")
+	assert.InDelta(t, (1200.0-900)/120, w.maxDrain(2*time.Minute, 900), 1e-9, "over two windows")
+	assert.Zero(t, w.maxDrain(time.Second, 700), "we spent the whole quota: nothing is left to others")
+	w.window = 0
+	assert.Equal(t, math.Inf(1), w.maxDrain(time.Second, 10), "no window, no reset: unbounded")
+}
