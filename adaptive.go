@@ -2,7 +2,6 @@ package pacer
 
 import (
 	"fmt"
-	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/internal/quota"
 	"log/slog"
 	"math"
@@ -141,8 +140,9 @@ type Adaptive struct {
 	inflightCost atomic.Int64 // their estimated token cost, milli-tokens
 	waiting      atomic.Int64
 	applied      atomic.Int64 // responses applied (learn), ever: see settled
-	checkAt      atomic.Int64 // when (package clock) the windows must be looked at again
-	charges      atomic.Pointer[[]*quota.Window]
+	// snap is what admission reads without mu: published under mu by
+	// every retune (see admission).
+	snap         atomic.Pointer[admission]
 	admitted     atomic.Int64 // requests admitted, ever
 	admittedCost atomic.Int64 // their estimated token cost, milli-tokens
 	maxCost      atomic.Int64 // largest cost seen, milli-tokens
@@ -157,13 +157,14 @@ type Adaptive struct {
 	// one) does not take gateMu to find out.
 	respWaiters atomic.Int32
 
-	mu        sync.Mutex // guards the learning state; never held across a sleep
-	windows   []*quota.Window
+	mu        sync.Mutex  // guards the learning state; never held across a sleep
+	book      *quota.Book // the quotas the server states (or the inferred one)
 	probe     probe
-	clock     clockOffset // the server's clock, for Permit.Done (the Transport keeps one per host)
-	infer     inferred    // the quota of a server that states none (infer.go)
-	inferBuf  [1]Quota    // infer's quota, without an allocation per response
-	paused    time.Time   // no request starts before this
+	clock     clockOffset   // the server's clock, for Permit.Done (the Transport keeps one per host)
+	infer     inferred      // the quota of a server that states none (infer.go)
+	inferBuf  [1]Quota      // infer's quota, without an allocation per response
+	reports   []quota.Named // what a response said of its quotas, reused
+	paused    time.Time     // no request starts before this
 	lastInfo  Info
 	throttled int64
 	requests  int64
@@ -202,13 +203,20 @@ func NewAdaptive(cfg AdaptiveConfig) *Adaptive {
 		probe:    probe{minLimit: float64(cfg.MinLimit)},
 		mode:     ModeSlowStart,
 		share:    newStoreShare(cfg),
+		book: quota.NewBook(quota.BookConfig{
+			Safety: cfg.SafetyFactor, MaxDelay: cfg.MaxDelay, Horizon: MaxResetHorizon,
+			// With a Store the fleet spends each quota together, through
+			// the store's bucket at the rate each limiter derives.
+			Fleet:    cfg.Store != nil,
+			Inferred: inferredQuota,
+		}),
 	}
 	if cfg.Ceiling > 0 {
 		a.req.SetLimit(cfg.Ceiling)
 		a.req.SetBurst(cfg.CeilingBurst)
 	}
 	a.gated.Store(true)
-	a.checkAt.Store(math.MaxInt64)
+	a.snap.Store(&admission{checkAt: math.MaxInt64})
 	return a
 }
 
@@ -288,6 +296,14 @@ var modes = [...]Mode{
 	decision.Static:    ModeStatic,
 }
 
+// admission is what admission reads of the limiter's state without taking
+// mu: published, immutable, after every retune.
+type admission struct {
+	charged bool  // a quota is known: a request is charged to it (under mu)
+	tokens  bool  // a known quota counts tokens
+	checkAt int64 // when (package clock) the quotas must be looked at again
+}
+
 // later queues f to run once mu is released; called with mu held.
 func (a *Adaptive) later(f func()) { a.outbox = append(a.outbox, f) }
 
@@ -299,11 +315,7 @@ func (a *Adaptive) later(f func()) { a.outbox = append(a.outbox, f) }
 func (a *Adaptive) keepUntil(used time.Time) time.Time {
 	a.mu.Lock()
 	defer a.mu.Unlock() // nothing is queued in the outbox: no unlock flush
-	var at time.Time
-	for _, w := range a.windows {
-		at = clock.Later(at, clock.Later(w.Reset(), used.Add(w.Length())))
-	}
-	return at
+	return a.book.KeepUntil(used)
 }
 
 // unlock releases mu, then runs what was queued under it (later).

@@ -57,7 +57,7 @@ func (a *Adaptive) admit(ctx context.Context, cost float64) error {
 		// bound), and stands for the same instant as ns.
 		var now time.Time
 		ns := clock.Now()
-		if ns >= a.checkAt.Load() {
+		if ns >= a.snap.Load().checkAt {
 			now = time.Now()
 			ns = clock.Of(now)
 			a.mu.Lock()
@@ -107,7 +107,7 @@ func (a *Adaptive) admit(ctx context.Context, cost float64) error {
 		// reset may have passed while it waited (the usual end of a pause):
 		// the windows move on first.
 		if granted > ns {
-			if now = time.Now(); clock.Of(now) >= a.checkAt.Load() {
+			if now = time.Now(); clock.Of(now) >= a.snap.Load().checkAt {
 				a.mu.Lock()
 				a.retune(now)
 				a.unlock()
@@ -450,18 +450,7 @@ func (a *Adaptive) setGate(cap int64) {
 	}
 }
 
-func (a *Adaptive) tokensTracked() bool {
-	c := a.charges.Load()
-	if c == nil {
-		return false
-	}
-	for _, w := range *c {
-		if w.Tokens() {
-			return true
-		}
-	}
-	return false
-}
+func (a *Adaptive) tokensTracked() bool { return a.snap.Load().tokens }
 
 // noteCost records the largest cost seen, so the token bucket's burst can
 // always hold one request, and returns cost unchanged.
@@ -499,28 +488,17 @@ func (a *Adaptive) noteCost(cost float64) float64 {
 //
 // now is the admission's reading of the package clock (clock.Now).
 func (a *Adaptive) charge(cost float64, now int64, held *bool) (ok bool, retryAt time.Time) {
-	c := a.charges.Load()
-	if c == nil {
+	if !a.snap.Load().charged {
 		return true, time.Time{}
 	}
 	a.mu.Lock()
 	defer a.unlock()
-	if c = a.charges.Load(); c == nil {
-		return true, time.Time{} // the windows went while we took mu
-	}
-	ws := *c
-	for i, w := range ws {
-		amount := w.Amount(cost)
-		if amount == 0 || w.Charge(amount, now) {
-			continue
-		}
-		for _, u := range ws[:i] {
-			u.Refund(u.Amount(cost))
-		}
+	if w := a.book.Charge(cost, now); w != nil {
 		// The window may have rolled over since the last look, refilling
 		// the budget; retune finds out and otherwise pauses until reset.
 		// retryAt is zero to retry at once, or now when a probe is out
 		// and only its response can tell.
+		amount := w.Amount(cost)
 		t := time.Now()
 		a.retune(t)
 		if w.Budget() < amount+w.Debt(clock.Of(t)) {
@@ -548,27 +526,14 @@ func (a *Adaptive) charge(cost float64, now int64, held *bool) (ok bool, retryAt
 // spentUntil is when the budgets could take a request of this cost: the
 // reset of a quota that is spent now, else the zero time.
 func (a *Adaptive) spentUntil(cost float64) time.Time {
-	c := a.charges.Load()
-	if c == nil {
+	if !a.snap.Load().charged {
 		return time.Time{}
 	}
-	var at time.Time
 	a.mu.Lock()
-	for _, w := range *c {
-		if amount := w.Amount(cost); amount > 0 && w.Budget() < amount {
-			at = clock.Later(at, w.WakeAt())
-		}
-	}
-	a.unlock()
-	return at
+	defer a.unlock()
+	return a.book.SpentUntil(cost)
 }
 
 // refund gives a request's charge back to every quota; called with a.mu
 // held.
-func (a *Adaptive) refund(cost float64) {
-	if c := a.charges.Load(); c != nil {
-		for _, w := range *c {
-			w.Refund(w.Amount(cost))
-		}
-	}
-}
+func (a *Adaptive) refund(cost float64) { a.book.Refund(cost) }

@@ -76,9 +76,7 @@ func TestTwoAdaptivesSharingAQuotaWithoutAStore(t *testing.T) {
 					}
 					t.Logf("429s by window: %v", byWin)
 					for _, a := range lims {
-						for _, w := range a.windows {
-							t.Logf("%v", w)
-						}
+						t.Logf("%v", a.book)
 					}
 				}
 				if latency == 0 {

@@ -2,7 +2,6 @@ package pacer
 
 import (
 	"context"
-	"github.com/pacer-go/pacer/internal/quota"
 	"sync"
 	"time"
 
@@ -162,21 +161,6 @@ func (s *storeShare) adopt(a *Adaptive, now time.Time, st store.State) {
 		}
 		a.unlock()
 	}
-}
-
-// observed is called after a response updated w. With a store, the other
-// limiters of the key are clients this one does not see, and the drift
-// model would deduct their spending from its plan although the shared bucket
-// already holds them to the same rate: each would plan for a share of what
-// the bucket allows, the bucket would run at the lowest of those shares, and
-// the fleet would stall. The drift is kept at zero instead; clients outside
-// the fleet are then caught, as without the model, by the budgets (which
-// follow every response's Remaining) and by 429s.
-func (s *storeShare) observed(w *quota.Window) {
-	if s == nil {
-		return
-	}
-	w.ForgetDrift()
 }
 
 // learned publishes the request limit and burst this limiter derived from

@@ -65,10 +65,8 @@ func waitTook(t *testing.T, a *Adaptive) time.Duration {
 func budgetOf(a *Adaptive, name string) float64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for _, w := range a.windows {
-		if w.Name() == name {
-			return w.Units()
-		}
+	if w := a.book.Find(name); w != nil {
+		return w.Units()
 	}
 	return math.NaN()
 }

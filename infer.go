@@ -5,7 +5,6 @@ import (
 	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/internal/quota"
 	"math"
-	"slices"
 	"time"
 )
 
@@ -265,7 +264,7 @@ func (m *inferred) quota(now time.Time) (Quota, bool) {
 // states. Called with Adaptive.mu held.
 func (a *Adaptive) stopInferring() {
 	a.infer.off = true
-	a.windows = slices.DeleteFunc(a.windows, func(w *quota.Window) bool { return w.Inferred() })
+	a.book.Drop((*quota.Window).Inferred)
 }
 
 // capacity is what the server admitted per second since the first

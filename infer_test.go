@@ -132,8 +132,8 @@ func TestAdaptiveDropsTheInferredQuotaWhenTheServerStatesOne(t *testing.T) {
 	a.observe(200, Info{})
 	admit(t, a, 0)
 	a.observe(429, Info{RetryAfter: time.Second})
-	require.NotNil(t, a.find(inferredQuota), "a refusal with a Retry-After and no quota: the model's window")
+	require.NotNil(t, a.book.Find(inferredQuota), "a refusal with a Retry-After and no quota: the model's window")
 	a.observe(200, quotaInfo(10, 5, time.Minute))
-	assert.Nil(t, a.find(inferredQuota), "a stated quota replaces it")
+	assert.Nil(t, a.book.Find(inferredQuota), "a stated quota replaces it")
 	assert.True(t, a.infer.off)
 }

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
@@ -183,46 +182,25 @@ func (a *Adaptive) learn(status int, info Info, quotas []Quota, own bool, cost f
 			quotas = a.inferBuf[:]
 		}
 	}
-	exhausted := false
 	seen := quota.Seen{
-		Fed: float64(fed), Horizon: a.horizon(), Age: a.rtt(),
+		Horizon: a.horizon(), Age: a.rtt(),
 		Refused: status == http.StatusTooManyRequests,
 	}
 	if a.feeders.Load() != nil {
 		// With feeding limiters, requests charged elsewhere land in this
 		// quota at any time: less left than the budget proves nothing.
 		seen.Fed = math.Inf(1)
+	} else {
+		seen.Fed = float64(fed)
 	}
-	var mentioned uint64 // bit i: a.windows[i] was described (maxWindows ≤ 64)
+	a.reports = a.reports[:0]
 	for _, q := range quotas {
-		q, ok := a.sane(q, now)
-		if !ok {
-			continue
-		}
-		i, w := a.window(q.Name)
-		mentioned |= 1 << i
-		seen.Unseen, seen.Admitted = float64(others), float64(a.admitted.Load())
-		if w.Tokens() {
-			seen.Unseen = float64(a.inflightCost.Load()) / quota.Milli
-			seen.Admitted = float64(a.admittedCost.Load()) / quota.Milli
-		}
-		w.Observe(quota.Report{Limit: q.Limit, Remaining: q.Remaining, Reset: q.Reset, Window: q.Window}, now, seen)
-		if w.Inferred() {
-			w.ForgetOthers()
-		}
-		a.share.observed(w)
-		if q.spent() {
-			exhausted = true
-		}
+		a.reports = append(a.reports, quota.Named{
+			Name: q.Name, Tokens: isTokenQuota(q.Name),
+			Report: quota.Report{Limit: q.Limit, Remaining: q.Remaining, Reset: q.Reset, Window: q.Window},
+		})
 	}
-	// Windows that rolled over blind and this response did not describe:
-	// the server stopped speaking of them.
-	i := 0
-	a.windows = slices.DeleteFunc(a.windows, func(w *quota.Window) bool {
-		drop := w.Probing() && w.Rolled() && mentioned&(1<<i) == 0
-		i++
-		return drop
-	})
+	exhausted := a.book.Observe(a.reports, now, a.counts(float64(others)), seen)
 
 	if info.RetryAfter > 0 && status >= 400 { // negative: ignored
 		a.pauseLocked(now.Add(min(info.RetryAfter, a.cfg.MaxDelay)))
@@ -271,7 +249,7 @@ func (a *Adaptive) learn(status int, info Info, quotas []Quota, own bool, cost f
 			})
 		}
 	}
-	if wasStarted && status < http.StatusBadRequest && sig == signalNone && len(a.windows) == 0 && !a.probe.engaged && info.RetryAfter == 0 {
+	if wasStarted && status < http.StatusBadRequest && sig == signalNone && a.book.Len() == 0 && !a.probe.engaged && info.RetryAfter == 0 {
 		// Nothing a decision reads changed: no quota, no probe, slow
 		// start over, a plain success (the common case of a server that
 		// states nothing). retune would decide what it decided last time.
@@ -282,68 +260,15 @@ func (a *Adaptive) learn(status int, info Info, quotas []Quota, own bool, cost f
 
 // quotasKnown reports whether the server has described a quota of this
 // endpoint; called with a.mu held.
-func (a *Adaptive) quotasKnown() bool {
-	for _, w := range a.windows {
-		if w.Known() {
-			return true
-		}
-	}
-	return false
-}
+func (a *Adaptive) quotasKnown() bool { return a.book.Known() }
 
-// sane clamps what a caller (not necessarily parseHeaders) says about a
-// quota: counts must be finite and not negative, the reset within
-// MaxResetHorizon (how long to wait for it is decided when waiting: see
-// quotaWindow.explains), the window positive. A quota it cannot use is dropped.
-func (a *Adaptive) sane(q Quota, now time.Time) (Quota, bool) {
-	finite := func(v float64) bool { return v >= 0 && !math.IsInf(v, 1) } // false for NaN
-	if !finite(q.Remaining) || !finite(q.Limit) || len(a.windows) >= maxWindows && a.find(q.Name) == nil {
-		return q, false
+// counts is what the quota model needs of the in-flight and admission
+// counts, with unseen requests in flight; called with a.mu held.
+func (a *Adaptive) counts(unseen float64) quota.Counts {
+	return quota.Counts{
+		Inflight: unseen, InflightCost: float64(a.inflightCost.Load()) / quota.Milli,
+		Admitted: float64(a.admitted.Load()), AdmittedCost: float64(a.admittedCost.Load()) / quota.Milli,
 	}
-	if q.Limit > 0 {
-		q.Remaining = min(q.Remaining, q.Limit)
-	}
-	if q.Window < 0 {
-		q.Window = 0
-	}
-	if !q.Reset.IsZero() && q.Reset.Sub(now) > MaxResetHorizon {
-		q.Reset = now.Add(MaxResetHorizon)
-	}
-	return q, true
-}
-
-// maxWindows caps the quotas tracked per endpoint (parseHeaders keeps 16).
-const maxWindows = 16
-
-// find returns the tracker of the named quota, or nil.
-func (a *Adaptive) find(name string) *quota.Window {
-	for _, w := range a.windows {
-		if w.Name() == name {
-			return w
-		}
-	}
-	return nil
-}
-
-// window returns the tracker of the named quota and its index in
-// a.windows, creating it.
-func (a *Adaptive) window(name string) (int, *quota.Window) {
-	for i, w := range a.windows {
-		if w.Name() == name {
-			return i, w
-		}
-	}
-	shared := a.share != nil
-	w := quota.New(quota.Config{
-		Name: name, Tokens: isTokenQuota(name), Safety: a.safety, MaxDelay: a.cfg.MaxDelay,
-		// With a Store the fleet spends this quota together, through the
-		// store's bucket at the rate each limiter derives: spread from
-		// the start, not taken at once by whichever process asks first.
-		Shared:   shared,
-		Inferred: name == inferredQuota && !shared,
-	})
-	a.windows = append(a.windows, w)
-	return len(a.windows) - 1, w
 }
 
 // isTokenQuota reports whether a quota is counted in tokens.
@@ -385,48 +310,20 @@ func (a *Adaptive) pauseLocked(t time.Time) {
 // rates and bursts from every source (quotas, probe, ceiling) and applies
 // them to the buckets. Called with a.mu held.
 func (a *Adaptive) retune(now time.Time) {
-	inflight := float64(a.inflight.Load())
-	inflightCost := float64(a.inflightCost.Load()) / quota.Milli
 	s := a.safety
-
-	reqRate, tokRate := math.Inf(1), math.Inf(1)
-	reqBudget, tokBudget := math.Inf(1), math.Inf(1)
-	blind := false // a window is being probed: one request in flight
+	p := a.book.Plan(now, a.counts(float64(a.inflight.Load())), max(float64(a.avgCost.Load())/quota.Milli, 1))
 	next := int64(math.MaxInt64)
-	known := 0
-	rolled := false
-	for _, w := range a.windows {
-		unit := 1.0 // less than a request's worth left is spent
-		unseen := inflight
-		if w.Tokens() {
-			unit = max(float64(a.avgCost.Load())/quota.Milli, 1)
-			unseen = inflightCost
-		}
-		// A spent quota holds requests by its budget (the charge fails
-		// until it wakes or the next response), not by pausing the
-		// buckets: a pause cannot be taken back when a response shows the
-		// budget was not spent after all.
-		st, ok := w.Advance(now, unseen, unit, float64(a.admitted.Load()))
-		rolled = rolled || st.Rolled
-		if !ok {
-			continue
-		}
-		known++
-		blind = blind || w.Probing()
-		if !st.Next.IsZero() {
-			next = min(next, clock.Of(st.Next))
-		}
-		if w.Tokens() {
-			tokRate, tokBudget = min(tokRate, st.Rate), min(tokBudget, st.Avail)
-		} else {
-			reqRate, reqBudget = min(reqRate, st.Rate), min(reqBudget, st.Avail)
-		}
+	if !p.Next.IsZero() {
+		next = clock.Of(p.Next)
 	}
-	setInt64(&a.checkAt, next)
-	if rolled {
+	if old := a.snap.Load(); old.checkAt != next || old.charged != (p.Known > 0) || old.tokens != p.Tokens {
+		a.snap.Store(&admission{charged: p.Known > 0, tokens: p.Tokens, checkAt: next})
+	}
+	if p.Rolled {
 		a.wakeResponseWaiters()
 	}
-	a.updateCharges(known)
+	known, blind := p.Known, p.Blind
+	reqRate, reqBudget, tokRate, tokBudget := p.ReqRate, p.ReqBudget, p.TokRate, p.TokBudget
 
 	in := decision.Input{
 		Started: a.started.Load(), Quotas: known, Blind: blind,
@@ -450,48 +347,6 @@ func (a *Adaptive) retune(now time.Time) {
 	if !d.KeepGate {
 		a.setGate(d.Gate)
 	}
-}
-
-// setInt64 stores x in v unless v holds it already: for atomics that only
-// a.mu's holder writes and admission reads without it, a load is a plain
-// read and a store a locked instruction.
-func setInt64(v *atomic.Int64, x int64) {
-	if v.Load() != x {
-		v.Store(x)
-	}
-}
-
-// updateCharges publishes the known windows for Wait to charge, allocating
-// only when the set changed.
-func (a *Adaptive) updateCharges(known int) {
-	old := a.charges.Load()
-	if old == nil && known == 0 {
-		return
-	}
-	if old != nil && len(*old) == known {
-		same := true
-		i := 0
-		for _, w := range a.windows {
-			if w.Known() {
-				same = same && (*old)[i] == w
-				i++
-			}
-		}
-		if same {
-			return
-		}
-	}
-	if known == 0 {
-		a.charges.Store(nil)
-		return
-	}
-	charges := make([]*quota.Window, 0, known)
-	for _, w := range a.windows {
-		if w.Known() {
-			charges = append(charges, w)
-		}
-	}
-	a.charges.Store(&charges)
 }
 
 // apply sets a bucket's limit and burst, when they changed enough to matter:
@@ -552,11 +407,5 @@ func (a *Adaptive) nextAllowed() time.Time {
 // heldUntilLocked is when the pause and the spent request quotas let a
 // request go; called with a.mu held.
 func (a *Adaptive) heldUntilLocked() time.Time {
-	at := a.paused
-	for _, w := range a.windows {
-		if w.Known() && !w.Tokens() && w.Budget() < quota.Milli+w.Keep() {
-			at = clock.Later(at, w.WakeAt())
-		}
-	}
-	return at
+	return clock.Later(a.paused, a.book.HeldUntil())
 }

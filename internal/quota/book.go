@@ -1,0 +1,299 @@
+package quota
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pacer-go/pacer/internal/clock"
+)
+
+// Book is every quota of one endpoint: the Windows its responses describe,
+// followed by name. A request is charged to every known quota it counts
+// against (1 to each request quota, its cost to each token quota) and goes
+// only if every one of them affords it.
+//
+// A Book is not safe for concurrent use: its owner holds one lock across
+// each call, and reads what admission needs from the value its last Plan
+// returned.
+type Book struct {
+	cfg     BookConfig
+	windows []*Window
+	charged []*Window // the known windows, as of the last Plan
+}
+
+// BookConfig configures a Book.
+type BookConfig struct {
+	// Safety and MaxDelay are every Window's (see Config).
+	Safety   float64
+	MaxDelay time.Duration
+	// Horizon bounds how far away a stated reset is believed; a later one
+	// is taken as Horizon from now.
+	Horizon time.Duration
+	// Fleet marks an endpoint whose quotas a fleet of limiters spends
+	// together through a shared store: every quota is spread from the
+	// start, and no drift is measured (the others' spending is the
+	// store's to hold, not each member's to deduct).
+	Fleet bool
+	// Inferred names the quota the owner infers from its own answers (a
+	// server that states none); see Config.Inferred. Not with Fleet.
+	Inferred string
+}
+
+// MaxQuotas caps the quotas tracked per endpoint (ParseHeaders keeps 16).
+// Reports of further quotas are ignored.
+const MaxQuotas = 16
+
+// NewBook returns a Book that knows no quota yet.
+func NewBook(c BookConfig) *Book { return &Book{cfg: c} }
+
+// Named is what a response said of one quota, by name.
+type Named struct {
+	Name   string
+	Tokens bool // counted in tokens (see Config.Tokens)
+	Report
+}
+
+// Counts is what the owner has admitted, in requests and in estimated
+// tokens: in flight (admitted, not yet answered) and ever.
+type Counts struct {
+	Inflight, InflightCost float64
+	Admitted, AdmittedCost float64
+}
+
+func (c Counts) unseen(w *Window) float64 {
+	if w.tokens {
+		return c.InflightCost
+	}
+	return c.Inflight
+}
+
+func (c Counts) admitted(w *Window) float64 {
+	if w.tokens {
+		return c.AdmittedCost
+	}
+	return c.Admitted
+}
+
+// Observe folds in what one response said of its quotas, at now. c counts
+// what is in flight besides the response's own request (with what feeding
+// limiters have in flight); seen carries the rest (its Unseen and Admitted
+// are set per quota from c). It reports whether a quota the response described is
+// spent (nothing left before a stated reset).
+//
+// Reports the model cannot use are dropped: counts that are not finite or
+// are negative, and quotas beyond MaxQuotas. Remaining is clamped to Limit,
+// the reset to Horizon. A quota that rolled over blind (a look is due)
+// and that this response did not describe is forgotten: the server stopped
+// speaking of it.
+func (b *Book) Observe(rs []Named, now time.Time, c Counts, seen Seen) (spent bool) {
+	var mentioned uint64 // bit i: b.windows[i] was described (MaxQuotas ≤ 64)
+	for _, r := range rs {
+		q, ok := b.sane(r, now)
+		if !ok {
+			continue
+		}
+		i, w := b.window(r.Name, r.Tokens)
+		mentioned |= 1 << i
+		seen.Unseen, seen.Admitted = c.unseen(w), c.admitted(w)
+		w.Observe(q, now, seen)
+		if b.cfg.Fleet {
+			w.ForgetDrift()
+		}
+		if q.Remaining < 1 && !q.Reset.IsZero() {
+			spent = true
+		}
+	}
+	i := 0
+	b.windows = slices.DeleteFunc(b.windows, func(w *Window) bool {
+		drop := w.probing && w.rolled && mentioned&(1<<i) == 0
+		i++
+		return drop
+	})
+	return spent
+}
+
+// sane clamps a report (see Observe).
+func (b *Book) sane(r Named, now time.Time) (Report, bool) {
+	q := r.Report
+	finite := func(v float64) bool { return v >= 0 && !math.IsInf(v, 1) } // false for NaN
+	if !finite(q.Remaining) || !finite(q.Limit) || len(b.windows) >= MaxQuotas && b.Find(r.Name) == nil {
+		return q, false
+	}
+	if q.Limit > 0 {
+		q.Remaining = min(q.Remaining, q.Limit)
+	}
+	q.Window = max(q.Window, 0)
+	if !q.Reset.IsZero() && q.Reset.Sub(now) > b.cfg.Horizon {
+		q.Reset = now.Add(b.cfg.Horizon)
+	}
+	return q, true
+}
+
+// Find returns the named quota's Window, or nil.
+func (b *Book) Find(name string) *Window {
+	for _, w := range b.windows {
+		if w.name == name {
+			return w
+		}
+	}
+	return nil
+}
+
+// window returns the named quota's Window and its index, creating it.
+func (b *Book) window(name string, tokens bool) (int, *Window) {
+	for i, w := range b.windows {
+		if w.name == name {
+			return i, w
+		}
+	}
+	w := New(Config{
+		Name: name, Tokens: tokens, Safety: b.cfg.Safety, MaxDelay: b.cfg.MaxDelay,
+		Shared:   b.cfg.Fleet,
+		Inferred: name == b.cfg.Inferred && !b.cfg.Fleet,
+	})
+	b.windows = append(b.windows, w)
+	return len(b.windows) - 1, w
+}
+
+// Drop forgets the quotas for which drop reports true.
+func (b *Book) Drop(drop func(*Window) bool) {
+	b.windows = slices.DeleteFunc(b.windows, drop)
+	b.charged = slices.DeleteFunc(b.charged, drop)
+}
+
+// Len is how many quotas the book follows.
+func (b *Book) Len() int { return len(b.windows) }
+
+// Known reports whether a response has described a quota the budget
+// speaks for.
+func (b *Book) Known() bool {
+	for _, w := range b.windows {
+		if w.known {
+			return true
+		}
+	}
+	return false
+}
+
+// Plan is where Book.Plan left the endpoint's quotas.
+type Plan struct {
+	// ReqRate and TokRate are the rates the request and token quotas may
+	// be spent at (+Inf: the budgets are the gate); ReqBudget and
+	// TokBudget what their tightest budget holds above its reserve
+	// (+Inf with none).
+	ReqRate, ReqBudget float64
+	TokRate, TokBudget float64
+	// Known is how many quotas are known; Blind reports that one is being
+	// looked at (one request in flight learns it).
+	Known int
+	Blind bool
+	// Tokens reports that a known quota is counted in tokens.
+	Tokens bool
+	// Next is when the quotas must be looked at again; zero when never.
+	Next time.Time
+	// Rolled reports that a window moved on past its reset.
+	Rolled bool
+}
+
+// Plan brings every quota to now (Window.Advance) and combines them: the
+// tightest rate and budget of each unit, when to look next. tokenUnit is
+// what one request takes of a token quota (its average cost).
+func (b *Book) Plan(now time.Time, c Counts, tokenUnit float64) Plan {
+	p := Plan{ReqRate: math.Inf(1), ReqBudget: math.Inf(1), TokRate: math.Inf(1), TokBudget: math.Inf(1)}
+	b.charged = b.charged[:0]
+	for _, w := range b.windows {
+		unit := 1.0 // less than a request's worth left is spent
+		if w.tokens {
+			unit = tokenUnit
+		}
+		st, ok := w.Advance(now, c.unseen(w), unit, c.Admitted)
+		p.Rolled = p.Rolled || st.Rolled
+		if !ok {
+			continue
+		}
+		b.charged = append(b.charged, w)
+		p.Known++
+		p.Blind = p.Blind || w.probing
+		if !st.Next.IsZero() && (p.Next.IsZero() || st.Next.Before(p.Next)) {
+			p.Next = st.Next
+		}
+		if w.tokens {
+			p.Tokens = true
+			p.TokRate, p.TokBudget = min(p.TokRate, st.Rate), min(p.TokBudget, st.Avail)
+		} else {
+			p.ReqRate, p.ReqBudget = min(p.ReqRate, st.Rate), min(p.ReqBudget, st.Avail)
+		}
+	}
+	return p
+}
+
+// Charge takes a request of the given cost from every known quota, at now
+// on the package clock. If one cannot take it, nothing stays charged and
+// that quota is returned.
+func (b *Book) Charge(cost float64, now int64) (short *Window) {
+	for i, w := range b.charged {
+		amount := w.Amount(cost)
+		if amount == 0 || w.Charge(amount, now) {
+			continue
+		}
+		for _, u := range b.charged[:i] {
+			u.Refund(u.Amount(cost))
+		}
+		return w
+	}
+	return nil
+}
+
+// Refund gives a charge back to every known quota (its request was not
+// sent).
+func (b *Book) Refund(cost float64) {
+	for _, w := range b.charged {
+		w.Refund(w.Amount(cost))
+	}
+}
+
+// SpentUntil is when the budgets could take a request of this cost: the
+// wake-up of a quota that is spent now, else the zero time.
+func (b *Book) SpentUntil(cost float64) time.Time {
+	var at time.Time
+	for _, w := range b.charged {
+		if amount := w.Amount(cost); amount > 0 && w.budget < amount {
+			at = clock.Later(at, w.wakeAt)
+		}
+	}
+	return at
+}
+
+// HeldUntil is when the spent request quotas let a request go; zero when
+// none is spent.
+func (b *Book) HeldUntil() time.Time {
+	var at time.Time
+	for _, w := range b.windows {
+		if w.known && !w.tokens && w.budget < Milli+w.keep {
+			at = clock.Later(at, w.wakeAt)
+		}
+	}
+	return at
+}
+
+// KeepUntil is until when what the book learnt stays worth keeping without
+// traffic, for an endpoint last used at used: the end of its latest stated
+// window, and a whole window of its longest length after its last use.
+func (b *Book) KeepUntil(used time.Time) time.Time {
+	var at time.Time
+	for _, w := range b.windows {
+		at = clock.Later(at, clock.Later(w.reset, used.Add(w.window)))
+	}
+	return at
+}
+
+// String describes every quota's state, for debugging.
+func (b *Book) String() string {
+	parts := make([]string, len(b.windows))
+	for i, w := range b.windows {
+		parts[i] = w.String()
+	}
+	return strings.Join(parts, "; ")
+}
