@@ -2,6 +2,8 @@ package pacer
 
 import (
 	"fmt"
+	"github.com/pacer-go/pacer/internal/cubic"
+	"github.com/pacer-go/pacer/internal/infer"
 	"github.com/pacer-go/pacer/internal/quota"
 	"log/slog"
 	"math"
@@ -159,9 +161,9 @@ type Adaptive struct {
 
 	mu        sync.Mutex  // guards the learning state; never held across a sleep
 	book      *quota.Book // the quotas the server states (or the inferred one)
-	probe     probe
+	probe     *cubic.Probe
 	clock     clockOffset   // the server's clock, for Permit.Done (the Transport keeps one per host)
-	infer     inferred      // the quota of a server that states none (infer.go)
+	infer     infer.Model   // the quota of a server that states none
 	inferBuf  [1]Quota      // infer's quota, without an allocation per response
 	reports   []quota.Named // what a response said of its quotas, reused
 	paused    time.Time     // no request starts before this
@@ -200,7 +202,7 @@ func NewAdaptive(cfg AdaptiveConfig) *Adaptive {
 		gateCap:  int64(cfg.SlowStart),
 		gateWake: make(chan struct{}),
 		respWake: make(chan struct{}),
-		probe:    probe{minLimit: float64(cfg.MinLimit)},
+		probe:    cubic.New(float64(cfg.MinLimit)),
 		mode:     ModeSlowStart,
 		share:    newStoreShare(cfg),
 		book: quota.NewBook(quota.BookConfig{
@@ -208,7 +210,7 @@ func NewAdaptive(cfg AdaptiveConfig) *Adaptive {
 			// With a Store the fleet spends each quota together, through
 			// the store's bucket at the rate each limiter derives.
 			Fleet:    cfg.Store != nil,
-			Inferred: inferredQuota,
+			Inferred: infer.Name,
 		}),
 	}
 	if cfg.Ceiling > 0 {

@@ -3,6 +3,7 @@ package pacer
 import (
 	"context"
 	"fmt"
+	"github.com/pacer-go/pacer/internal/cubic"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -229,10 +230,10 @@ func TestPersistent429WithoutAResetIsLookedAtOnceAMinute(t *testing.T) {
 			cancel()
 		}
 		t.Logf("worst call %v, %d requests sent", worst, len(sent))
-		// Looks at most probeMaxLook apart, plus the probing floor's
+		// Looks at most cubic.MaxLook apart, plus the probing floor's
 		// spacing (MinLimit 0.5/s) and the retry's jitter: 10 s is ample.
 		// Without the cap they doubled: 20 minutes apart after 8 refusals.
-		const look = probeMaxLook + 10*time.Second
+		const look = cubic.MaxLook + 10*time.Second
 		for i := 1; i < len(sent); i++ {
 			assert.LessOrEqual(t, sent[i].Sub(sent[i-1]), look, "looks at most a minute apart")
 		}

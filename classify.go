@@ -107,26 +107,11 @@ func (a *Adaptive) bodyLimitLocked(now time.Time, info Info, exhausted bool, oth
 		a.bodyLimitUntil = clock.Later(a.bodyLimitUntil, until)
 	}
 	a.throttled++
-	a.probe.throttle(now, others, a.rtt())
-	if g := a.probe.goodput; g > 0 && g < a.probe.lastMax {
-		// Resume below what the server admitted before it objected
-		// (successes per second over about a minute), not at a fraction
-		// of the burst that tripped it.
-		a.probe.setMax(g)
-	}
-	// Climb back to it over bodyLimitCycle, not in the second a cubic
-	// scaled for packets takes at a rate of one a second: a limit the
-	// server keeps to itself, and punishes tripping, is found again slowly.
-	a.probe.k = max(a.probe.k, bodyLimitCycle.Seconds())
-	// And not beyond it while the trip is remembered: each probe past the
-	// limit is a trip GitHub counts against the integration (a second trip
-	// within 20 minutes was the rule, not the exception, with the cubic
-	// left to climb).
-	a.probe.atMaxUntil = now.Add(bodyLimitMemory)
-	// And climb back from the end of the pause, not through it: a cubic
-	// that grew while nothing was sent resumes with the burst that trips
-	// the limit again.
-	a.probe.since = clock.Later(a.probe.since, until)
+	// Resume below what the server admitted before it objected, climb back
+	// over bodyLimitCycle, never beyond it while the trip is remembered: a
+	// second trip within 20 minutes was the rule, not the exception, with
+	// the cubic left to climb.
+	a.probe.Punished(now, until, others, a.rtt(), bodyLimitCycle, bodyLimitMemory)
 }
 
 const (

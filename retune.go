@@ -2,6 +2,7 @@ package pacer
 
 import (
 	"context"
+	"github.com/pacer-go/pacer/internal/infer"
 	"github.com/pacer-go/pacer/internal/quota"
 	"log/slog"
 	"math"
@@ -166,20 +167,26 @@ func (a *Adaptive) learn(status int, info Info, quotas []Quota, own bool, cost f
 			a.admittedCost.Add(-c)
 		}
 	}
+	a.reports = a.reports[:0]
+	for _, q := range quotas {
+		a.reports = append(a.reports, quota.Named{
+			Name: q.Name, Tokens: isTokenQuota(q.Name),
+			Report: quota.Report{Limit: q.Limit, Remaining: q.Remaining, Reset: q.Reset, Window: q.Window},
+		})
+	}
 	var handoff float64 // the model gave up: the probe starts at this rate
 	var handoffSpan time.Duration
 	switch {
-	case a.infer.off:
+	case a.infer.Off():
 	case len(quotas) > 0:
 		a.stopInferring()
 	case sig == signalNone:
-		q, ok := a.infer.observe(now, status, info.RetryAfter)
-		if a.infer.off {
-			handoff, handoffSpan = a.infer.capacity(now)
+		r, ok := a.infer.Observe(now, status, info.RetryAfter)
+		if a.infer.Off() {
+			handoff, handoffSpan = a.infer.Capacity(now)
 			a.stopInferring()
 		} else if ok {
-			a.inferBuf[0] = q
-			quotas = a.inferBuf[:]
+			a.reports = append(a.reports, quota.Named{Name: infer.Name, Report: r})
 		}
 	}
 	seen := quota.Seen{
@@ -193,13 +200,6 @@ func (a *Adaptive) learn(status int, info Info, quotas []Quota, own bool, cost f
 	} else {
 		seen.Fed = float64(fed)
 	}
-	a.reports = a.reports[:0]
-	for _, q := range quotas {
-		a.reports = append(a.reports, quota.Named{
-			Name: q.Name, Tokens: isTokenQuota(q.Name),
-			Report: quota.Report{Limit: q.Limit, Remaining: q.Remaining, Reset: q.Reset, Window: q.Window},
-		})
-	}
 	exhausted := a.book.Observe(a.reports, now, a.counts(float64(others)), seen)
 
 	if info.RetryAfter > 0 && status >= 400 { // negative: ignored
@@ -212,7 +212,7 @@ func (a *Adaptive) learn(status int, info Info, quotas []Quota, own bool, cost f
 		a.retune(now)
 		return
 	}
-	a.probe.meter(now, status < 400)
+	a.probe.Meter(now, status < 400)
 	if sig == signalBodyLimit {
 		a.bodyLimitLocked(now, info, exhausted, others)
 	}
@@ -223,22 +223,22 @@ func (a *Adaptive) learn(status int, info Info, quotas []Quota, own bool, cost f
 		// named a wait; otherwise (no headers, or a limit the headers do not
 		// show) the probing fallback cuts the rate.
 		switch {
-		case status >= 500 && !exhausted && info.RetryAfter == 0 && (len(quotas) > 0 || a.quotasKnown()):
+		case status >= 500 && !exhausted && info.RetryAfter == 0 && (len(a.reports) > 0 || a.quotasKnown()):
 			// Overload, not quota: the server shed a request while its
 			// quota headers (now or before) show room. The Transport retries
 			// it under a retry budget; cutting the rate below what the
 			// quota allows would make 5% shed requests cost 90% of the quota.
-		case len(quotas) == 0 || !exhausted:
+		case len(a.reports) == 0 || !exhausted:
 			// No stated quota explains it (a Retry-After while every
 			// quota shows room is a limit the headers do not show):
 			// pausing alone would trip it again at once on resuming.
 			// The server's bucket is empty: empty ours too, and hold new
 			// requests until the probe's next look (one at a time, see
 			// the gate below, until the server accepts again).
-			if hold := a.probe.throttle(now, others, a.rtt()); !hold.IsZero() {
+			if hold := a.probe.Throttle(now, others, a.rtt()); !hold.IsZero() {
 				a.pauseLocked(hold)
 			}
-			a.probe.adopt(handoff, handoffSpan, now)
+			a.probe.Adopt(handoff, handoffSpan, now)
 		}
 		if l := a.cfg.Logger; l != nil {
 			key, retryAfter := a.cfg.Key, info.RetryAfter
@@ -249,13 +249,20 @@ func (a *Adaptive) learn(status int, info Info, quotas []Quota, own bool, cost f
 			})
 		}
 	}
-	if wasStarted && status < http.StatusBadRequest && sig == signalNone && a.book.Len() == 0 && !a.probe.engaged && info.RetryAfter == 0 {
+	if wasStarted && status < http.StatusBadRequest && sig == signalNone && a.book.Len() == 0 && !a.probe.Engaged() && info.RetryAfter == 0 {
 		// Nothing a decision reads changed: no quota, no probe, slow
 		// start over, a plain success (the common case of a server that
 		// states nothing). retune would decide what it decided last time.
 		return
 	}
 	a.retune(now)
+}
+
+// stopInferring hands the endpoint over to the quotas its server now
+// states. Called with a.mu held.
+func (a *Adaptive) stopInferring() {
+	a.infer.Stop()
+	a.book.Drop((*quota.Window).Inferred)
 }
 
 // quotasKnown reports whether the server has described a quota of this
@@ -328,8 +335,8 @@ func (a *Adaptive) retune(now time.Time) {
 	in := decision.Input{
 		Started: a.started.Load(), Quotas: known, Blind: blind,
 		ReqRate: reqRate, ReqBudget: reqBudget, TokRate: tokRate, TokBudget: tokBudget,
-		ProbeRate: a.probe.grow(now), ProbeEngaged: a.probe.engaged, ProbeClosed: a.probe.closed,
-		InferTrial: a.infer.trial(), TrialGate: inferTrialInFlight,
+		ProbeRate: a.probe.Grow(now), ProbeEngaged: a.probe.Engaged(), ProbeClosed: a.probe.Closed(),
+		InferTrial: a.infer.Trial(), TrialGate: infer.TrialInFlight,
 		Ceiling: float64(a.cfg.Ceiling), CeilingBurst: float64(a.cfg.CeilingBurst),
 		MaxCost: float64(a.maxCost.Load()) / quota.Milli,
 		Safety:  s,

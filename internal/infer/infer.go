@@ -1,4 +1,15 @@
-package pacer
+// Package infer learns the quota of a server that states none and only
+// answers 429 with a Retry-After when it is spent: a fixed window whose size
+// and length it keeps to itself. The Retry-After of a refusal says when the
+// window ends, the successes since the last end how much it holds, the time
+// between two ends how long windows are. From these a [Model] states the
+// quota the server would have stated ([quota.Report]), which the limiter
+// spends like a stated one. The model gives up (Off) on servers it does not
+// fit, which the CUBIC fallback then paces.
+//
+// A Model is a state machine with explicit time; it takes no lock and reads
+// no clock.
+package infer
 
 import (
 	"cmp"
@@ -8,7 +19,7 @@ import (
 	"time"
 )
 
-// inferred learns the quota of a server that states none and only answers
+// Model learns the quota of a server that states none and only answers
 // 429 with a Retry-After when it is spent: a fixed window whose size and
 // length it keeps to itself. Such a server says more than it seems to. The
 // Retry-After of a 429 says when the window ends; the successes since the
@@ -16,7 +27,7 @@ import (
 // how long windows are. From these the limiter builds the quota the server
 // would have stated, and spends it like a stated one: all of it at once
 // when the work wants it, then one look when the next window is due
-// (window.go). CUBIC (probe.go), which only cuts and climbs a rate, meets
+// (package quota). CUBIC (package cubic), which only cuts and climbs a rate, meets
 // the window's end every cycle: 1.3% of requests refused at 0.91 of the
 // quota over twelve windows, against at most two after the first window here.
 //
@@ -35,7 +46,7 @@ import (
 // is known within a second, late. Window lengths learned from two ends are
 // rounded to whole seconds when the Retry-After was whole: the errors of
 // the two readings would otherwise add up window after window.
-type inferred struct {
+type Model struct {
 	limit  float64       // successes the last window that ended in a 429 admitted; 0: none yet
 	ok     float64       // successes since the current window began
 	total  float64       // successes since start
@@ -45,10 +56,10 @@ type inferred struct {
 	window time.Duration // learned length; 0 while unknown
 	guess  time.Duration // lower bound of window before it is learned
 	whole  bool          // Retry-After values come in whole seconds
-	off    bool          // the server stated a quota, or the model did not fit: it has no say
+	off    bool          // the server stated a quota, or the model did not fit: it has no say (Stop)
 	// confirmed: a window after a stated end held at least half of the
 	// last, as a fixed window does. Until then a window is spent with at
-	// most inferTrialInFlight requests out, so a server the model misreads
+	// most TrialInFlight requests out, so a server the model misreads
 	// (a sliding window, a token bucket) refuses that many, not one per
 	// caller.
 	confirmed bool
@@ -63,32 +74,38 @@ type inferred struct {
 	windows, surprises int
 }
 
-// inferMaxSurprises is how many early refusals the model is allowed
+// maxSurprises is how many early refusals the model is allowed
 // before it gives up, if they come in more than a quarter of
 // windows: learning a window's length costs one or two (an early first
 // guess, a phase late by a second of rounding); a server the model
 // misreads refuses early in every window.
-const inferMaxSurprises = 3
+const maxSurprises = 3
 
-// inferTrialInFlight caps the requests in flight while the model is on
+// TrialInFlight caps the requests in flight while the model is on
 // trial: a misread window costs at most 8 refusals, and a real one of 100
 // is still spent in 13 round trips, well within any window a server would
 // state in whole seconds.
-const inferTrialInFlight = 8
+const TrialInFlight = 8
 
-// trial reports whether the model states a quota it has not yet seen hold.
-func (m *inferred) trial() bool { return !m.off && m.limit > 0 && !m.confirmed }
+// Off reports whether the model has no say: the server stated a quota
+// (Stop), or the model did not fit it.
+func (m *Model) Off() bool { return m.off }
 
-// inferredQuota names the quota the model states. A server's own quota
+// Stop hands the endpoint over to the quotas its server states.
+func (m *Model) Stop() { m.off = true }
+
+// Trial reports whether the model states a quota it has not yet seen hold.
+func (m *Model) Trial() bool { return !m.off && m.limit > 0 && !m.confirmed }
+
+// Name names the quota the model states. A server's own quota
 // cannot collide: parsed names never contain a space.
-const inferredQuota = "inferred window"
+const Name = "inferred window"
 
-// observe takes a response to a request sent to a server that stated no
+// Observe takes a response to a request sent to a server that stated no
 // quota and returns the quota it implies, if the model knows one yet.
-// Called with Adaptive.mu held.
-func (m *inferred) observe(now time.Time, status int, retryAfter time.Duration) (Quota, bool) {
+func (m *Model) Observe(now time.Time, status int, retryAfter time.Duration) (quota.Report, bool) {
 	if m.off {
-		return Quota{}, false
+		return quota.Report{}, false
 	}
 	if m.start.IsZero() {
 		m.start = now
@@ -113,7 +130,7 @@ func (m *inferred) observe(now time.Time, status int, retryAfter time.Duration) 
 	}
 	if retryAfter <= 0 {
 		if m.limit == 0 {
-			return Quota{}, false // a bare 429 is the probe's to read
+			return quota.Report{}, false // a bare 429 is the probe's to read
 		}
 		// Once the model runs, a refusal without a wait is one more
 		// second closed (the shortest a Retry-After says).
@@ -126,10 +143,10 @@ func (m *inferred) observe(now time.Time, status int, retryAfter time.Duration) 
 		// tightest of upper bounds.
 		m.stated = clock.Earlier(m.stated, end)
 		m.reset = m.stated
-		return Quota{Name: inferredQuota, Limit: m.limit, Reset: m.reset, Window: m.window}, true
+		return quota.Report{Limit: m.limit, Reset: m.reset, Window: m.window}, true
 	}
 	if m.limit == 0 && m.ok == 0 {
-		return Quota{}, false // spent by others before we learned anything
+		return quota.Report{}, false // spent by others before we learned anything
 	}
 	// A window the model only predicted (advance) that refuses early is
 	// the old one still: the prediction was early, not the limit wrong.
@@ -139,9 +156,9 @@ func (m *inferred) observe(now time.Time, status int, retryAfter time.Duration) 
 		// the server frees its quota as it goes (a sliding window still
 		// weighed down by the last one, a token bucket), or others now
 		// spend it. Windows spent at once would then meet a refusal
-		// every time: that is the probe's to pace (probe.go).
+		// every time: that is the probe's to pace (package cubic).
 		m.off = true
-		return Quota{}, false
+		return quota.Report{}, false
 	}
 	if m.limit > 0 && m.ok < m.limit {
 		// A fixed window refuses before its count runs out only while
@@ -149,9 +166,9 @@ func (m *inferred) observe(now time.Time, status int, retryAfter time.Duration) 
 		// fixed window (a token bucket answering with the time to its
 		// next token, a sliding one): the probe's.
 		m.surprises++
-		if m.surprises >= inferMaxSurprises && m.surprises*4 > m.windows {
+		if m.surprises >= maxSurprises && m.surprises*4 > m.windows {
 			m.off = true
-			return Quota{}, false
+			return quota.Report{}, false
 		}
 	}
 	m.windows++
@@ -183,13 +200,13 @@ func (m *inferred) observe(now time.Time, status int, retryAfter time.Duration) 
 		m.guess = max(m.guess, end.Sub(m.start)/2)
 	}
 	m.stated, m.reset, m.ok, m.predicted = end, end, 0, false
-	return Quota{Name: inferredQuota, Limit: m.limit, Reset: end, Window: m.window}, true
+	return quota.Report{Limit: m.limit, Reset: end, Window: m.window}, true
 }
 
 // learnWindow takes d, the time between two stated ends. A multiple of the
 // known length is a window that went by without a refusal; anything else
 // is a new length.
-func (m *inferred) learnWindow(d time.Duration) {
+func (m *Model) learnWindow(d time.Duration) {
 	if d <= 0 {
 		return
 	}
@@ -216,13 +233,7 @@ func (m *inferred) learnWindow(d time.Duration) {
 // advance moves the current window on when its end has passed: by the
 // learned length, or by the first window's lower bound while unlearned (a
 // look at an early end meets one 429, whose Retry-After teaches the length).
-// idle reports whether the model has nothing to go on yet (no refusal
-// seen) or is off: a success then only counts (see observe).
-func (m *inferred) idle() bool {
-	return m.off || m.limit == 0 && m.stated.IsZero() && m.reset.IsZero()
-}
-
-func (m *inferred) advance(now time.Time) {
+func (m *Model) advance(now time.Time) {
 	if m.reset.IsZero() || now.Before(m.reset) {
 		return
 	}
@@ -249,27 +260,20 @@ func (m *inferred) advance(now time.Time) {
 }
 
 // quota is the current window as a server that stated it would have.
-func (m *inferred) quota(now time.Time) (Quota, bool) {
+func (m *Model) quota(now time.Time) (quota.Report, bool) {
 	if m.limit == 0 || !m.reset.After(now) {
-		return Quota{}, false
+		return quota.Report{}, false
 	}
 	left := max(m.limit-m.ok, 0)
 	if now.Before(m.stated) {
 		left = 0 // closed until the end a refusal stated
 	}
-	return Quota{Name: inferredQuota, Limit: m.limit, Remaining: left, Reset: m.reset, Window: m.window}, true
+	return quota.Report{Limit: m.limit, Remaining: left, Reset: m.reset, Window: m.window}, true
 }
 
-// stopInferring hands the endpoint over to the quotas its server now
-// states. Called with Adaptive.mu held.
-func (a *Adaptive) stopInferring() {
-	a.infer.off = true
-	a.book.Drop((*quota.Window).Inferred)
-}
-
-// capacity is what the server admitted per second since the first
+// Capacity is what the server admitted per second since the first
 // response: the rate the probe starts from when the model gives up.
-func (m *inferred) capacity(now time.Time) (rate float64, span time.Duration) {
+func (m *Model) Capacity(now time.Time) (rate float64, span time.Duration) {
 	span = now.Sub(m.start)
 	if span <= 0 || m.total == 0 {
 		return 0, 0

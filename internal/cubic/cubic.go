@@ -1,11 +1,20 @@
-package pacer
+// Package cubic is the fallback limiter for servers that say nothing about
+// their quota and only answer 429 or 503 when it is exceeded: CUBIC, as in
+// the AWS SDK's adaptive retry mode, with one cut per throttling event and a
+// cycle long enough that a settled client meets well under 1% 429s.
+//
+// A [Probe] is a state machine with explicit time: the caller reports each
+// completed request ([Probe.Meter]) and each throttle ([Probe.Throttle]) with
+// the time it happened, and asks for the rate at a time ([Probe.Grow]). It
+// takes no lock and reads no clock; the caller owns both.
+package cubic
 
 import (
 	"math"
 	"time"
 )
 
-// probe is the fallback for servers that say nothing about their quota and
+// Probe is the fallback for servers that say nothing about their quota and
 // only answer 429 or 503 when it is exceeded. It is CUBIC, as in the AWS SDK's
 // adaptive retry mode (β = 0.7, C = 0.4, new rates capped at twice the
 // measured send rate, floor MinLimit), with two changes that matter for slow
@@ -42,7 +51,7 @@ import (
 // that of an event that cost one 429. The rate averages
 // about 1 - (1-β)/4 ≈ 92% of lastMax over a cycle, and lastMax tracks the
 // server's capacity.
-type probe struct {
+type Probe struct {
 	minLimit float64
 
 	engaged bool    // a throttle has been seen; before it the limit is Inf
@@ -95,6 +104,41 @@ type probe struct {
 	atMaxUntil time.Time
 }
 
+// New returns a Probe that does not limit until the first throttle, and
+// never limits below minLimit requests per second after it.
+func New(minLimit float64) *Probe { return &Probe{minLimit: minLimit} }
+
+// Engaged reports whether a throttle has been seen: before it the rate is
+// unlimited.
+func (p *Probe) Engaged() bool { return p.engaged }
+
+// Closed reports whether the server has refused everything sent since the
+// current throttling event began.
+func (p *Probe) Closed() bool { return p.closed }
+
+// Punished reacts to a limit the server punishes tripping (GitHub's
+// secondary rate limits), met at now with requests paused until until: a
+// throttle, after which the rate resumes below what the server admitted
+// before it objected (its goodput over about a minute), not at a fraction
+// of the burst that tripped it; climbs back to that over at least cycle,
+// since a limit the server keeps to itself is found again slowly; never
+// probes beyond it for memory, since each probe past the limit is a trip
+// the server counts; and climbs from the end of the pause, not through it.
+func (p *Probe) Punished(now, until time.Time, inflight int64, rtt, cycle, memory time.Duration) {
+	p.Throttle(now, inflight, rtt)
+	if g := p.goodput; g > 0 && g < p.lastMax {
+		p.setMax(g)
+	}
+	p.k = max(p.k, cycle.Seconds())
+	p.atMaxUntil = now.Add(memory)
+	if until.After(p.since) {
+		p.since = until
+	}
+}
+
+// Tuning, from the AWS SDK's adaptive retry mode (β, C, the half-second
+// slot and its 0.8 smoothing) and from this package's measurements (the
+// cycle of 300 requests per 429, the looks while closed).
 const (
 	probeBeta        = 0.7
 	probeC           = 0.4
@@ -103,19 +147,19 @@ const (
 	probeMaxCycle    = 2 * time.Minute
 	probeGoodputSpan = time.Minute
 	probeMinBackoff  = 100 * time.Millisecond
-	probeMaxBackoff  = time.Second // or a quarter of the time closed, if longer, up to probeMaxLook
-	// probeMaxLook caps the wait between looks at an endpoint that keeps
+	probeMaxBackoff  = time.Second // or a quarter of the time closed, if longer, up to MaxLook
+	// MaxLook caps the wait between looks at an endpoint that keeps
 	// refusing with nothing saying until when: one request a minute. A
 	// minute is what GitHub documents for its secondary limits (wait at
 	// least a minute), one look a minute costs a server nothing, and a
 	// longer wait only delays noticing that it recovered: without the cap
 	// the waits doubled without bound (calls took 20 minutes after eight
 	// refusals, hours after twelve).
-	probeMaxLook = time.Minute
+	MaxLook = time.Minute
 )
 
-// meter counts one completed request at now.
-func (p *probe) meter(now time.Time, ok bool) {
+// Meter counts one completed request at now.
+func (p *Probe) Meter(now time.Time, ok bool) {
 	p.observed++
 	if p.cycleFrom.IsZero() {
 		p.cycleFrom = now
@@ -151,7 +195,7 @@ func (p *probe) meter(now time.Time, ok bool) {
 // The climb starts here (the time closed was no time at the new rate), and
 // a lastMax taken from the first, unlimited burst is replaced by what the
 // server admitted over the cycle.
-func (p *probe) reopen(now time.Time) {
+func (p *Probe) reopen(now time.Time) {
 	p.closed = false
 	if p.fromBurst {
 		p.fromBurst = false
@@ -174,11 +218,11 @@ func (p *probe) reopen(now time.Time) {
 	p.cycleFrom, p.cycleOK = now, 1
 }
 
-// adopt takes over from the model of a server's window (infer.go) that
+// Adopt takes over from the model of a server's window (package infer) that
 // measured the server admitting rate per second over span: the climb
 // starts as after a measured first cycle, not from a burst's send rate.
 // Called just after the throttle that made the model give up.
-func (p *probe) adopt(rate float64, span time.Duration, now time.Time) {
+func (p *Probe) Adopt(rate float64, span time.Duration, now time.Time) {
 	if rate <= 0 {
 		return
 	}
@@ -191,7 +235,7 @@ func (p *probe) adopt(rate float64, span time.Duration, now time.Time) {
 }
 
 // setMax sets lastMax and the cycle length that goes with it (AWS's K).
-func (p *probe) setMax(rate float64) {
+func (p *Probe) setMax(rate float64) {
 	p.lastMax = max(rate, p.minLimit)
 	p.k = math.Cbrt(p.lastMax * (1 - probeBeta) / probeC)
 	p.limit = math.Max(probeBeta*p.lastMax, p.minLimit)
@@ -199,7 +243,7 @@ func (p *probe) setMax(rate float64) {
 
 // sendRate is the measured send rate, counting the slot in progress so that
 // a burst before the first full slot is not read as zero.
-func (p *probe) sendRate(now time.Time) float64 {
+func (p *Probe) sendRate(now time.Time) float64 {
 	if p.slot.IsZero() {
 		return 0
 	}
@@ -207,7 +251,7 @@ func (p *probe) sendRate(now time.Time) float64 {
 	return max(p.measured, partial)
 }
 
-// throttle reacts to a 429/503 observed at now, with inflight requests still
+// Throttle reacts to a 429/503 observed at now, with inflight requests still
 // out and rtt the estimated round trip. It returns the time before which no
 // new request should start (zero: no change). A throttle begins a new event,
 // and cuts the rate, unless the request may have been sent before the last
@@ -216,13 +260,13 @@ func (p *probe) sendRate(now time.Time) float64 {
 // has not accepted anything since (closed): then it is one more throttle of
 // the same event, and if it answered a request sent while closed, the next
 // one waits longer.
-func (p *probe) throttle(now time.Time, inflight int64, rtt time.Duration) time.Time {
+func (p *Probe) Throttle(now time.Time, inflight int64, rtt time.Duration) time.Time {
 	if p.engaged {
 		gap := max(rtt, time.Duration(float64(time.Second)/p.limit))
 		if p.closed || p.observed <= p.closeAt || now.Sub(p.lastEventAt) < gap {
 			p.eventCount++
 			if p.closed && p.observed > p.closeAt {
-				p.backoff = min(2*p.backoff, max(probeMaxBackoff, now.Sub(p.closedAt)/4), probeMaxLook)
+				p.backoff = min(2*p.backoff, max(probeMaxBackoff, now.Sub(p.closedAt)/4), MaxLook)
 				return now.Add(p.backoff)
 			}
 			return time.Time{}
@@ -269,8 +313,8 @@ func (p *probe) throttle(now time.Time, inflight int64, rtt time.Duration) time.
 	return now.Add(p.backoff)
 }
 
-// grow advances the cubic to now and returns the limit (Inf until engaged).
-func (p *probe) grow(now time.Time) float64 {
+// Grow advances the cubic to now and returns the limit (Inf until engaged).
+func (p *Probe) Grow(now time.Time) float64 {
 	if !p.engaged {
 		return math.Inf(1)
 	}
