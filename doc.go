@@ -22,20 +22,17 @@
 //
 // # One request, top to bottom
 //
-//	Executor.Do            (optional) a concurrency slot, held until the body is closed
-//	  └─ http.Client.Do
-//	       └─ Transport.RoundTrip: one attempt per try      transport.go
-//	            ├─ run: which limiter                       route.go, endpoint.go
-//	            │    (key, route patterns, server-named buckets)
-//	            │  wait for it: Adaptive.Acquire → Permit   adaptive_acquire.go
-//	            │    (slow start, every quota's budget, the bucket,
-//	            │    MaxWait and the context's deadline)
-//	            │  send through the base RoundTripper
-//	            │  read the response                       headers.go, skew.go, classify.go
-//	            ├─ settle: Permit.Done, the limiter learns  retune.go, window*.go,
-//	            │    (release, Stats, observer)             infer.go, probe.go,
-//	            │                                           internal/decision
-//	            └─ decide: retry? when?                     retry.go
+// An [Executor] (optional) holds a concurrency slot until the response body
+// is closed. The [Transport] maps the request to an endpoint (a [WithEndpoint]
+// pattern, a [WithKeyFunc] key, else scheme://host; a bucket the server names
+// once it has named one) and waits for that endpoint's [Adaptive] limiter to
+// admit it: at once while every quota the server states affords it, else
+// until one does, never past MaxWait or the context's deadline. It then sends
+// through the base RoundTripper, reads the response once (its rate-limit
+// headers, its Date, and for a 403 or 429 what its body states), settles the
+// admission with what it read (the limiter learns; the request leaves the
+// in-flight count), and asks the retry policy, which judges the same reading,
+// whether and when to go again.
 //
 // An [Executor] bounds fan-out: Executor.Do runs a request once a concurrency
 // slot is free, before any rate token is spent, and Shutdown stops cleanly
