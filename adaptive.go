@@ -52,6 +52,9 @@ type AdaptiveConfig struct {
 	// Logger receives a debug record when the limit is retuned and a warning
 	// for each throttled response; nil means no logging.
 	Logger *slog.Logger
+	// BatchReserve is what batch work leaves of each quota to interactive
+	// work (see [Class]); the zero value means [DefaultBatchReserve].
+	BatchReserve BatchReserve
 	// Store, when set, holds the request and token buckets of Key, shared
 	// with every limiter that uses the same Store and Key (several
 	// Transports in one process with a [store.Memory], or many processes with
@@ -141,7 +144,10 @@ type Adaptive struct {
 	inflight     atomic.Int64 // admitted, not yet observed
 	inflightCost atomic.Int64 // their estimated token cost, milli-tokens
 	waiting      atomic.Int64
-	applied      atomic.Int64 // responses applied (learn), ever: see settled
+	// Per class of work: callers waiting in Acquire, requests admitted.
+	classWaiting  [numClasses]atomic.Int64
+	classAdmitted [numClasses]atomic.Int64
+	applied       atomic.Int64 // responses applied (learn), ever: see settled
 	// snap is what admission reads without mu: published under mu by
 	// every retune (see admission).
 	snap         atomic.Pointer[admission]
@@ -168,6 +174,7 @@ type Adaptive struct {
 	reports   []quota.Named // what a response said of its quotas, reused
 	paused    time.Time     // no request starts before this
 	lastInfo  Info
+	lanes     lanes // the classes of work seen, for their reserves
 	throttled int64
 	requests  int64
 	lastObs   time.Time
@@ -204,6 +211,7 @@ func NewAdaptive(cfg AdaptiveConfig) *Adaptive {
 		respWake: make(chan struct{}),
 		probe:    cubic.New(float64(cfg.MinLimit)),
 		mode:     ModeSlowStart,
+		lanes:    lanes{reserve: cfg.BatchReserve},
 		share:    newStoreShare(cfg),
 		book: quota.NewBook(quota.BookConfig{
 			Safety: cfg.SafetyFactor, MaxDelay: cfg.MaxDelay, Horizon: MaxResetHorizon,
@@ -259,6 +267,7 @@ func (cfg AdaptiveConfig) normalize() AdaptiveConfig {
 	case cfg.MaxDelay == 0:
 		cfg.MaxDelay = DefaultMaxDelay
 	}
+	cfg.BatchReserve = cfg.BatchReserve.normalize("AdaptiveConfig.BatchReserve")
 	switch {
 	case cfg.SlowStart < 0:
 		bad("SlowStart", cfg.SlowStart, "≥ 0")

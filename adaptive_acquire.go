@@ -31,8 +31,11 @@ func (a *Adaptive) admit(ctx context.Context, cost float64) error {
 	if !(cost > 0) || math.IsInf(cost, 1) {
 		cost = 0
 	}
+	class := ClassOf(ctx)
 	a.waiting.Add(1)
+	a.classWaiting[class].Add(1)
 	defer a.waiting.Add(-1)
+	defer a.classWaiting[class].Add(-1)
 
 	held := false // in-flight slot taken through the gate
 	release := func() {
@@ -71,7 +74,12 @@ func (a *Adaptive) admit(ctx context.Context, cost float64) error {
 		// itself, taking nothing when it fails. A spent budget, or a second
 		// bucket for tokens, needs the whole wait known up front.
 		tokens := n > 0 && a.tokensTracked()
-		if spent := a.spentUntil(cost); tokens || !spent.IsZero() {
+		if now.IsZero() && class == Batch {
+			// A reserve's wait is a time (see spentUntil).
+			t := time.Now() // for the wall clock: now is the instant ns
+			now = clock.Time(ns, t, clock.Of(t))
+		}
+		if spent := a.spentUntil(cost, class, ns, now); tokens || !spent.IsZero() {
 			if now.IsZero() {
 				t := time.Now() // for the wall clock: now is the instant ns
 				now = clock.Time(ns, t, clock.Of(t))
@@ -83,6 +91,16 @@ func (a *Adaptive) admit(ctx context.Context, cost float64) error {
 			if err := a.tooLong(ctx, now, at); err != nil {
 				release()
 				if err := a.refuseOrAwait(ctx, now, at, err, mark); err != nil {
+					return err
+				}
+				continue
+			}
+			if class == Batch && spent.After(now) {
+				// Batch work waits for the quota out of the buckets: a
+				// token taken now would only be spent on a charge the
+				// budget refuses, and pace interactive work behind it.
+				release()
+				if err := a.awaitChange(ctx, spent.Sub(now)); err != nil {
 					return err
 				}
 				continue
@@ -114,7 +132,7 @@ func (a *Adaptive) admit(ctx context.Context, cost float64) error {
 			}
 			ns = clock.Of(now)
 		}
-		charged, retryAt := a.charge(cost, ns, &held)
+		charged, retryAt := a.charge(cost, class, ns, &held)
 		if charged {
 			break
 		}
@@ -147,6 +165,7 @@ func (a *Adaptive) admit(ctx context.Context, cost float64) error {
 		a.inflight.Add(1)
 	}
 	a.admitted.Add(1)
+	a.classAdmitted[class].Add(1)
 	if cost > 0 {
 		a.inflightCost.Add(quota.ToMilli(cost))
 		a.admittedCost.Add(quota.ToMilli(cost))
@@ -487,13 +506,14 @@ func (a *Adaptive) noteCost(cost float64) float64 {
 // from a figure that does not count the request, and the charge was lost.
 //
 // now is the admission's reading of the package clock (clock.Now).
-func (a *Adaptive) charge(cost float64, now int64, held *bool) (ok bool, retryAt time.Time) {
+func (a *Adaptive) charge(cost float64, class Class, now int64, held *bool) (ok bool, retryAt time.Time) {
 	if !a.snap.Load().charged {
 		return true, time.Time{}
 	}
 	a.mu.Lock()
 	defer a.unlock()
-	if w := a.book.Charge(cost, now); w != nil {
+	share, idleAt := a.lanes.share(class, now)
+	if w := a.book.Charge(cost, now, share); w != nil {
 		// The window may have rolled over since the last look, refilling
 		// the budget; retune finds out and otherwise pauses until reset.
 		// retryAt is zero to retry at once, or now when a probe is out
@@ -501,7 +521,8 @@ func (a *Adaptive) charge(cost float64, now int64, held *bool) (ok bool, retryAt
 		amount := w.Amount(cost)
 		t := time.Now()
 		a.retune(t)
-		if w.Budget() < amount+w.Debt(clock.Of(t)) {
+		switch ns := clock.Of(t); {
+		case w.Budget() < amount+w.Debt(ns):
 			retryAt = t
 			switch {
 			case w.Probing() && a.inflight.Load() == heldSlots(*held):
@@ -512,6 +533,13 @@ func (a *Adaptive) charge(cost float64, now int64, held *bool) (ok bool, retryAt
 				retryAt = time.Time{}
 			case !w.Probing():
 				retryAt = clock.Later(t, w.WakeAt())
+			}
+		case w.Reserved(amount, ns, share):
+			// Held back only by the reserve another class of work keeps:
+			// until the quota refills, or that work goes idle.
+			retryAt = w.RefillAt(t)
+			if idleAt != 0 {
+				retryAt = clock.Earlier(retryAt, clock.Time(idleAt, t, ns))
 			}
 		}
 		return false, retryAt
@@ -525,13 +553,18 @@ func (a *Adaptive) charge(cost float64, now int64, held *bool) (ok bool, retryAt
 
 // spentUntil is when the budgets could take a request of this cost: the
 // reset of a quota that is spent now, else the zero time.
-func (a *Adaptive) spentUntil(cost float64) time.Time {
+func (a *Adaptive) spentUntil(cost float64, class Class, ns int64, now time.Time) time.Time {
 	if !a.snap.Load().charged {
 		return time.Time{}
 	}
 	a.mu.Lock()
 	defer a.unlock()
-	return a.book.SpentUntil(cost)
+	share, idleAt := a.lanes.share(class, ns)
+	at := a.book.SpentUntil(cost, share, now)
+	if idleAt != 0 && !at.IsZero() {
+		at = clock.Earlier(at, clock.Time(idleAt, now, ns))
+	}
+	return at
 }
 
 // refund gives a request's charge back to every quota; called with a.mu

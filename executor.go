@@ -53,6 +53,10 @@ type Executor struct {
 	sem     *semaphore.Weighted
 	max     int
 	onError func(error)
+	// class marks the work of a caller's context that marks none (see
+	// WithDefaultClass); hasClass says whether it was set.
+	class    Class
+	hasClass bool
 
 	mu        sync.Mutex
 	closed    bool          // Shutdown began: new calls get ErrExecutorClosed
@@ -83,8 +87,10 @@ type Executor struct {
 type ExecutorOption func(*executorConfig)
 
 type executorConfig struct {
-	max     int
-	onError func(error)
+	max      int
+	onError  func(error)
+	class    Class
+	hasClass bool
 }
 
 // WithMaxConcurrency is an [Executor] option: it sets how many calls may hold
@@ -115,6 +121,18 @@ func WithErrorHandler(fn func(error)) ExecutorOption {
 	return func(c *executorConfig) { c.onError = fn }
 }
 
+// WithDefaultClass is an [Executor] option: the work the executor runs is
+// of class c (see [Class]) unless its context says otherwise ([WithClass]).
+// An executor that runs a batch job marks it so once, here, and every
+// request it sends leaves interactive work its reserve. It panics if c is
+// not a defined Class.
+func WithDefaultClass(c Class) ExecutorOption {
+	if c >= numClasses {
+		panic(fmt.Sprintf("pacer: WithDefaultClass(%d): not a Class", uint8(c)))
+	}
+	return func(cfg *executorConfig) { cfg.class, cfg.hasClass = c, true }
+}
+
 // NewExecutor returns an Executor that sends requests with client (nil means
 // [http.DefaultClient]). Any client works: a plain one, or one whose Transport
 // is a pacer [Transport] so that requests are also rate limited. It panics if
@@ -138,6 +156,8 @@ func NewExecutor(client *http.Client, opts ...ExecutorOption) *Executor {
 		sem:         semaphore.NewWeighted(int64(cfg.max)),
 		max:         cfg.max,
 		onError:     cfg.onError,
+		class:       cfg.class,
+		hasClass:    cfg.hasClass,
 		idle:        make(chan struct{}),
 		aborted:     make(chan struct{}),
 		live:        callList{which: liveLinks},

@@ -35,6 +35,9 @@ type execCall struct {
 // the call is over and counted: as rejected when the executor was closed, as
 // failed otherwise.
 func (e *Executor) begin(ctx, reqCtx, extra context.Context) (*execCall, error) {
+	if e.hasClass && ctx.Value(classKey{}) == nil {
+		ctx = context.WithValue(ctx, classKey{}, e.class)
+	}
 	c := &execCall{e: e, outer: ctx}
 	if reqCtx != nil && extra == nil && ctx.Done() == nil && (reqCtx == ctx || reqCtx.Done() == nil) {
 		// A request whose contexts never end can only be cancelled by a

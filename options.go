@@ -28,6 +28,7 @@ type config struct {
 	store        store.Store
 	retryPolicy  func(context.Context, *http.Response, error) (bool, error)
 	prepareRetry func(*http.Request) error
+	batchReserve BatchReserve
 }
 
 // defaultConfig is the configuration without options: NewTransport's

@@ -27,6 +27,10 @@ type Stats struct {
 	LastInfo    Info      // last non-empty Info observed
 	Mode        Mode      // ModeSlowStart, ModeHeaders, ModeProbing or ModeStatic
 
+	// Interactive and Batch break the waiting callers and the admitted
+	// requests down by class of work (see [Class]).
+	Interactive, Batch ClassStats
+
 	// Counted by a Transport; zero in Adaptive.Stats.
 
 	// Retries counts attempts of this endpoint that were retried (throttled
@@ -52,6 +56,12 @@ func (t *Transport) Stats() []Stats {
 	}
 	slices.SortFunc(out, func(a, b Stats) int { return cmp.Compare(a.Key, b.Key) })
 	return out
+}
+
+// ClassStats is one class of work's part of an endpoint's [Stats].
+type ClassStats struct {
+	Waiting  int   // callers of this class waiting in Acquire
+	Admitted int64 // requests of this class admitted, ever
 }
 
 // LongWait is a wait [WithLongWaits] reports.
@@ -85,6 +95,8 @@ type Attempt struct {
 	Endpoint string
 	// Method is the request's method.
 	Method string
+	// Class is the request's class of work (see [WithClass]).
+	Class Class
 	// Retry is 0 for a request's first attempt and n for its n-th retry.
 	Retry int
 	// Wait is how long the attempt waited before being sent: the retry
@@ -123,5 +135,8 @@ func (a *Adaptive) Stats() Stats {
 	st.Limit, st.Burst, st.Tokens = a.req.Limit(), a.req.Burst(), a.req.Tokens()
 	st.Waiting = int(a.waiting.Load())
 	st.InFlight = int(a.inflight.Load())
+	for c, cs := range [...]*ClassStats{Interactive: &st.Interactive, Batch: &st.Batch} {
+		cs.Waiting, cs.Admitted = int(a.classWaiting[c].Load()), a.classAdmitted[c].Load()
+	}
 	return st
 }

@@ -122,6 +122,7 @@ func (t *Transport) setup(base http.RoundTripper, c *config) {
 			MaxDelay:     t.maxDelay,
 			Logger:       c.logger,
 			Store:        c.store,
+			BatchReserve: c.batchReserve,
 		})
 	})
 }
@@ -371,7 +372,7 @@ func (rt *roundTrip) settle(a *attemptState) {
 	if t.observer == nil {
 		return
 	}
-	at := Attempt{Endpoint: a.key, Method: rt.req.Method, Retry: rt.n, Err: a.err, Wait: elapsedSince(rt.waitFrom)}
+	at := Attempt{Endpoint: a.key, Method: rt.req.Method, Class: ClassOf(rt.ctx), Retry: rt.n, Err: a.err, Wait: elapsedSince(rt.waitFrom)}
 	if a.sent && !a.sentAt.IsZero() {
 		at.Wait = a.sentAt.Sub(rt.waitFrom)
 		at.Latency = time.Since(a.sentAt)

@@ -230,12 +230,13 @@ func (b *Book) Plan(now time.Time, c Counts, tokenUnit float64) Plan {
 }
 
 // Charge takes a request of the given cost from every known quota, at now
-// on the package clock. If one cannot take it, nothing stays charged and
-// that quota is returned.
-func (b *Book) Charge(cost float64, now int64) (short *Window) {
+// on the package clock, leaving share of each quota's limit (a class's
+// reserve; see Window.Charge). If one cannot take it, nothing stays charged
+// and that quota is returned.
+func (b *Book) Charge(cost float64, now int64, share float64) (short *Window) {
 	for i, w := range b.charged {
 		amount := w.Amount(cost)
-		if amount == 0 || w.Charge(amount, now) {
+		if amount == 0 || w.Charge(amount, now, share) {
 			continue
 		}
 		for _, u := range b.charged[:i] {
@@ -255,12 +256,21 @@ func (b *Book) Refund(cost float64) {
 }
 
 // SpentUntil is when the budgets could take a request of this cost: the
-// wake-up of a quota that is spent now, else the zero time.
-func (b *Book) SpentUntil(cost float64) time.Time {
+// wake-up of a quota that is spent now, else the zero time. With share > 0
+// (a class's reserve, see Charge), a quota that holds the request only in
+// its reserve counts as spent until it refills by itself (RefillAt); now
+// is the time of the question.
+func (b *Book) SpentUntil(cost, share float64, now time.Time) time.Time {
 	var at time.Time
+	ns := clock.Of(now)
 	for _, w := range b.charged {
-		if amount := w.Amount(cost); amount > 0 && w.budget < amount {
+		amount := w.Amount(cost)
+		switch {
+		case amount == 0:
+		case w.budget < amount:
 			at = clock.Later(at, w.wakeAt)
+		case share > 0 && w.Reserved(amount, ns, share):
+			at = clock.Later(at, w.RefillAt(now))
 		}
 	}
 	return at

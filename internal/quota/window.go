@@ -31,17 +31,17 @@ type Window struct {
 	name   string
 	tokens bool // token-denominated: charged a request's cost, not 1
 
-	// budget is in Milli-units (fixed point, so that charges and refunds
+	// budget is in milli-units (fixed point, so that charges and refunds
 	// of whole requests cancel exactly). Meaningful while known.
 	budget int64
-	// drain is what others take from the quota, Milli-units per second
+	// drain is what others take from the quota, milli-units per second
 	// (the negative part of the drift), and drainFrom when (on the package clock)
 	// the budget last had it deducted: Wait deducts what accrued since, so
 	// the budget gate does not lag behind others' spending between responses.
 	drain     int64
 	drainFrom int64
 	// drainRoom is how much more of the budget others' predicted spending
-	// may still take before a response confirms it (Milli-units): at most
+	// may still take before a response confirms it (milli-units): at most
 	// othersMaxShare of the budget a response last set. Deducted by the
 	// drain between responses; when others in fact stopped (all waiting
 	// for the reset on the same prediction), what is left of the last
@@ -58,7 +58,7 @@ type Window struct {
 	maxDelay time.Duration // the longest wait for a reset nothing explains
 
 	// most is the largest single charge the quota can ever take (its limit,
-	// Milli-units): a cost above it is charged as this much, or it would wait
+	// milli-units): a cost above it is charged as this much, or it would wait
 	// for a window that never comes.
 	most int64
 
@@ -120,7 +120,7 @@ const (
 // Milli is the fixed-point scale of budgets and in-flight costs.
 const Milli = 1000
 
-// ToMilli is v in Milli-units, rounded up; 0 for v ≤ 0 or NaN, and bounded
+// ToMilli is v in milli-units, rounded up; 0 for v ≤ 0 or NaN, and bounded
 // far below overflow.
 func ToMilli(v float64) int64 {
 	switch {
@@ -206,7 +206,7 @@ func (w *Window) WakeAt() time.Time { return w.wakeAt }
 // ProbeAt is when a look is due; zero when none is.
 func (w *Window) ProbeAt() time.Time { return w.probeAt }
 
-// Budget is what new requests may still spend, in Milli-units; Keep is
+// Budget is what new requests may still spend, in milli-units; Keep is
 // what a charge must leave of it besides others' accrued spending (Debt).
 func (w *Window) Budget() int64 { return w.budget }
 
@@ -214,7 +214,7 @@ func (w *Window) Budget() int64 { return w.budget }
 func (w *Window) Keep() int64 { return w.keep }
 
 // Amount is what a request of the given cost takes from the quota, in
-// Milli-units: 1 for a request quota; the cost for a token quota, but never
+// milli-units: 1 for a request quota; the cost for a token quota, but never
 // more than the quota can ever hold (a cost above the limit would wait for
 // a window that never comes).
 func (w *Window) Amount(cost float64) int64 {
@@ -224,18 +224,46 @@ func (w *Window) Amount(cost float64) int64 {
 	return Milli
 }
 
-// Charge takes amount (Milli-units) from the budget if what is left still
-// covers Debt at now (package clock); otherwise it takes nothing and
-// reports false.
-func (w *Window) Charge(amount, now int64) bool {
-	if w.budget-amount < w.Debt(now) {
+// Charge takes amount (milli-units) from the budget if what is left still
+// covers Debt at now (package clock) and share of the quota's limit (the
+// reserve a class of work must leave to another; 0 for none); otherwise it
+// takes nothing and reports false.
+func (w *Window) Charge(amount, now int64, share float64) bool {
+	if w.budget-amount < w.Debt(now)+w.held(share) {
 		return false
 	}
 	w.budget -= amount
 	return true
 }
 
-// Refund gives back a charge (Milli-units) whose request was not sent.
+// held is the reserve a charge leaving share of the limit must leave, in
+// milli-units: none while the window is being looked at, or has rolled over
+// with no answer from the new one yet, since the look must go, whoever
+// sends it (a budget carried over a reset is refreshed only by an answer).
+func (w *Window) held(share float64) int64 {
+	if !(share > 0) || w.probing || w.rolled {
+		return 0
+	}
+	return ToMilli(share * w.limitOrPeak())
+}
+
+// Reserved reports whether a request of amount would be refused only for
+// leaving less than share of the limit: the budget holds it otherwise.
+func (w *Window) Reserved(amount, now int64, share float64) bool {
+	return w.budget-amount >= w.Debt(now) && w.budget-amount < w.Debt(now)+w.held(share)
+}
+
+// RefillAt is when a window whose reserve holds a request back next gains
+// budget by itself: its roll, for a window with a reset; else a look after
+// reprobe. now is the time of the question.
+func (w *Window) RefillAt(now time.Time) time.Time {
+	if !w.reset.IsZero() && w.kind != kindSmooth {
+		return w.reset.Add(RollGuard)
+	}
+	return now.Add(w.reprobe())
+}
+
+// Refund gives back a charge (milli-units) whose request was not sent.
 func (w *Window) Refund(amount int64) { w.budget += amount }
 
 // ForgetOthers undoes what an inferred window's books read as others'
@@ -299,7 +327,7 @@ func (w *Window) explains(now time.Time) bool {
 }
 
 // Debt is what others have taken, by the drift, since the budget was last
-// brought up to date: Milli-units a charge at now (package clock) must leave
+// brought up to date: milli-units a charge at now (package clock) must leave
 // in the budget.
 func (w *Window) Debt(now int64) int64 {
 	rate := w.drain
