@@ -29,26 +29,26 @@
 //	pacer.client.wait.duration          histogram, s
 //	    Time an attempt waited before it was sent or given up: the limiter's
 //	    wait plus, for a retry, its backoff.
-//	    Attributes: pacer.endpoint, pacer.wait.result.
+//	    Attributes: pacer.endpoint, pacer.class, pacer.wait.result.
 //	pacer.client.requests               counter, {request}
 //	    HTTP requests sent to the server: each attempt that reached the base
 //	    transport, retries included.
-//	    Attributes: pacer.endpoint, http.request.method, and
+//	    Attributes: pacer.endpoint, pacer.class, http.request.method, and
 //	    http.response.status_code (a response) or error.type (none).
 //	pacer.client.throttled_responses    counter, {response}
 //	    Responses saying the rate limit was hit: 429, 503, or a 403 with an
 //	    exhausted quota or a Retry-After.
-//	    Attributes: pacer.endpoint, http.request.method, http.response.status_code.
+//	    Attributes: pacer.endpoint, pacer.class, http.request.method, http.response.status_code.
 //	pacer.client.retries                counter, {retry}
 //	    Retries of throttled requests the transport decided on (the sum of
 //	    pacer.Stats.Retries).
-//	    Attributes: pacer.endpoint, http.request.method.
+//	    Attributes: pacer.endpoint, pacer.class, http.request.method.
 //	pacer.client.refusals               counter, {request}
 //	    Requests refused at once with a *pacer.RateLimitError because their
 //	    wait would pass MaxWait or the context's deadline,
 //	    including a retry refused before its wait began (its Retry-After
 //	    already too late), which is not counted as a retry.
-//	    Attributes: pacer.endpoint, http.request.method.
+//	    Attributes: pacer.endpoint, pacer.class, http.request.method.
 //
 // Observed by the callback [Observer.Watch] registers, from
 // [pacer.Transport.Stats], at every collection:

@@ -82,11 +82,11 @@ func Example_prometheus() {
 	// pacer_client_queued_requests{pacer_endpoint="inventory"} 0
 	// pacer_client_quota_limit{pacer_endpoint="inventory",pacer_quota_name="default"} 100
 	// pacer_client_quota_remaining{pacer_endpoint="inventory",pacer_quota_name="default"} 98
-	// pacer_client_requests_total{http_request_method="GET",http_response_status_code="200",pacer_endpoint="inventory"} 2
-	// pacer_client_requests_total{http_request_method="GET",http_response_status_code="429",pacer_endpoint="inventory"} 1
-	// pacer_client_retries_total{http_request_method="GET",pacer_endpoint="inventory"} 1
-	// pacer_client_throttled_responses_total{http_request_method="GET",http_response_status_code="429",pacer_endpoint="inventory"} 1
-	// pacer_client_wait_duration_seconds_count{pacer_endpoint="inventory",pacer_wait_result="admitted"} 3
+	// pacer_client_requests_total{http_request_method="GET",http_response_status_code="200",pacer_class="interactive",pacer_endpoint="inventory"} 2
+	// pacer_client_requests_total{http_request_method="GET",http_response_status_code="429",pacer_class="interactive",pacer_endpoint="inventory"} 1
+	// pacer_client_retries_total{http_request_method="GET",pacer_class="interactive",pacer_endpoint="inventory"} 1
+	// pacer_client_throttled_responses_total{http_request_method="GET",http_response_status_code="429",pacer_class="interactive",pacer_endpoint="inventory"} 1
+	// pacer_client_wait_duration_seconds_count{pacer_class="interactive",pacer_endpoint="inventory",pacer_wait_result="admitted"} 3
 }
 
 // throttleFirst answers 429 with Retry-After: 1 to the first request and

@@ -82,18 +82,18 @@ func TestMetricsAgreeWithServerAndStatsUnderLoad(t *testing.T) {
 
 		get := pacerotel.AttrMethod.String("GET")
 		assert.Equal(t, map[string]int64{
-			series(ep, get, pacerotel.AttrStatus.Int(200)): int64(srv.OK),
-			series(ep, get, pacerotel.AttrStatus.Int(429)): int64(srv.Throttled),
+			series(ep, cls, get, pacerotel.AttrStatus.Int(200)): int64(srv.OK),
+			series(ep, cls, get, pacerotel.AttrStatus.Int(429)): int64(srv.Throttled),
 		}, c.ints(pacerotel.MetricRequests))
-		assert.Equal(t, map[string]int64{series(ep, get, pacerotel.AttrStatus.Int(429)): int64(srv.Throttled)},
+		assert.Equal(t, map[string]int64{series(ep, cls, get, pacerotel.AttrStatus.Int(429)): int64(srv.Throttled)},
 			c.ints(pacerotel.MetricThrottledResponses))
 		require.Positive(t, st[0].Retries, "the API throttled, pacer retried")
-		assert.Equal(t, map[string]int64{series(ep, get): st[0].Retries}, c.ints(pacerotel.MetricRetries))
+		assert.Equal(t, map[string]int64{series(ep, cls, get): st[0].Retries}, c.ints(pacerotel.MetricRetries))
 		assert.Equal(t, st[0].Refused, total(c.ints(pacerotel.MetricRefusals)))
 		// Every call was sent and every retry too: one wait each.
 		waits := c.hist(pacerotel.MetricWaitDuration)
 		require.Len(t, waits, 1)
-		admitted := waits[series(ep, pacerotel.AttrWaitResult.String(pacerotel.WaitAdmitted))]
+		admitted := waits[series(ep, cls, pacerotel.AttrWaitResult.String(pacerotel.WaitAdmitted))]
 		assert.Equal(t, uint64(workers*perWorker)+uint64(st[0].Retries), admitted.Count)
 		assert.Equal(t, int64(srv.Requests), int64(admitted.Count))
 		// 320 calls at ≤ 20/s: the waits add up to minutes, not nothing.

@@ -39,6 +39,9 @@ const (
 	AttrEndpoint   = attribute.Key("pacer.endpoint")
 	AttrWaitResult = attribute.Key("pacer.wait.result")
 	AttrQuotaName  = attribute.Key("pacer.quota.name")
+	// AttrClass is a request's class of work (pacer.Class: "interactive",
+	// "batch"), on every per-attempt instrument.
+	AttrClass = attribute.Key("pacer.class")
 	// The HTTP semantic conventions' keys, spelt here so that this module
 	// needs no semconv package version.
 	AttrMethod    = attribute.Key("http.request.method")
@@ -117,7 +120,7 @@ type config struct {
 func WithAttributes(attrs ...attribute.KeyValue) Option {
 	for _, kv := range attrs {
 		switch kv.Key {
-		case AttrEndpoint, AttrWaitResult, AttrQuotaName, AttrMethod, AttrStatus, AttrErrorType:
+		case AttrEndpoint, AttrWaitResult, AttrQuotaName, AttrClass, AttrMethod, AttrStatus, AttrErrorType:
 			panic(fmt.Sprintf("pacerotel: WithAttributes(%q): the Observer sets this key itself", kv.Key))
 		}
 		if !kv.Valid() {
@@ -194,6 +197,7 @@ func NewObserver(meter metric.Meter, opts ...Option) (*Observer, error) {
 func (o *Observer) Record(a pacer.Attempt) {
 	ctx := context.Background()
 	method := normalizeMethod(a.Method)
+	class := a.Class.String()
 	refused := a.Err != nil && isRefusal(a.Err)
 	canceled := !refused && a.Status == 0 && a.Latency == 0 && isContextError(a.Err)
 
@@ -204,16 +208,16 @@ func (o *Observer) Record(a pacer.Attempt) {
 	case canceled:
 		result = WaitCanceled
 	}
-	o.wait.Record(ctx, a.Wait.Seconds(), o.opts(setKey{endpoint: a.Endpoint, result: result}).rec...)
+	o.wait.Record(ctx, a.Wait.Seconds(), o.opts(setKey{endpoint: a.Endpoint, class: class, result: result}).rec...)
 
 	if a.Retry > 0 && !refused { // a retry refused before its wait was never sent
-		o.retries.Add(ctx, 1, o.opts(setKey{endpoint: a.Endpoint, method: method}).add...)
+		o.retries.Add(ctx, 1, o.opts(setKey{endpoint: a.Endpoint, class: class, method: method}).add...)
 	}
 	switch {
 	case refused:
-		o.refusals.Add(ctx, 1, o.opts(setKey{endpoint: a.Endpoint, method: method}).add...)
+		o.refusals.Add(ctx, 1, o.opts(setKey{endpoint: a.Endpoint, class: class, method: method}).add...)
 	case a.Status != 0:
-		attrs := o.opts(setKey{endpoint: a.Endpoint, method: method, status: a.Status}).add
+		attrs := o.opts(setKey{endpoint: a.Endpoint, class: class, method: method, status: a.Status}).add
 		o.requests.Add(ctx, 1, attrs...)
 		if a.Throttled {
 			o.throttled.Add(ctx, 1, attrs...)
@@ -223,14 +227,14 @@ func (o *Observer) Record(a pacer.Attempt) {
 		// came from the base transport or from before sending: a context
 		// error with no time spent sending is taken for a canceled wait, and
 		// a replayed body's GetBody failing (rare) counts as sent.
-		o.requests.Add(ctx, 1, o.opts(setKey{endpoint: a.Endpoint, method: method, errType: errorType(a.Err)}).add...)
+		o.requests.Add(ctx, 1, o.opts(setKey{endpoint: a.Endpoint, class: class, method: method, errType: errorType(a.Err)}).add...)
 	}
 }
 
 // setKey identifies an attribute set; zero fields are absent attributes.
 type setKey struct {
-	endpoint, method, result, errType, quota string
-	status                                   int
+	endpoint, class, method, result, errType, quota string
+	status                                          int
 }
 
 // opts returns the options of k's attribute set (plus the static
@@ -241,9 +245,12 @@ func (o *Observer) opts(k setKey) *attrOpts {
 			return a
 		}
 	}
-	kvs := make([]attribute.KeyValue, 0, len(o.static)+4)
+	kvs := make([]attribute.KeyValue, 0, len(o.static)+5)
 	kvs = append(kvs, o.static...)
 	kvs = append(kvs, AttrEndpoint.String(k.endpoint))
+	if k.class != "" {
+		kvs = append(kvs, AttrClass.String(k.class))
+	}
 	if k.method != "" {
 		kvs = append(kvs, AttrMethod.String(k.method))
 	}

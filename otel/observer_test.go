@@ -22,6 +22,9 @@ const endpoint = "https://api.test"
 
 var ep = pacerotel.AttrEndpoint.String(endpoint)
 
+// cls is the class of every attempt these tests make: unmarked work.
+var cls = pacerotel.AttrClass.String("interactive")
+
 func get(t *testing.T, c *http.Client, ctx context.Context) (*http.Response, error) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+"/v1/things", nil)
@@ -66,20 +69,20 @@ func TestRecordsThrottledRequestItsRetriesAndTheWaits(t *testing.T) {
 		c := h.collect(t)
 		get, status := pacerotel.AttrMethod.String("GET"), pacerotel.AttrStatus.Int
 		assert.Equal(t, map[string]int64{
-			series(ep, get, status(429)): 1,
-			series(ep, get, status(503)): 1,
-			series(ep, get, status(200)): 1,
+			series(ep, cls, get, status(429)): 1,
+			series(ep, cls, get, status(503)): 1,
+			series(ep, cls, get, status(200)): 1,
 		}, c.ints(pacerotel.MetricRequests))
 		assert.Equal(t, map[string]int64{
-			series(ep, get, status(429)): 1,
-			series(ep, get, status(503)): 1,
+			series(ep, cls, get, status(429)): 1,
+			series(ep, cls, get, status(503)): 1,
 		}, c.ints(pacerotel.MetricThrottledResponses))
-		assert.Equal(t, map[string]int64{series(ep, get): 2}, c.ints(pacerotel.MetricRetries))
+		assert.Equal(t, map[string]int64{series(ep, cls, get): 2}, c.ints(pacerotel.MetricRetries))
 		assert.Empty(t, c.ints(pacerotel.MetricRefusals))
 
 		waits := c.hist(pacerotel.MetricWaitDuration)
 		require.Len(t, waits, 1)
-		w := waits[series(ep, pacerotel.AttrWaitResult.String(pacerotel.WaitAdmitted))]
+		w := waits[series(ep, cls, pacerotel.AttrWaitResult.String(pacerotel.WaitAdmitted))]
 		assert.Equal(t, uint64(3), w.Count)
 		assert.Equal(t, pacerotel.WaitBuckets, w.Bounds)
 		// The first attempt went at once (slow start admits one request),
@@ -139,12 +142,12 @@ func TestCountsRefusalsAndCanceledWaits(t *testing.T) {
 
 		c := h.collect(t)
 		get := pacerotel.AttrMethod.String("GET")
-		assert.Equal(t, map[string]int64{series(ep, get, pacerotel.AttrStatus.Int(429)): 1}, c.ints(pacerotel.MetricRequests))
-		assert.Equal(t, map[string]int64{series(ep, get): 1}, c.ints(pacerotel.MetricRefusals))
+		assert.Equal(t, map[string]int64{series(ep, cls, get, pacerotel.AttrStatus.Int(429)): 1}, c.ints(pacerotel.MetricRequests))
+		assert.Equal(t, map[string]int64{series(ep, cls, get): 1}, c.ints(pacerotel.MetricRefusals))
 		assert.Empty(t, c.ints(pacerotel.MetricRetries))
 
 		waits := c.hist(pacerotel.MetricWaitDuration)
-		result := func(r string) string { return series(ep, pacerotel.AttrWaitResult.String(r)) }
+		result := func(r string) string { return series(ep, cls, pacerotel.AttrWaitResult.String(r)) }
 		require.Len(t, waits, 3)
 		for r, want := range map[string]float64{pacerotel.WaitAdmitted: 0, pacerotel.WaitRefused: 0, pacerotel.WaitCanceled: 5} {
 			assert.Equal(t, uint64(1), waits[result(r)].Count, r)
@@ -183,12 +186,12 @@ func TestRecordsTransportErrorsByType(t *testing.T) {
 		c := h.collect(t)
 		get := pacerotel.AttrMethod.String("GET")
 		assert.Equal(t, map[string]int64{
-			series(ep, get, pacerotel.AttrErrorType.String("pacerotel_test.boomError")): 1,
-			series(ep, get, pacerotel.AttrErrorType.String("timeout")):                  1,
+			series(ep, cls, get, pacerotel.AttrErrorType.String("pacerotel_test.boomError")): 1,
+			series(ep, cls, get, pacerotel.AttrErrorType.String("timeout")):                  1,
 		}, c.ints(pacerotel.MetricRequests))
 		assert.Empty(t, c.ints(pacerotel.MetricRefusals))
 		waits := c.hist(pacerotel.MetricWaitDuration)
-		assert.Equal(t, uint64(2), waits[series(ep, pacerotel.AttrWaitResult.String(pacerotel.WaitAdmitted))].Count,
+		assert.Equal(t, uint64(2), waits[series(ep, cls, pacerotel.AttrWaitResult.String(pacerotel.WaitAdmitted))].Count,
 			"both requests were admitted, neither wait was canceled")
 	})
 }
@@ -204,7 +207,11 @@ func TestNormalizesMethodsAndAddsStaticAttributes(t *testing.T) {
 		}}
 		hc := &http.Client{Transport: pacer.NewTransport(base, pacer.WithObserver(h.obs.Record))}
 		for _, m := range []string{"PROPFIND", "PATCH", "BREW"} {
-			req, err := http.NewRequestWithContext(t.Context(), m, endpoint+"/x", nil)
+			ctx := t.Context()
+			if m == "BREW" {
+				ctx = pacer.WithClass(ctx, pacer.Batch) // its own series
+			}
+			req, err := http.NewRequestWithContext(ctx, m, endpoint+"/x", nil)
 			require.NoError(t, err)
 			resp, err := hc.Do(req)
 			require.NoError(t, err)
@@ -212,8 +219,9 @@ func TestNormalizesMethodsAndAddsStaticAttributes(t *testing.T) {
 		}
 		status := pacerotel.AttrStatus.Int(200)
 		assert.Equal(t, map[string]int64{
-			series(client, ep, pacerotel.AttrMethod.String("_OTHER"), status): 2,
-			series(client, ep, pacerotel.AttrMethod.String("PATCH"), status):  1,
+			series(client, ep, cls, pacerotel.AttrMethod.String("_OTHER"), status):                                 1,
+			series(client, ep, pacerotel.AttrClass.String("batch"), pacerotel.AttrMethod.String("_OTHER"), status): 1,
+			series(client, ep, cls, pacerotel.AttrMethod.String("PATCH"), status):                                  1,
 		}, h.collect(t).ints(pacerotel.MetricRequests))
 	})
 }
