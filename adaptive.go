@@ -174,7 +174,7 @@ type Adaptive struct {
 	reports   []quota.Named // what a response said of its quotas, reused
 	paused    time.Time     // no request starts before this
 	lastInfo  Info
-	lanes     lanes // the classes of work seen, for their reserves
+	lanes     lanes // the classes of work seen, for their reserves (atomic)
 	throttled int64
 	requests  int64
 	lastObs   time.Time
@@ -211,7 +211,6 @@ func NewAdaptive(cfg AdaptiveConfig) *Adaptive {
 		respWake: make(chan struct{}),
 		probe:    cubic.New(float64(cfg.MinLimit)),
 		mode:     ModeSlowStart,
-		lanes:    lanes{reserve: cfg.BatchReserve},
 		share:    newStoreShare(cfg),
 		book: quota.NewBook(quota.BookConfig{
 			Safety: cfg.SafetyFactor, MaxDelay: cfg.MaxDelay, Horizon: MaxResetHorizon,
@@ -225,6 +224,8 @@ func NewAdaptive(cfg AdaptiveConfig) *Adaptive {
 		a.req.SetLimit(cfg.Ceiling)
 		a.req.SetBurst(cfg.CeilingBurst)
 	}
+	a.lanes.reserve = cfg.BatchReserve
+	a.lanes.interactive.Store(never)
 	a.gated.Store(true)
 	a.snap.Store(&admission{checkAt: math.MaxInt64})
 	return a

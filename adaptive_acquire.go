@@ -60,6 +60,7 @@ func (a *Adaptive) admit(ctx context.Context, cost float64) error {
 		// bound), and stands for the same instant as ns.
 		var now time.Time
 		ns := clock.Now()
+		a.lanes.note(class, ns)
 		if ns >= a.snap.Load().checkAt {
 			now = time.Now()
 			ns = clock.Of(now)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"time"
 )
 
@@ -126,22 +127,44 @@ func WithBatchReserve(r BatchReserve) Option {
 }
 
 // lanes is what a limiter knows of the classes of work that reach it: when
-// interactive work last came, and whether any ever did. Guarded by
-// Adaptive.mu.
+// interactive work last came, and whether any ever did.
 type lanes struct {
-	reserve     BatchReserve
-	interactive int64 // when interactive work last asked to be admitted (package clock); 0 never
+	reserve BatchReserve
+	// interactive is when interactive work last asked to be admitted
+	// (package clock); never, before any did. Written on the interactive
+	// admissions that move it by more than interactiveGrain, read by batch
+	// ones.
+	interactive atomic.Int64
+}
+
+// never marks lanes.interactive before any interactive work came. (The
+// package clock is negative in a testing/synctest bubble: 0 is a time.)
+const never = math.MinInt64
+
+// interactiveGrain is how finely the last interactive admission is
+// recorded: a thousandth of a second against an idle span of a minute, so
+// that unmarked traffic at any rate costs a load, not a store, per request.
+const interactiveGrain = int64(time.Millisecond)
+
+// note records work of class c asking to be admitted at now (package
+// clock).
+func (l *lanes) note(c Class, now int64) {
+	if c != Interactive {
+		return
+	}
+	if last := l.interactive.Load(); last == never || now-last > interactiveGrain {
+		l.interactive.Store(now)
+	}
 }
 
 // share is the part of each quota's limit a request of class c must leave,
 // at now (package clock), and until when that holds (0: indefinitely).
 func (l *lanes) share(c Class, now int64) (share float64, until int64) {
 	if c != Batch {
-		l.interactive = max(now, 1)
 		return 0, 0
 	}
-	if l.interactive != 0 {
-		if idleAt := l.interactive + int64(l.reserve.Idle); now < idleAt {
+	if last := l.interactive.Load(); last != never {
+		if idleAt := last + int64(l.reserve.Idle); now < idleAt {
 			return l.reserve.Share, idleAt
 		}
 	}

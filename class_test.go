@@ -209,3 +209,94 @@ func TestBatchReserveOnOtherQuotas(t *testing.T) {
 		})
 	}
 }
+
+func TestClassOfUnmarkedWorkIsInteractive(t *testing.T) {
+	ctx := context.Background()
+	assert.Equal(t, Interactive, ClassOf(ctx))
+	assert.Equal(t, Batch, ClassOf(WithClass(ctx, Batch)))
+	assert.Equal(t, Interactive, ClassOf(WithClass(WithClass(ctx, Batch), Interactive)), "the innermost mark wins")
+	assert.Equal(t, "batch", Batch.String())
+	assert.PanicsWithValue(t, "pacer: WithClass(7): not a Class", func() { WithClass(ctx, Class(7)) })
+}
+
+func TestBatchReserveOptionsAreValidatedNamingTheField(t *testing.T) {
+	assert.PanicsWithValue(t, "pacer: WithBatchReserve: BatchReserve.Share out of range: 1", func() { WithBatchReserve(BatchReserve{Share: 1}) })
+	assert.PanicsWithValue(t, "pacer: WithBatchReserve: BatchReserve.Floor out of range: 0.5", func() { WithBatchReserve(BatchReserve{Share: 0.2, Floor: 0.5}) })
+	assert.PanicsWithValue(t, "pacer: AdaptiveConfig.BatchReserve: BatchReserve.Idle out of range: -1s",
+		func() { NewAdaptive(AdaptiveConfig{BatchReserve: BatchReserve{Idle: -time.Second}}) })
+	a := NewAdaptive(AdaptiveConfig{BatchReserve: BatchReserve{Share: 0.3, Floor: -1}})
+	assert.Equal(t, BatchReserve{Share: 0.3, Floor: 0, Idle: time.Minute}, a.lanes.reserve, "defaults fill in; a negative floor is none")
+}
+
+// A batch request held back by the reserve goes once interactive work has
+// been idle for BatchReserve.Idle, down to the floor; and a batch caller
+// cancelled while it waits returns at once, having taken nothing.
+func TestBatchTakesTheReserveOnceInteractiveWorkIsIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &hourlyAPI{limit: 100, reset: time.Now().Add(time.Hour)}
+		tr := NewTransport(api)
+		client := &http.Client{Transport: tr}
+		get := func(ctx context.Context) error {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://api.test/x", nil)
+			require.NoError(t, err)
+			resp, err := client.Do(req)
+			if err == nil {
+				resp.Body.Close()
+			}
+			return err
+		}
+		require.NoError(t, get(context.Background())) // interactive work came
+		batch := WithClass(context.Background(), Batch)
+		for range 89 {
+			require.NoError(t, get(batch))
+		}
+		assert.Equal(t, 90, api.used(), "batch stops at the reserve: a tenth of 100")
+
+		ctx, cancel := context.WithCancel(batch)
+		done := make(chan error, 1)
+		go func() { done <- get(ctx) }()
+		synctest.Wait()
+		cancel()
+		assert.ErrorIs(t, <-done, context.Canceled, "a cancelled wait returns at once")
+		assert.Equal(t, 90, api.used(), "and sent nothing")
+
+		start := time.Now()
+		require.NoError(t, get(batch))
+		assert.InDelta(t, time.Minute, time.Since(start), float64(time.Second), "it waited for interactive work to go idle")
+		for range 7 {
+			require.NoError(t, get(batch))
+		}
+		assert.Equal(t, 98, api.used(), "down to the floor: two hundredths")
+	})
+}
+
+// hourlyAPI is a fake API with GitHub's headers and a quota of limit
+// requests until reset.
+type hourlyAPI struct {
+	mu    sync.Mutex
+	limit int
+	n     int
+	reset time.Time
+}
+
+func (q *hourlyAPI) used() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.n
+}
+
+func (q *hourlyAPI) RoundTrip(req *http.Request) (*http.Response, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	status := http.StatusOK
+	if q.n < q.limit {
+		q.n++
+	} else {
+		status = http.StatusTooManyRequests
+	}
+	h := http.Header{}
+	h.Set("X-RateLimit-Limit", strconv.Itoa(q.limit))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(q.limit-q.n))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(q.reset.Unix(), 10))
+	return &http.Response{StatusCode: status, Header: h, Body: http.NoBody, Request: req}, nil
+}
