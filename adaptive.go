@@ -132,6 +132,7 @@ type Adaptive struct {
 	tok *Bucket // tokens of token-denominated quotas; used once one is known
 
 	share *storeShare // nil without a Store
+	fleet *fleetShare // nil without a Store that keeps budgets
 
 	feeders atomic.Pointer[[]*Adaptive] // limiters whose requests may land in this quota (feed)
 
@@ -212,14 +213,18 @@ func NewAdaptive(cfg AdaptiveConfig) *Adaptive {
 		probe:    cubic.New(float64(cfg.MinLimit)),
 		mode:     ModeSlowStart,
 		share:    newStoreShare(cfg),
-		book: quota.NewBook(quota.BookConfig{
-			Safety: cfg.SafetyFactor, MaxDelay: cfg.MaxDelay, Horizon: MaxResetHorizon,
-			// With a Store the fleet spends each quota together, through
-			// the store's bucket at the rate each limiter derives.
-			Fleet:    cfg.Store != nil,
-			Inferred: infer.Name,
-		}),
+		fleet:    newFleetShare(cfg),
 	}
+	a.book = quota.NewBook(quota.BookConfig{
+		Safety: cfg.SafetyFactor, MaxDelay: cfg.MaxDelay, Horizon: MaxResetHorizon,
+		// With a Store that keeps budgets the fleet spends each quota
+		// under the budget the store holds, at once while it affords the
+		// work; with one that keeps only buckets, through the store's
+		// bucket at the rate each limiter derives.
+		Fleet:       cfg.Store != nil && a.fleet == nil,
+		Coordinated: a.fleet != nil,
+		Inferred:    infer.Name,
+	})
 	if cfg.Ceiling > 0 {
 		a.req.SetLimit(cfg.Ceiling)
 		a.req.SetBurst(cfg.CeilingBurst)

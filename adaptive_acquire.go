@@ -24,9 +24,9 @@ import (
 // deadline it returns a *RateLimitError without consuming anything: at
 // once, or, while requests of ours are in flight, once their answers show
 // the quota is spent (see settled).
-func (a *Adaptive) admit(ctx context.Context, cost float64) error {
+func (a *Adaptive) admit(ctx context.Context, cost float64) ([]need, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	if !(cost > 0) || math.IsInf(cost, 1) {
 		cost = 0
@@ -47,11 +47,12 @@ func (a *Adaptive) admit(ctx context.Context, cost float64) error {
 	}
 	cost = a.noteCost(cost)
 	n := int(math.Ceil(cost))
+	var taken []need // what the fleet's budgets gave
 	for {
 		if !held && a.gated.Load() {
 			var err error
 			if held, err = a.enterGate(ctx); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		// The package clock (monotonic only, half the cost of time.Now)
@@ -92,7 +93,7 @@ func (a *Adaptive) admit(ctx context.Context, cost float64) error {
 			if err := a.tooLong(ctx, now, at); err != nil {
 				release()
 				if err := a.refuseOrAwait(ctx, now, at, err, mark); err != nil {
-					return err
+					return nil, err
 				}
 				continue
 			}
@@ -102,7 +103,7 @@ func (a *Adaptive) admit(ctx context.Context, cost float64) error {
 				// budget refuses, and pace interactive work behind it.
 				release()
 				if err := a.awaitChange(ctx, spent.Sub(now)); err != nil {
-					return err
+					return nil, err
 				}
 				continue
 			}
@@ -113,12 +114,12 @@ func (a *Adaptive) admit(ctx context.Context, cost float64) error {
 		granted, err := a.waitBucketAt(ctx, a.req, 1, ns)
 		if err != nil {
 			release()
-			return a.annotate(err)
+			return nil, a.annotate(err)
 		}
 		if tokens {
 			if granted, err = a.waitBucketAt(ctx, a.tok, n, granted); err != nil {
 				release()
-				return a.annotate(err)
+				return nil, a.annotate(err)
 			}
 		}
 		// The budgets are charged only now, at admission: a caller queued in
@@ -133,10 +134,43 @@ func (a *Adaptive) admit(ctx context.Context, cost float64) error {
 			}
 			ns = clock.Of(now)
 		}
+		var fleet []need
+		if a.fleet != nil {
+			if now.IsZero() {
+				t := time.Now() // for the wall clock: now is the instant ns
+				now = clock.Time(ns, t, clock.Of(t))
+			}
+			fleet = a.fleetNeeds(cost)
+			ok, at, err := a.fleet.take(ctx, fleet, now)
+			if err != nil {
+				release()
+				return nil, err
+			}
+			if !ok {
+				// The fleet's budget is spent: wait for its window's
+				// reset, or for the next answer when that is unknown.
+				release()
+				if at.IsZero() {
+					at = now.Add(time.Second)
+				}
+				if err := a.tooLong(ctx, now, at); err != nil {
+					if err := a.refuseOrAwait(ctx, now, at, err, mark); err != nil {
+						return nil, err
+					}
+					continue
+				}
+				if err := a.awaitChange(ctx, at.Sub(now)); err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
 		charged, retryAt := a.charge(cost, class, ns, &held)
 		if charged {
+			taken = fleet
 			break
 		}
+		a.fleet.giveBack(fleet)
 		// A quota's budget is spent. Hold until it can take a request (its
 		// reset, or its refill), or, when that is unknown because a request
 		// is out to learn the quota, until the next response; then start
@@ -148,18 +182,18 @@ func (a *Adaptive) admit(ctx context.Context, cost float64) error {
 			continue
 		case !retryAt.After(now):
 			if err := a.awaitChange(ctx, time.Second); err != nil {
-				return err
+				return nil, err
 			}
 			continue
 		}
 		if err := a.tooLong(ctx, now, retryAt); err != nil {
 			if err := a.refuseOrAwait(ctx, now, retryAt, err, mark); err != nil {
-				return err
+				return nil, err
 			}
 			continue
 		}
 		if err := a.awaitChange(ctx, retryAt.Sub(now)); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if !held {
@@ -171,12 +205,13 @@ func (a *Adaptive) admit(ctx context.Context, cost float64) error {
 		a.inflightCost.Add(quota.ToMilli(cost))
 		a.admittedCost.Add(quota.ToMilli(cost))
 	}
-	return nil
+	return taken, nil
 }
 
 // wait is admit for a caller that needs no time.
 func (a *Adaptive) wait(ctx context.Context, cost float64) error {
-	return a.admit(ctx, cost)
+	_, err := a.admit(ctx, cost)
+	return err
 }
 
 // waitBucketAt waits for n tokens of b, planning at now on the package
@@ -197,9 +232,10 @@ func (a *Adaptive) waitBucketAt(ctx context.Context, b *Bucket, n int, now int64
 // not). Later calls on the same Permit do nothing; a Permit must not be
 // copied before it is settled.
 type Permit struct {
-	a    *Adaptive
-	cost float64
-	live bool
+	a     *Adaptive
+	cost  float64
+	live  bool
+	fleet []need // what the request took of the fleet's budgets
 }
 
 // Acquire waits until one request of the given cost may start and returns
@@ -213,13 +249,14 @@ type Permit struct {
 // would pass ctx's deadline, MaxWait or MaxDelay. On any error nothing stays
 // charged and there is nothing to settle.
 func (a *Adaptive) Acquire(ctx context.Context, cost float64) (Permit, error) {
-	if err := a.admit(ctx, cost); err != nil {
+	fleet, err := a.admit(ctx, cost)
+	if err != nil {
 		return Permit{}, err
 	}
 	if !(cost > 0) || math.IsInf(cost, 1) {
 		cost = 0
 	}
-	return Permit{a: a, cost: cost, live: true}, nil
+	return Permit{a: a, cost: cost, live: true, fleet: fleet}, nil
 }
 
 // Done settles the permit of a request that was sent, with the response it
@@ -258,6 +295,10 @@ func (p *Permit) doneWith(o outcome, quotas []Quota, now time.Time) {
 		return
 	}
 	p.live = false
+	if now.IsZero() {
+		now = time.Now()
+	}
+	p.a.fleet.answered(p.fleet, quotas, now)
 	p.a.observeCost(o.Status, o.Info, quotas, p.cost, o.signal, now)
 }
 
@@ -268,6 +309,7 @@ func (p *Permit) Abandon() {
 		return
 	}
 	p.live = false
+	p.a.fleet.giveBack(p.fleet)
 	p.a.abandon(p.cost)
 }
 
@@ -550,6 +592,24 @@ func (a *Adaptive) charge(cost float64, class Class, now int64, held *bool) (ok 
 		*held = true
 	}
 	return true, time.Time{}
+}
+
+// fleetNeeds is what a request of this cost takes of each quota the
+// fleet's budgets are kept for: the quotas this limiter knows.
+func (a *Adaptive) fleetNeeds(cost float64) []need {
+	a.mu.Lock()
+	defer a.unlock()
+	ws := a.book.Charged()
+	if len(ws) == 0 {
+		return nil
+	}
+	needs := make([]need, 0, len(ws))
+	for _, w := range ws {
+		if amount := float64(w.Amount(cost)) / quota.Milli; amount > 0 {
+			needs = append(needs, need{quota: w.Name(), amount: amount})
+		}
+	}
+	return needs
 }
 
 // spentUntil is when the budgets could take a request of this cost: the

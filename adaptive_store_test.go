@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -38,28 +39,49 @@ func TestAPauseOneLimiterLearnsStopsEveryLimiterOfTheKey(t *testing.T) {
 	})
 }
 
-func TestALimitOneLimiterLearnsPacesTheOthers(t *testing.T) {
+// Two limiters sharing a Store spend one budget: what is left goes at
+// once, to whichever asks, and nothing beyond it; the next window's quota
+// after its reset.
+func TestLimitersSharingAStoreSpendOneBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := store.NewMemory()
-		a := pacer.NewAdaptive(pacer.AdaptiveConfig{Key: "k", Store: mem})
-		ctx := context.Background()
-		p, err := a.Acquire(ctx, 0)
-		require.NoError(t, err)
-		p.Done(response(http.StatusOK, "X-Ratelimit-Limit-Requests", "100", "X-Ratelimit-Remaining-Requests", "60", "X-Ratelimit-Reset-Requests", "10s"))
-		learned := a.Stats()
-		require.NotEqual(t, pacer.Inf, learned.Limit)
-
-		// b has seen no response of its own, yet paces at a's limit: its
-		// burst at once, then one request per interval.
-		b := pacer.NewAdaptive(pacer.AdaptiveConfig{Key: "k", Store: mem, SlowStart: 100})
-		start := time.Now()
-		for range learned.Burst + 3 {
-			_, err = b.Acquire(ctx, 0)
-			require.NoError(t, err)
+		reset := time.Now().Add(10 * time.Second)
+		var mu sync.Mutex
+		left := 60
+		respond := func(p *pacer.Permit) {
+			mu.Lock()
+			status := http.StatusOK
+			if left > 0 {
+				left--
+			} else {
+				status = http.StatusTooManyRequests
+			}
+			rem := left
+			mu.Unlock()
+			p.Done(response(status, "X-Ratelimit-Limit", "100", "X-Ratelimit-Remaining", strconv.Itoa(rem),
+				"X-Ratelimit-Reset", strconv.FormatInt(reset.Unix(), 10)))
 		}
-		interval := time.Duration(float64(time.Second) / float64(learned.Limit))
-		assert.InDelta(t, (3 * interval).Seconds(), time.Since(start).Seconds(), 0.01,
-			"limit %v, burst %d", learned.Limit, learned.Burst)
+		ctx := context.Background()
+		a := pacer.NewAdaptive(pacer.AdaptiveConfig{Key: "k", Store: mem, SlowStart: 1})
+		b := pacer.NewAdaptive(pacer.AdaptiveConfig{Key: "k", Store: mem, SlowStart: 1})
+		start := time.Now()
+		for i := range 60 {
+			lim := a
+			if i%2 == 1 {
+				lim = b
+			}
+			p, err := lim.Acquire(ctx, 0)
+			require.NoError(t, err)
+			respond(&p)
+		}
+		assert.Zero(t, time.Since(start), "what is left goes at once")
+		assert.Zero(t, left, "and all of it")
+
+		// The budget is spent: the next request waits for the reset.
+		p, err := b.Acquire(ctx, 0)
+		require.NoError(t, err)
+		assert.GreaterOrEqual(t, time.Since(start), reset.Sub(start)-time.Second, "the next waited for the reset")
+		p.Abandon()
 	})
 }
 

@@ -68,6 +68,7 @@ type memoryKey struct {
 	burst     int
 	learnedAt float64
 	touched   float64
+	budgets   map[string]*budgetState // by quota name (Budgeter)
 }
 
 // NewMemory returns an empty in-process store.

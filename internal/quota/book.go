@@ -36,6 +36,11 @@ type BookConfig struct {
 	// start, and no drift is measured (the others' spending is the
 	// store's to hold, not each member's to deduct).
 	Fleet bool
+	// Coordinated marks an endpoint whose quotas a fleet spends together
+	// under a budget a shared store keeps: each member spends at once what
+	// the fleet's budget affords, and what the others spend is not read as
+	// unseen clients' spending (Config.Coordinated).
+	Coordinated bool
 	// Inferred names the quota the owner infers from its own answers (a
 	// server that states none); see Config.Inferred. Not with Fleet.
 	Inferred string
@@ -150,8 +155,9 @@ func (b *Book) window(name string, tokens bool) (int, *Window) {
 	}
 	w := New(Config{
 		Name: name, Tokens: tokens, Safety: b.cfg.Safety, MaxDelay: b.cfg.MaxDelay,
-		Shared:   b.cfg.Fleet,
-		Inferred: name == b.cfg.Inferred && !b.cfg.Fleet,
+		Shared:      b.cfg.Fleet,
+		Coordinated: b.cfg.Coordinated,
+		Inferred:    name == b.cfg.Inferred && !b.cfg.Fleet && !b.cfg.Coordinated,
 	})
 	b.windows = append(b.windows, w)
 	return len(b.windows) - 1, w
@@ -162,6 +168,10 @@ func (b *Book) Drop(drop func(*Window) bool) {
 	b.windows = slices.DeleteFunc(b.windows, drop)
 	b.charged = slices.DeleteFunc(b.charged, drop)
 }
+
+// Charged is the known quotas, as of the last Plan: those a request is
+// charged to. The slice is the book's: read it under the owner's lock.
+func (b *Book) Charged() []*Window { return b.charged }
 
 // Len is how many quotas the book follows.
 func (b *Book) Len() int { return len(b.windows) }

@@ -34,7 +34,7 @@ func (w *Window) Advance(now time.Time, unseen, unit, admitted float64) (st Step
 	w.ApplyDrift(now)
 	if w.known && !w.reset.IsZero() && now.Sub(w.reset) >= RollGuard {
 		w.Roll(now, unseen, unit, admitted)
-		if w.inferred {
+		if w.inferred || w.coordinated {
 			w.ForgetOthers()
 		}
 		st.Rolled = true

@@ -92,9 +92,11 @@ type Window struct {
 	// the noise, or a 429 the budget did not expect). It is then spread
 	// to the reset, not spent at once.
 	shared bool
-	// inferred: the quota is the model's (infer.go), counted from our own
-	// answers; its books never show others (forgetOthers).
+	// inferred: the quota is the model's (package infer), counted from our
+	// own answers; its books never show others (ForgetOthers).
 	inferred bool
+	// coordinated: others' spending is accounted for elsewhere (Config).
+	coordinated bool
 	// measuredAt is when a response last measured the drift (see ageDrift).
 	measuredAt time.Time
 
@@ -156,13 +158,17 @@ type Config struct {
 	// Inferred marks a quota the limiter infers from its own answers (a
 	// server that states none): its books never show others (ForgetOthers).
 	Inferred bool
+	// Coordinated marks a quota whose other spenders are accounted for
+	// elsewhere (a fleet's budget in a shared store): what they spend is
+	// not read as others' spending to leave room for (ForgetOthers).
+	Coordinated bool
 }
 
 // New returns the model of a quota nothing has been said about yet.
 func New(c Config) *Window {
 	return &Window{
 		name: c.Name, tokens: c.Tokens, safety: c.Safety, maxDelay: c.MaxDelay,
-		shared: c.Shared, inferred: c.Inferred, jitter: initialJitter,
+		shared: c.Shared, inferred: c.Inferred, coordinated: c.Coordinated, jitter: initialJitter,
 	}
 }
 
@@ -378,7 +384,7 @@ func (w *Window) tolerance() time.Duration {
 // budget has stood for seen.Horizon).
 func (w *Window) Observe(q Report, now time.Time, seen Seen) {
 	w.observe(q, now, seen)
-	if w.inferred {
+	if w.inferred || w.coordinated {
 		w.ForgetOthers()
 	}
 }

@@ -1,0 +1,266 @@
+package pacer
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/pacer-go/pacer/internal/quota"
+	"github.com/pacer-go/pacer/store"
+)
+
+// fleetShare is an Adaptive's membership in a fleet that spends its quotas
+// together under budgets a [store.Budgeter] keeps: what the fleet may still
+// spend of each quota before its reset. The limiter leases units of each
+// budget in batches, spends them on the requests it admits, and reports
+// with its next call the freshest figure its responses stated and what it
+// still holds. While the fleet's budget affords the work, every member
+// spends at once, as one client does; when it does not, members wait for
+// the reset, which the first answer of the new window opens for all.
+//
+// What a member holds is the units leased to it that the server has not
+// counted: unused ones, and ones spent on requests still in flight. A
+// lease is spent within half its TTL by this member's clock, so that the
+// store, which keeps it for the whole TTL, never hands it out again first.
+//
+// A member without an answer from the store (the store is down, or knows
+// no budget yet) goes by its own model of the quota.
+type fleetShare struct {
+	store  store.Budgeter
+	key    string
+	member string
+	ttl    time.Duration
+
+	mu     sync.Mutex
+	quotas map[string]*fleetQuota
+}
+
+// fleetQuota is one quota's part of a fleetShare. Guarded by fleetShare.mu.
+type fleetQuota struct {
+	leased   float64   // leased, unspent
+	until    time.Time // the lease's end, by this member's clock
+	inflight float64   // spent on requests not yet answered
+	seen     *store.Sighting
+	seenAt   time.Time // when seen was read (its ResetIn counts from then)
+	known    bool      // the store knew the budget at the last call
+	budget   float64   // and what it had left
+	resetAt  time.Time // and when its window resets; zero none stated
+	calling  bool      // a Lease call is out: others wait for it, not call too
+	done     chan struct{}
+	want     float64 // units taken per leaseSpan, smoothed: the next lease's size
+	wantFrom time.Time
+	taken    float64
+}
+
+// leaseSpan is how much of its own spending a member leases at once: a
+// tenth of a second's worth, so a member spending 1,000 requests a second
+// calls the store ten times a second (0.01 calls per request), and one
+// spending a few a second calls about once per request, which costs it
+// nothing it would notice against round trips of 10-250 ms.
+const leaseSpan = 100 * time.Millisecond
+
+// leaseShareMax is the most of the fleet's budget one lease takes: a
+// sixteenth, so that a member that leases ahead of its need cannot starve
+// the others of a window's last units.
+const leaseShareMax = 1.0 / 16
+
+func newFleetShare(cfg AdaptiveConfig) *fleetShare {
+	b, ok := cfg.Store.(store.Budgeter)
+	if !ok {
+		return nil
+	}
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	return &fleetShare{store: b, key: cfg.Key, member: hex.EncodeToString(id[:]), ttl: store.DefaultLeaseTTL, quotas: make(map[string]*fleetQuota)}
+}
+
+// need is one quota a request is charged to: its name and what it takes.
+type need struct {
+	quota  string
+	amount float64
+}
+
+// take spends the units a request needs of each quota in needs, leasing
+// more from the store when a lease runs short. ok is false when the fleet's
+// budget cannot afford the request; at is then when it may (the window's
+// reset), or zero when only the next answer can tell. Nothing stays taken
+// when ok is false.
+func (f *fleetShare) take(ctx context.Context, needs []need, now time.Time) (ok bool, at time.Time, err error) {
+	for i, n := range needs {
+		ok, at, err = f.takeOne(ctx, n, now)
+		if !ok || err != nil {
+			f.giveBack(needs[:i])
+			return false, at, err
+		}
+	}
+	return true, time.Time{}, nil
+}
+
+func (f *fleetShare) takeOne(ctx context.Context, n need, now time.Time) (bool, time.Time, error) {
+	f.mu.Lock()
+	for {
+		q := f.quota(n.quota)
+		q.note(n.amount, now)
+		if q.leased >= n.amount && now.Before(q.until) {
+			q.leased -= n.amount
+			q.inflight += n.amount
+			f.mu.Unlock()
+			return true, time.Time{}, nil
+		}
+		if q.calling {
+			done := q.done
+			f.mu.Unlock()
+			select {
+			case <-done:
+			case <-ctx.Done():
+				return false, time.Time{}, ctx.Err()
+			}
+			f.mu.Lock()
+			continue
+		}
+		if !now.Before(q.until) {
+			q.leased = 0 // lapsed: the store no longer keeps it for us
+		}
+		r := store.LeaseRequest{
+			Quota: n.quota, Member: f.member, TTL: f.ttl,
+			Take: max(n.amount-q.leased, q.want),
+			Held: q.leased + q.inflight,
+		}
+		if q.known && q.budget > 0 {
+			r.Take = min(r.Take, max(n.amount-q.leased, leaseShareMax*q.budget))
+		}
+		if s := q.seen; s != nil {
+			c := *s
+			if c.ResetIn > 0 {
+				c.ResetIn = max(c.ResetIn-now.Sub(q.seenAt), time.Nanosecond)
+			}
+			r.Seen = &c
+		}
+		q.calling, q.done = true, make(chan struct{})
+		f.mu.Unlock()
+
+		l, err := f.store.Lease(ctx, f.key, r)
+		answered := time.Now()
+
+		f.mu.Lock()
+		q.calling = false
+		close(q.done)
+		if err != nil {
+			f.mu.Unlock()
+			if ctx.Err() != nil {
+				return false, time.Time{}, ctx.Err()
+			}
+			// The store failed: go by this member's own model.
+			return true, time.Time{}, nil
+		}
+		if r.Seen != nil && q.seen != nil && q.seen.Remaining == r.Seen.Remaining {
+			q.seen = nil // reported
+		}
+		q.known, q.budget = l.Known, l.Budget
+		q.resetAt = time.Time{}
+		if l.ResetIn > 0 {
+			q.resetAt = answered.Add(l.ResetIn)
+		}
+		if !l.Known {
+			// No budget known for the current window (it has not been
+			// seen since its reset): this member's own model decides, and
+			// its answer will tell the store.
+			q.inflight += n.amount
+			f.mu.Unlock()
+			return true, time.Time{}, nil
+		}
+		q.leased += l.Granted
+		q.until = now.Add(f.ttl / 2)
+		if q.leased >= n.amount {
+			q.leased -= n.amount
+			q.inflight += n.amount
+			f.mu.Unlock()
+			return true, time.Time{}, nil
+		}
+		at := q.resetAt
+		if !at.IsZero() {
+			at = at.Add(quota.RollGuard)
+		}
+		f.mu.Unlock()
+		return false, at, nil
+	}
+}
+
+// quota returns the named quota's state, creating it; f.mu is held.
+func (f *fleetShare) quota(name string) *fleetQuota {
+	q := f.quotas[name]
+	if q == nil {
+		q = &fleetQuota{}
+		f.quotas[name] = q
+	}
+	return q
+}
+
+// note counts amount taken at now into the smoothed need per leaseSpan.
+func (q *fleetQuota) note(amount float64, now time.Time) {
+	if q.wantFrom.IsZero() {
+		q.wantFrom = now
+	}
+	q.taken += amount
+	if d := now.Sub(q.wantFrom); d >= leaseSpan {
+		per := q.taken * float64(leaseSpan) / float64(d)
+		q.want = 0.5*q.want + 0.5*per
+		q.wantFrom, q.taken = now, 0
+	}
+	q.want = max(q.want, amount)
+}
+
+// giveBack returns units taken for a request that was not sent.
+func (f *fleetShare) giveBack(needs []need) {
+	if f == nil || len(needs) == 0 {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, n := range needs {
+		q := f.quota(n.quota)
+		q.inflight = max(q.inflight-n.amount, 0)
+		q.leased += n.amount
+	}
+}
+
+// answered settles the units a request held once its response arrived at
+// now, and keeps the freshest figure each stated quota showed, to report
+// with the next call. quotas are the response's, whose resets are times.
+func (f *fleetShare) answered(needs []need, quotas []Quota, now time.Time) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, n := range needs {
+		q := f.quota(n.quota)
+		q.inflight = max(q.inflight-n.amount, 0)
+	}
+	for _, qt := range quotas {
+		q := f.quotas[qt.Name]
+		if q == nil || !(qt.Remaining >= 0) || math.IsInf(qt.Remaining, 0) {
+			continue
+		}
+		s := store.Sighting{Remaining: qt.Remaining, Held: q.leased + q.inflight}
+		if !qt.Reset.IsZero() {
+			s.ResetIn = max(qt.Reset.Sub(now), time.Nanosecond)
+		}
+		if old := q.seen; old != nil {
+			oldReset := q.seenAt.Add(old.ResetIn)
+			// The same window (or none stated): keep the lowest figure.
+			same := old.ResetIn == 0 && s.ResetIn == 0 ||
+				old.ResetIn > 0 && s.ResetIn > 0 && qt.Reset.Sub(oldReset).Abs() <= time.Second
+			if same && old.Remaining <= s.Remaining {
+				continue
+			}
+			if old.ResetIn > 0 && s.ResetIn > 0 && qt.Reset.Before(oldReset.Add(-time.Second)) {
+				continue // an older window's figure, read late
+			}
+		}
+		q.seen, q.seenAt = &s, now
+	}
+}

@@ -1,0 +1,182 @@
+package pacer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pacer-go/pacer/internal/apisim"
+	"github.com/pacer-go/pacer/store"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fleetJob runs n requests on workers goroutines spread over the given
+// round trippers (one per replica) and returns how long it took and how
+// many 429s the server answered after its first response.
+func fleetJob(t *testing.T, srv *apisim.Server, rts []http.RoundTripper, workers, n int) (time.Duration, int) {
+	t.Helper()
+	start := time.Now()
+	var left atomic.Int64
+	left.Store(int64(n))
+	var wg sync.WaitGroup
+	for i := range workers {
+		client := &http.Client{Transport: rts[i%len(rts)]}
+		wg.Go(func() {
+			for left.Add(-1) >= 0 {
+				req, err := http.NewRequest(http.MethodGet, "http://api.test/v1/thing", nil)
+				require.NoError(t, err)
+				resp, err := client.Do(req)
+				require.NoError(t, err)
+				resp.Body.Close()
+			}
+		})
+	}
+	wg.Wait()
+	took := time.Since(start)
+	late := 0
+	var first time.Time
+	for _, e := range srv.Events() {
+		if e.At.Before(start) {
+			continue
+		}
+		if first.IsZero() {
+			first = e.At
+		}
+		if e.Status == http.StatusTooManyRequests && e.At.After(first) {
+			late++
+		}
+	}
+	return took, late
+}
+
+// spend takes n requests of srv's quota directly, as other work did before.
+func spend(t *testing.T, srv *apisim.Server, n int) {
+	t.Helper()
+	rt := srv.Transport()
+	for range n {
+		req, err := http.NewRequest(http.MethodGet, "http://api.test/v1/thing", nil)
+		require.NoError(t, err)
+		resp, err := rt.RoundTrip(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+	}
+}
+
+// Replicas sharing a Store spend a job within the fleet's quota as one
+// client does: at once. The case: 400 requests, a tenth of the
+// 4,000 left on a 5,000-per-hour quota, took 256 times as long as unpaced
+// on four replicas when every quota was spread over its window.
+func TestReplicasRunAJobWithinTheQuotaAsFastAsUnpaced(t *testing.T) {
+	for _, replicas := range []int{2, 4, 8} {
+		t.Run(fmt.Sprint(replicas), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := apisim.Config{Style: apisim.StyleGitHub, Limit: 5000, Window: time.Hour, Latency: 50 * time.Millisecond}
+				plainSrv := apisim.New(cfg)
+				spend(t, plainSrv, 1000)
+				unpaced, _ := fleetJob(t, plainSrv, []http.RoundTripper{plainSrv.Transport()}, 16, 400)
+
+				srv := apisim.New(cfg)
+				spend(t, srv, 1000)
+				mem := store.NewMemory()
+				var rts []http.RoundTripper
+				for range replicas {
+					rts = append(rts, NewTransport(srv.Transport(), WithStore(mem)))
+				}
+				took, late := fleetJob(t, srv, rts, 16, 400)
+				t.Logf("%d replicas: %v, unpaced %v: %.2fx, %d late 429s", replicas, took, unpaced, took.Seconds()/unpaced.Seconds(), late)
+				assert.LessOrEqual(t, took.Seconds()/unpaced.Seconds(), 1.25, "job time / unpaced")
+				assert.Zero(t, late, "429s after the first response")
+			})
+		})
+	}
+}
+
+// A job larger than what is left runs to the 429-free bound: what is left
+// now, then the next window's quota as it opens, across the fleet.
+func TestReplicasRunAQuotaBoundJobAtTheBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := apisim.Config{Style: apisim.StyleGitHub, Limit: 600, Window: time.Minute, Latency: 50 * time.Millisecond}
+		srv := apisim.New(cfg)
+		mem := store.NewMemory()
+		var rts []http.RoundTripper
+		for range 4 {
+			rts = append(rts, NewTransport(srv.Transport(), WithStore(mem)))
+		}
+		start := time.Now()
+		took, late := fleetJob(t, srv, rts, 16, 1500)
+		// 600 now, 600 at the first reset, the last 300 at the second.
+		windowStart := start.Truncate(time.Minute)
+		bound := windowStart.Add(2 * time.Minute).Sub(start)
+		t.Logf("took %v, bound %v: %.3fx, %d late 429s", took, bound, took.Seconds()/bound.Seconds(), late)
+		assert.LessOrEqual(t, took.Seconds()/bound.Seconds(), 1.10, "job time / 429-free bound")
+		assert.Zero(t, late, "429s after the first response")
+	})
+}
+
+// A saturated fleet spends the whole quota, with no 429 after the first
+// response, and shares it fairly between its replicas.
+func TestSaturatedFleetSpendsTheQuotaFairly(t *testing.T) {
+	for _, replicas := range []int{4, 16} {
+		t.Run(fmt.Sprint(replicas), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := apisim.Config{Style: apisim.StyleGitHub, Limit: 600, Window: time.Minute, Latency: 50 * time.Millisecond}
+				srv := apisim.New(cfg)
+				mem := store.NewMemory()
+				start := time.Now()
+				end := start.Add(10 * time.Minute)
+				ctx, cancel := context.WithDeadline(context.Background(), end)
+				defer cancel()
+				ok := make([]atomic.Int64, replicas)
+				var wg sync.WaitGroup
+				for r := range replicas {
+					client := &http.Client{Transport: NewTransport(srv.Transport(), WithStore(mem))}
+					for range 2 {
+						wg.Go(func() {
+							for ctx.Err() == nil {
+								req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/v1/thing", nil)
+								resp, err := client.Do(req)
+								if err != nil {
+									if rle := (*RateLimitError)(nil); ctx.Err() == nil && errors.As(err, &rle) {
+										time.Sleep(min(time.Until(rle.RetryAt), time.Until(end)))
+									}
+									continue
+								}
+								if resp.StatusCode == http.StatusOK {
+									ok[r].Add(1)
+								}
+								resp.Body.Close()
+							}
+						})
+					}
+				}
+				wg.Wait()
+				var sum, sq float64
+				for i := range ok {
+					v := float64(ok[i].Load())
+					sum, sq = sum+v, sq+v*v
+				}
+				jain := sum * sum / (float64(replicas) * sq)
+				goodput := sum / srv.Capacity(start, end)
+				late := 0
+				events := srv.Events()
+				first := events[0].At.Add(cfg.Latency)
+				for _, e := range events {
+					if e.Status == http.StatusTooManyRequests && !e.At.Before(first) {
+						late++
+					}
+				}
+				t.Logf("%d replicas: goodput %.3f, Jain %.3f, %d late 429s", replicas, goodput, jain, late)
+				assert.GreaterOrEqual(t, goodput, 0.97, "goodput / capacity")
+				assert.GreaterOrEqual(t, jain, 0.9, "Jain fairness across replicas")
+				assert.LessOrEqual(t, late, 0, "429s after the first response")
+			})
+		})
+	}
+}

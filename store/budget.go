@@ -1,0 +1,208 @@
+package store
+
+import (
+	"context"
+	"math"
+	"time"
+)
+
+// A Budgeter is a [Store] that also keeps the budget of each quota a fleet
+// of limiters shares: how much of it the fleet may still spend before its
+// reset. It is what lets replicas spend a quota as one client does: any of
+// them goes at once while the fleet's budget affords the work, and none
+// spends what another already took.
+//
+// The budget of a quota follows the rule a single limiter keeps, for the
+// fleet: the lowest Remaining its members have seen in the current window,
+// less everything the members hold (units leased to them and not yet known
+// to the server: unused leases and requests in flight), charged as units
+// are leased. Members lease units in batches ([Budgeter.Lease]), spend them
+// locally, and report with their next call what they saw and what they
+// still hold; a member that stops calling for its lease's TTL is forgotten
+// along with what it held. A new window (a Remaining whose reset is later
+// than the one the store knows, by more than resets wander) sets the budget
+// afresh. Every step of a call is atomic: members never lease the same
+// unit twice.
+//
+// Quotas are named by key and quota name; units are the quota's (requests
+// or tokens). Times are durations from the moment of the call, by the
+// store's clock for what it answers.
+type Budgeter interface {
+	Store
+	// Lease reports what member r.Member saw and holds of the quota and
+	// leases it up to r.Take more units of the budget. It never waits.
+	Lease(ctx context.Context, key string, r LeaseRequest) (Lease, error)
+}
+
+// LeaseRequest is one member's call to [Budgeter.Lease].
+type LeaseRequest struct {
+	// Quota names the quota within the key ("requests", "tokens", ...).
+	Quota string
+	// Member identifies the caller among the fleet's members: one per
+	// limiter, stable for its life, unique across processes.
+	Member string
+	// Take is how many units the member asks for; 0 only reports.
+	Take float64
+	// Held is what the member holds now: units leased to it and not yet
+	// known to the server (unused, or spent on requests still in flight).
+	Held float64
+	// Seen is the freshest figure the member's responses stated since its
+	// last call; nil when there is none.
+	Seen *Sighting
+	// TTL is how long the member's holding stands without another call;
+	// its grant is its to spend for as long (the member stops spending it
+	// sooner, by its own clock). Zero or less means DefaultLeaseTTL.
+	TTL time.Duration
+}
+
+// Sighting is what one response said of a quota.
+type Sighting struct {
+	// Remaining is what the server said is left.
+	Remaining float64
+	// ResetIn is how long from the call until the window resets; 0 when
+	// the server stated no reset.
+	ResetIn time.Duration
+	// Held is what the member held when the response arrived (the server
+	// may not have counted it).
+	Held float64
+}
+
+// Lease is a [Budgeter]'s answer.
+type Lease struct {
+	// Granted is how many units the member may spend, at once, within its
+	// TTL: at most Take, at most the budget.
+	Granted float64
+	// Known reports that the store knows the budget of the current window:
+	// a member has seen the window and its reset has not passed. While it
+	// is not known nothing is granted, and members go by what they know.
+	Known bool
+	// Budget is what is left to lease after this grant, when Known.
+	Budget float64
+	// ResetIn is how long until the window the budget is of resets, when
+	// Known and the server stated one.
+	ResetIn time.Duration
+}
+
+// DefaultLeaseTTL is how long a member's holding stands without a call:
+// long against the round trips of one member's calls, short against a
+// window, so that what a member that went away held comes back soon.
+const DefaultLeaseTTL = 2 * time.Second
+
+// budgetState is one quota's fleet budget; times are seconds on the
+// store's clock. redisstore's Lua script implements the same arithmetic.
+//
+// The budget is not stored but derived: floor, the lowest figure the
+// window's sightings gave (Remaining less what the sighting's member then
+// held: the server may not have counted any of it), less what every member
+// holds now. A member's holding falls as its requests are answered, and the
+// budget rises with it; a sighting's figure only ever lowers the floor. The
+// sighting's member is counted twice for what it still holds of what it
+// held then: a lower bound all the same, and exact again once those
+// requests are answered.
+type budgetState struct {
+	floor   float64 // lowest sighting figure of the window; meaningful while known
+	known   bool
+	reset   float64 // when the window resets; 0 none stated
+	members map[string]budgetMember
+}
+
+type budgetMember struct {
+	held    float64
+	expires float64
+}
+
+// resetSlack is how far apart two stated resets may be and still name one
+// window: servers round resets to whole seconds, and a relative reset moves
+// with latency.
+const resetSlack = 1.0
+
+// lease applies r at now and returns the answer (see Budgeter).
+func (b *budgetState) lease(now float64, r LeaseRequest) Lease {
+	ttl := r.TTL.Seconds()
+	if !(ttl > 0) {
+		ttl = DefaultLeaseTTL.Seconds()
+	}
+	if b.members == nil {
+		b.members = make(map[string]budgetMember)
+	}
+	b.members[r.Member] = budgetMember{held: finite(r.Held), expires: now + ttl}
+	held := 0.0
+	for id, m := range b.members {
+		if m.expires < now {
+			delete(b.members, id)
+			continue
+		}
+		held += m.held
+	}
+	if b.known && b.reset > 0 && now >= b.reset {
+		b.known = false // the window is over: the next sighting opens the next
+	}
+	if s := r.Seen; s != nil && s.Remaining >= 0 && !math.IsInf(s.Remaining, 0) {
+		figure := s.Remaining - finite(s.Held)
+		reset := 0.0
+		if s.ResetIn > 0 {
+			reset = now + s.ResetIn.Seconds()
+		}
+		switch {
+		case b.known && reset > 0 && b.reset > 0 && reset < b.reset-resetSlack:
+			// Overtaken: a figure of the window before, read late.
+		case !b.known || reset == 0 || reset > b.reset+resetSlack:
+			// A new window; or a quota with no reset, which refills as
+			// it goes: its latest figure is its freshest.
+			b.known, b.floor, b.reset = true, figure, reset
+		default:
+			b.floor = min(b.floor, figure)
+		}
+	}
+	out := Lease{Known: b.known}
+	if !b.known {
+		return out
+	}
+	budget := b.floor - held
+	if take := finite(r.Take); take > 0 && budget > 0 {
+		out.Granted = min(take, budget)
+		budget -= out.Granted
+		m := b.members[r.Member]
+		m.held += out.Granted
+		b.members[r.Member] = m
+	}
+	out.Budget = max(budget, 0)
+	if b.reset > 0 {
+		out.ResetIn = secondsToDuration(b.reset - now)
+	}
+	return out
+}
+
+// finite is v when it is a finite number not below zero, else 0.
+func finite(v float64) float64 {
+	if !(v >= 0) || math.IsInf(v, 0) {
+		return 0
+	}
+	return v
+}
+
+// Lease implements [Budgeter].
+func (s *Memory) Lease(ctx context.Context, key string, r LeaseRequest) (Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return Lease{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	s.sweep(now)
+	k := s.keys[key]
+	if k == nil {
+		k = &memoryKey{gcra: gcraState{tat: now}}
+		s.keys[key] = k
+	}
+	k.touched = now
+	if k.budgets == nil {
+		k.budgets = make(map[string]*budgetState)
+	}
+	b := k.budgets[r.Quota]
+	if b == nil {
+		b = new(budgetState)
+		k.budgets[r.Quota] = b
+	}
+	return b.lease(now, r), nil
+}
