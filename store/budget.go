@@ -116,6 +116,10 @@ type budgetMember struct {
 // with latency.
 const resetSlack = 1.0
 
+// resetJitter is how far apart two resets of one window stated relative to
+// their responses may be for the latency between them alone.
+const resetJitter = 0.1
+
 // lease applies r at now and returns the answer (see Budgeter).
 func (b *budgetState) lease(now float64, r LeaseRequest) Lease {
 	ttl := r.TTL.Seconds()
@@ -143,10 +147,15 @@ func (b *budgetState) lease(now float64, r LeaseRequest) Lease {
 		if s.ResetIn > 0 {
 			reset = now + s.ResetIn.Seconds()
 		}
+		// Resets of one window wander by their rounding (a second at
+		// most) and by latency (a tenth of a second, resetJitter); a new
+		// window's is a window later, and a window is at least as long as
+		// what is left of it: half of that tells them apart.
+		slack := min(resetSlack, max((reset-now)/2, resetJitter))
 		switch {
-		case b.known && reset > 0 && b.reset > 0 && reset < b.reset-resetSlack:
+		case b.known && reset > 0 && b.reset > 0 && reset < b.reset-slack:
 			// Overtaken: a figure of the window before, read late.
-		case !b.known || reset == 0 || reset > b.reset+resetSlack:
+		case !b.known || reset == 0 || reset > b.reset+slack:
 			// A new window; or a quota with no reset, which refills as
 			// it goes: its latest figure is its freshest.
 			b.known, b.floor, b.reset = true, figure, reset

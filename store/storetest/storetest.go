@@ -109,6 +109,7 @@ func Run(t *testing.T, newPeers func(t *testing.T) Peers, opts ...Option) {
 			c.fn(t, newPeers(t), cfg)
 		})
 	}
+	runBudgetCases(t, newPeers)
 }
 
 // cases are the suite, in the order Run runs them; the names state the
