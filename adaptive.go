@@ -2,16 +2,16 @@ package pacer
 
 import (
 	"fmt"
-	"github.com/pacer-go/pacer/internal/cubic"
-	"github.com/pacer-go/pacer/internal/infer"
-	"github.com/pacer-go/pacer/internal/quota"
 	"log/slog"
 	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/pacer-go/pacer/internal/cubic"
 	"github.com/pacer-go/pacer/internal/decision"
+	"github.com/pacer-go/pacer/internal/infer"
+	"github.com/pacer-go/pacer/internal/quota"
 	"github.com/pacer-go/pacer/store"
 )
 

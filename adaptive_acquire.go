@@ -3,13 +3,14 @@ package pacer
 import (
 	"context"
 	"errors"
-	"github.com/pacer-go/pacer/internal/quota"
 	"math"
 	"net/http"
 	"slices"
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/internal/quota"
+	"github.com/pacer-go/pacer/store"
 )
 
 // Admission: Acquire and its Permit, the wait for a request's slot, budget
@@ -140,8 +141,8 @@ func (a *Adaptive) admit(ctx context.Context, cost float64) ([]need, error) {
 				t := time.Now() // for the wall clock: now is the instant ns
 				now = clock.Time(ns, t, clock.Of(t))
 			}
-			fleet = a.fleetNeeds(cost)
-			ok, at, err := a.fleet.take(ctx, fleet, now)
+			fleet = a.fleetNeeds(cost, class)
+			ok, at, err := a.fleet.take(ctx, fleet, now, a.lanes.since(ns))
 			if err != nil {
 				release()
 				return nil, err
@@ -596,7 +597,7 @@ func (a *Adaptive) charge(cost float64, class Class, now int64, held *bool) (ok 
 
 // fleetNeeds is what a request of this cost takes of each quota the
 // fleet's budgets are kept for: the quotas this limiter knows.
-func (a *Adaptive) fleetNeeds(cost float64) []need {
+func (a *Adaptive) fleetNeeds(cost float64, class Class) []need {
 	a.mu.Lock()
 	defer a.unlock()
 	ws := a.book.Charged()
@@ -606,7 +607,12 @@ func (a *Adaptive) fleetNeeds(cost float64) []need {
 	needs := make([]need, 0, len(ws))
 	for _, w := range ws {
 		if amount := float64(w.Amount(cost)) / quota.Milli; amount > 0 {
-			needs = append(needs, need{quota: w.Name(), amount: amount})
+			n := need{quota: w.Name(), amount: amount}
+			if class == Batch && !w.Probing() && !w.Rolled() {
+				r := a.lanes.reserve
+				n.reserve = &store.Reserve{Active: r.Share * w.Limit(), Floor: r.Floor * w.Limit(), Idle: r.Idle}
+			}
+			needs = append(needs, n)
 		}
 	}
 	return needs

@@ -49,10 +49,13 @@ type fleetQuota struct {
 	budget   float64   // and what it had left
 	resetAt  time.Time // and when its window resets; zero none stated
 	calling  bool      // a Lease call is out: others wait for it, not call too
-	done     chan struct{}
-	want     float64 // units taken per leaseSpan, smoothed: the next lease's size
-	wantFrom time.Time
-	taken    float64
+	// forInteractive: the lease was taken for interactive work, with no
+	// reserve left to it; batch work leases its own.
+	forInteractive bool
+	done           chan struct{}
+	want           float64 // units taken per leaseSpan, smoothed: the next lease's size
+	wantFrom       time.Time
+	taken          float64
 }
 
 // leaseSpan is how much of its own spending a member leases at once: a
@@ -77,10 +80,12 @@ func newFleetShare(cfg AdaptiveConfig) *fleetShare {
 	return &fleetShare{store: b, key: cfg.Key, member: hex.EncodeToString(id[:]), ttl: store.DefaultLeaseTTL, quotas: make(map[string]*fleetQuota)}
 }
 
-// need is one quota a request is charged to: its name and what it takes.
+// need is one quota a request is charged to: its name, what it takes, and
+// for batch work what it must leave to interactive work.
 type need struct {
-	quota  string
-	amount float64
+	quota   string
+	amount  float64
+	reserve *store.Reserve
 }
 
 // take spends the units a request needs of each quota in needs, leasing
@@ -88,9 +93,9 @@ type need struct {
 // budget cannot afford the request; at is then when it may (the window's
 // reset), or zero when only the next answer can tell. Nothing stays taken
 // when ok is false.
-func (f *fleetShare) take(ctx context.Context, needs []need, now time.Time) (ok bool, at time.Time, err error) {
+func (f *fleetShare) take(ctx context.Context, needs []need, now time.Time, interactiveAgo time.Duration) (ok bool, at time.Time, err error) {
 	for i, n := range needs {
-		ok, at, err = f.takeOne(ctx, n, now)
+		ok, at, err = f.takeOne(ctx, n, now, interactiveAgo)
 		if !ok || err != nil {
 			f.giveBack(needs[:i])
 			return false, at, err
@@ -99,12 +104,12 @@ func (f *fleetShare) take(ctx context.Context, needs []need, now time.Time) (ok 
 	return true, time.Time{}, nil
 }
 
-func (f *fleetShare) takeOne(ctx context.Context, n need, now time.Time) (bool, time.Time, error) {
+func (f *fleetShare) takeOne(ctx context.Context, n need, now time.Time, interactiveAgo time.Duration) (bool, time.Time, error) {
 	f.mu.Lock()
 	for {
 		q := f.quota(n.quota)
 		q.note(n.amount, now)
-		if q.leased >= n.amount && now.Before(q.until) {
+		if q.leased >= n.amount && now.Before(q.until) && (n.reserve == nil || !q.forInteractive) {
 			q.leased -= n.amount
 			q.inflight += n.amount
 			f.mu.Unlock()
@@ -126,8 +131,9 @@ func (f *fleetShare) takeOne(ctx context.Context, n need, now time.Time) (bool, 
 		}
 		r := store.LeaseRequest{
 			Quota: n.quota, Member: f.member, TTL: f.ttl,
-			Take: max(n.amount-q.leased, q.want),
-			Held: q.leased + q.inflight,
+			Take:    max(n.amount-q.leased, q.want),
+			Held:    q.leased + q.inflight,
+			Reserve: n.reserve, InteractiveAgo: interactiveAgo,
 		}
 		if q.known && q.budget > 0 {
 			r.Take = min(r.Take, max(n.amount-q.leased, leaseShareMax*q.budget))
@@ -174,6 +180,9 @@ func (f *fleetShare) takeOne(ctx context.Context, n need, now time.Time) (bool, 
 		}
 		q.leased += l.Granted
 		q.until = now.Add(f.ttl / 2)
+		// A lease taken for interactive work may be spent into the reserve
+		// batch work leaves it: batch work on this member does not spend it.
+		q.forInteractive = n.reserve == nil
 		if q.leased >= n.amount {
 			q.leased -= n.amount
 			q.inflight += n.amount

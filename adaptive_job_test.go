@@ -3,7 +3,6 @@ package pacer
 import (
 	"context"
 	"fmt"
-	"github.com/pacer-go/pacer/internal/cubic"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/apisim"
+	"github.com/pacer-go/pacer/internal/cubic"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -2,7 +2,6 @@ package pacer
 
 import (
 	"context"
-	"github.com/pacer-go/pacer/internal/quota"
 	"log/slog"
 	"math"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/apisim"
+	"github.com/pacer-go/pacer/internal/quota"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

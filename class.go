@@ -157,6 +157,16 @@ func (l *lanes) note(c Class, now int64) {
 	}
 }
 
+// since is how long before now (package clock) interactive work last asked
+// to be admitted; negative when it never did.
+func (l *lanes) since(now int64) time.Duration {
+	last := l.interactive.Load()
+	if last == never {
+		return -1
+	}
+	return time.Duration(max(now-last, 0))
+}
+
 // share is the part of each quota's limit a request of class c must leave,
 // at now (package clock), and until when that holds (0: indefinitely).
 func (l *lanes) share(c Class, now int64) (share float64, until int64) {

@@ -2,10 +2,11 @@ package pacer
 
 import (
 	"bytes"
-	"github.com/pacer-go/pacer/internal/clock"
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // bodyPeek is how much of a candidate response's body the classifier reads:

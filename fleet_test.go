@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -179,4 +180,82 @@ func TestSaturatedFleetSpendsTheQuotaFairly(t *testing.T) {
 			})
 		})
 	}
+}
+
+// The reserve batch work leaves to interactive work holds across replicas:
+// three replicas run a 16-worker batch job and a fourth makes one
+// interactive call every 30 s, all on one 5,000-per-hour quota.
+func TestFleetKeepsTheInteractiveReserveAcrossReplicas(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := apisim.Config{Style: apisim.StyleGitHub, Limit: 5000, Window: time.Hour, Latency: 50 * time.Millisecond}
+		srv := apisim.New(cfg)
+		mem := store.NewMemory()
+		start := time.Now()
+		end := start.Add(2 * time.Hour)
+		ctx, cancel := context.WithDeadline(context.Background(), end)
+		defer cancel()
+		get := func(ctx context.Context, client *http.Client) (int, error) {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/v1/thing", nil)
+			resp, err := client.Do(req)
+			if err != nil {
+				return 0, err
+			}
+			resp.Body.Close()
+			return resp.StatusCode, nil
+		}
+		var batchOK atomic.Int64
+		var wg sync.WaitGroup
+		bctx := WithClass(ctx, Batch)
+		batchClients := make([]*http.Client, 3) // 16 workers on 3 replicas
+		for i := range batchClients {
+			batchClients[i] = &http.Client{Transport: NewTransport(srv.Transport(), WithStore(mem))}
+		}
+		for i := range 16 {
+			client := batchClients[i%3]
+			wg.Go(func() {
+				for bctx.Err() == nil {
+					status, err := get(bctx, client)
+					var rle *RateLimitError
+					switch {
+					case err == nil && status == http.StatusOK:
+						batchOK.Add(1)
+					case errors.As(err, &rle):
+						time.Sleep(min(time.Until(rle.RetryAt), time.Until(end)))
+					}
+				}
+			})
+		}
+		interactive := &http.Client{Transport: NewTransport(srv.Transport(), WithStore(mem))}
+		var delays []time.Duration
+		refused := 0
+		wg.Go(func() {
+			for next := start.Add(10 * time.Second); next.Before(end); next = next.Add(30 * time.Second) {
+				time.Sleep(time.Until(next))
+				cctx, ccancel := context.WithTimeout(ctx, 10*time.Minute)
+				began := time.Now()
+				status, err := get(cctx, interactive)
+				ccancel()
+				if err == nil && status == http.StatusOK {
+					delays = append(delays, time.Since(began)-cfg.Latency)
+				} else if time.Now().Before(end) {
+					refused++
+				}
+			}
+		})
+		wg.Wait()
+		slices.Sort(delays)
+		p99 := delays[len(delays)*99/100]
+		share := float64(batchOK.Load()) / srv.Capacity(start, end)
+		late := 0
+		for _, e := range srv.Events() {
+			if e.Status == http.StatusTooManyRequests && e.At.After(start.Add(cfg.Latency)) {
+				late++
+			}
+		}
+		t.Logf("4 replicas: interactive %d calls, p99 %v, refused %d; batch %.3f of capacity; %d late 429s", len(delays), p99, refused, share, late)
+		assert.Zero(t, refused, "interactive calls refused")
+		assert.LessOrEqual(t, p99, time.Second, "interactive added delay p99")
+		assert.GreaterOrEqual(t, share, 0.8, "batch's share")
+		assert.Zero(t, late, "429s after the first response")
+	})
 }

@@ -2,14 +2,13 @@ package pacer
 
 import (
 	"fmt"
-	"github.com/pacer-go/pacer/internal/infer"
 	"testing"
 	"time"
 
+	"github.com/pacer-go/pacer/internal/apisim"
+	"github.com/pacer-go/pacer/internal/infer"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/pacer-go/pacer/internal/apisim"
 )
 
 // A server that states no quota and answers 429 with a Retry-After when its

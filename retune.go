@@ -2,8 +2,6 @@ package pacer
 
 import (
 	"context"
-	"github.com/pacer-go/pacer/internal/infer"
-	"github.com/pacer-go/pacer/internal/quota"
 	"log/slog"
 	"math"
 	"net/http"
@@ -13,6 +11,8 @@ import (
 
 	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/internal/decision"
+	"github.com/pacer-go/pacer/internal/infer"
+	"github.com/pacer-go/pacer/internal/quota"
 )
 
 // Observe reports the outcome of a request Wait admitted: its status code and

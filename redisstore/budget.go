@@ -38,14 +38,23 @@ local rem = ARGV[5]
 local resetIn = tonumber(ARGV[6])
 local sheld = tonumber(ARGV[7])
 local idle = tonumber(ARGV[8])
+local ractive = tonumber(ARGV[9])
+local rfloor = tonumber(ARGV[10])
+local ridle = tonumber(ARGV[11])
+local iago = tonumber(ARGV[12])
 local slack = 1000000
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local h = redis.call('HMGET', key, 'floor', 'known', 'reset')
+local h = redis.call('HMGET', key, 'floor', 'known', 'reset', 'ia')
 local floor = tonumber(h[1]) or 0
 local known = h[2] == '1'
 local reset = tonumber(h[3]) or 0
+local ia = tonumber(h[4])
+if iago >= 0 and (ia == nil or now - iago > ia) then
+	ia = now - iago
+	redis.call('HSET', key, 'ia', string.format('%.17g', ia))
+end
 
 redis.call('HSET', key, member, string.format('%.17g %.17g', held, now + ttl))
 local all = redis.call('HGETALL', key)
@@ -84,8 +93,13 @@ local budget = 0
 local resetOut = 0
 if known then
 	budget = floor - total
-	if take > 0 and budget > 0 then
-		granted = math.min(take, budget)
+	local leave = 0
+	if ractive >= 0 then
+		leave = rfloor
+		if ia ~= nil and now - ia < ridle then leave = math.max(leave, ractive) end
+	end
+	if take > 0 and budget - leave > 0 then
+		granted = math.min(take, budget - leave)
 		budget = budget - granted
 		redis.call('HSET', key, member, string.format('%.17g %.17g', held + granted, now + ttl))
 	end
@@ -140,12 +154,21 @@ func (s *Store) Lease(ctx context.Context, key string, r store.LeaseRequest) (st
 		resetIn = max(sg.ResetIn.Microseconds(), 0)
 		sheld = nonNegative(sg.Held)
 	}
+	ractive, rfloor, ridle := -1.0, 0.0, int64(0)
+	if rv := r.Reserve; rv != nil {
+		ractive, rfloor, ridle = nonNegative(rv.Active), nonNegative(rv.Floor), max(rv.Idle.Microseconds(), 0)
+	}
+	iago := int64(-1)
+	if r.InteractiveAgo >= 0 {
+		iago = r.InteractiveAgo.Microseconds()
+	}
 	cctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	s.calls.Add(1)
 	res, err := leaseScript.Run(cctx, s.client, []string{s.prefix + bkey},
 		r.Member, formatFloat(nonNegative(r.Held)), formatFloat(nonNegative(r.Take)), ttl.Microseconds(),
 		rem, resetIn, formatFloat(sheld), s.idleTTL.Milliseconds(),
+		formatFloat(ractive), formatFloat(rfloor), ridle, iago,
 	).Slice()
 	if err != nil {
 		if ctx.Err() != nil {

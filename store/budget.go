@@ -53,6 +53,22 @@ type LeaseRequest struct {
 	// its grant is its to spend for as long (the member stops spending it
 	// sooner, by its own clock). Zero or less means DefaultLeaseTTL.
 	TTL time.Duration
+	// Reserve, when set, is what a grant for work of a lower class (batch
+	// work) must leave of the budget to work of a higher one (interactive
+	// work); nil for work of the higher class.
+	Reserve *Reserve
+	// InteractiveAgo is how long ago the member last had work of the
+	// higher class to do; negative when it never had. The store keeps the
+	// fleet's latest, so that a reserve holds across members.
+	InteractiveAgo time.Duration
+}
+
+// Reserve is what a grant for batch work leaves of a budget, in the quota's
+// units: Active while any member had interactive work within Idle, Floor
+// otherwise.
+type Reserve struct {
+	Active, Floor float64
+	Idle          time.Duration
 }
 
 // Sighting is what one response said of a quota.
@@ -104,6 +120,9 @@ type budgetState struct {
 	known   bool
 	reset   float64 // when the window resets; 0 none stated
 	members map[string]budgetMember
+	// interactive is when a member last had interactive work; -Inf never.
+	interactive float64
+	seenAny     bool // interactive is set
 }
 
 type budgetMember struct {
@@ -163,17 +182,31 @@ func (b *budgetState) lease(now float64, r LeaseRequest) Lease {
 			b.floor = min(b.floor, figure)
 		}
 	}
+	if r.InteractiveAgo >= 0 {
+		if at := now - r.InteractiveAgo.Seconds(); !b.seenAny || at > b.interactive {
+			b.interactive, b.seenAny = at, true
+		}
+	}
 	out := Lease{Known: b.known}
 	if !b.known {
 		return out
 	}
 	budget := b.floor - held
-	if take := finite(r.Take); take > 0 && budget > 0 {
+	leave := 0.0
+	if rv := r.Reserve; rv != nil {
+		leave = finite(rv.Floor)
+		if b.seenAny && now-b.interactive < rv.Idle.Seconds() {
+			leave = max(leave, finite(rv.Active))
+		}
+	}
+	if take := finite(r.Take); take > 0 && budget-leave > 0 {
+		budget -= leave
 		out.Granted = min(take, budget)
 		budget -= out.Granted
 		m := b.members[r.Member]
 		m.held += out.Granted
 		b.members[r.Member] = m
+		budget += leave
 	}
 	out.Budget = max(budget, 0)
 	if b.reset > 0 {

@@ -13,10 +13,11 @@ package infer
 
 import (
 	"cmp"
-	"github.com/pacer-go/pacer/internal/clock"
-	"github.com/pacer-go/pacer/internal/quota"
 	"math"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/internal/quota"
 )
 
 // Model learns the quota of a server that states none and only answers

@@ -1,9 +1,10 @@
 package quota
 
 import (
-	"github.com/pacer-go/pacer/internal/clock"
 	"math"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // How a quota's budget becomes a rate: spent at once while it affords the

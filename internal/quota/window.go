@@ -2,9 +2,10 @@ package quota
 
 import (
 	"fmt"
-	"github.com/pacer-go/pacer/internal/clock"
 	"math"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // Window follows one server quota (a Quota name) across responses: what
@@ -171,6 +172,10 @@ func New(c Config) *Window {
 		shared: c.Shared, inferred: c.Inferred, coordinated: c.Coordinated, jitter: initialJitter,
 	}
 }
+
+// Limit is the quota per window as last stated, or the highest Remaining
+// seen when none was; 0 when unknown.
+func (w *Window) Limit() float64 { return w.limitOrPeak() }
 
 // Name is the quota's name.
 func (w *Window) Name() string { return w.name }

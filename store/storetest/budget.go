@@ -26,6 +26,7 @@ var budgetCases = []struct {
 	{"BudgetIsUnknownOnceTheResetPasses", testBudgetResetPasses},
 	{"AMemberIsForgottenAfterItsTTL", testBudgetMemberTTL},
 	{"QuotasAndKeysHaveBudgetsOfTheirOwn", testBudgetIndependent},
+	{"BatchGrantsLeaveTheReserveWhileInteractiveWorkIsActive", testBudgetReserve},
 	{"ConcurrentLeasesNeverExceedTheBudget", testBudgetConcurrent},
 	{"HostileLeaseValuesAreClampedNeverPanics", testBudgetHostile},
 }
@@ -192,4 +193,22 @@ func testBudgetHostile(t *testing.T, a, _ store.Budgeter) {
 			t.Errorf("Lease(%+v) = %+v: a grant or budget out of range", r, l)
 		}
 	}
+}
+
+func testBudgetReserve(t *testing.T, a, b store.Budgeter) {
+	rv := &store.Reserve{Active: 10, Floor: 2, Idle: 10 * Tolerance}
+	lease(t, a, "k", store.LeaseRequest{Member: "a", Seen: seen(100, time.Minute, 0), InteractiveAgo: -1})
+	checkLease(t, "no interactive work ever: batch leaves the floor",
+		lease(t, b, "k", store.LeaseRequest{Member: "b", Take: 200, Reserve: rv, InteractiveAgo: -1}), true, 98, 2)
+
+	lease(t, a, "j", store.LeaseRequest{Member: "a", Seen: seen(100, time.Minute, 0), InteractiveAgo: 0})
+	checkLease(t, "interactive work on another member: batch leaves the reserve",
+		lease(t, b, "j", store.LeaseRequest{Member: "b", Take: 200, Reserve: rv, InteractiveAgo: -1}), true, 90, 10)
+	checkLease(t, "interactive work takes the reserve",
+		lease(t, a, "j", store.LeaseRequest{Member: "a", Take: 200, InteractiveAgo: 0}), true, 10, 0)
+
+	lease(t, a, "i", store.LeaseRequest{Member: "a", Seen: seen(100, time.Minute, 0), InteractiveAgo: 0})
+	time.Sleep(rv.Idle + Tolerance)
+	checkLease(t, "interactive work idle: batch leaves the floor",
+		lease(t, b, "i", store.LeaseRequest{Member: "b", Take: 200, Reserve: rv, InteractiveAgo: -1}), true, 98, 2)
 }
