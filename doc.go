@@ -40,5 +40,5 @@
 //
 // [Bucket] is the token bucket underneath, usable on its own; its API mirrors
 // golang.org/x/time/rate. For quotas shared by many processes, the redisstore
-// subpackage keeps the buckets in Redis.
+// module (github.com/pacer-go/pacer/redisstore) keeps them in Redis.
 package pacer
