@@ -130,15 +130,7 @@ func runLanes(t *testing.T, l lanesRun) lanesResult {
 	if l.tokens > 0 {
 		res.capacity = min(res.capacity, srv.TokenCapacity(start, end)/float64(l.tokens))
 	}
-	events := srv.Events()
-	if len(events) > 0 {
-		first := events[0].At.Add(l.server.Latency)
-		for _, e := range events {
-			if e.Status == http.StatusTooManyRequests && !e.At.Before(first) {
-				res.late429++
-			}
-		}
-	}
+	res.late429 = lateThrottles(srv, start, l.server.Latency)
 	return res
 }
 
@@ -227,77 +219,4 @@ func TestBatchReserveOptionsAreValidatedNamingTheField(t *testing.T) {
 		func() { NewAdaptive(AdaptiveConfig{BatchReserve: BatchReserve{Idle: -time.Second}}) })
 	a := NewAdaptive(AdaptiveConfig{BatchReserve: BatchReserve{Share: 0.3, Floor: -1}})
 	assert.Equal(t, BatchReserve{Share: 0.3, Floor: 0, Idle: time.Minute}, a.lanes.reserve, "defaults fill in; a negative floor is none")
-}
-
-// A batch request held back by the reserve goes once interactive work has
-// been idle for BatchReserve.Idle, down to the floor; and a batch caller
-// cancelled while it waits returns at once, having taken nothing.
-func TestBatchTakesTheReserveOnceInteractiveWorkIsIdle(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		api := &hourlyAPI{limit: 100, reset: time.Now().Add(time.Hour)}
-		tr := NewTransport(api)
-		client := &http.Client{Transport: tr}
-		get := func(ctx context.Context) error {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://api.test/x", nil)
-			require.NoError(t, err)
-			resp, err := client.Do(req)
-			if err == nil {
-				resp.Body.Close()
-			}
-			return err
-		}
-		require.NoError(t, get(context.Background())) // interactive work came
-		batch := WithClass(context.Background(), Batch)
-		for range 89 {
-			require.NoError(t, get(batch))
-		}
-		assert.Equal(t, 90, api.used(), "batch stops at the reserve: a tenth of 100")
-
-		ctx, cancel := context.WithCancel(batch)
-		done := make(chan error, 1)
-		go func() { done <- get(ctx) }()
-		synctest.Wait()
-		cancel()
-		assert.ErrorIs(t, <-done, context.Canceled, "a cancelled wait returns at once")
-		assert.Equal(t, 90, api.used(), "and sent nothing")
-
-		start := time.Now()
-		require.NoError(t, get(batch))
-		assert.InDelta(t, time.Minute, time.Since(start), float64(time.Second), "it waited for interactive work to go idle")
-		for range 7 {
-			require.NoError(t, get(batch))
-		}
-		assert.Equal(t, 98, api.used(), "down to the floor: two hundredths")
-	})
-}
-
-// hourlyAPI is a fake API with GitHub's headers and a quota of limit
-// requests until reset.
-type hourlyAPI struct {
-	mu    sync.Mutex
-	limit int
-	n     int
-	reset time.Time
-}
-
-func (q *hourlyAPI) used() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.n
-}
-
-func (q *hourlyAPI) RoundTrip(req *http.Request) (*http.Response, error) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	status := http.StatusOK
-	if q.n < q.limit {
-		q.n++
-	} else {
-		status = http.StatusTooManyRequests
-	}
-	h := http.Header{}
-	h.Set("X-RateLimit-Limit", strconv.Itoa(q.limit))
-	h.Set("X-RateLimit-Remaining", strconv.Itoa(q.limit-q.n))
-	h.Set("X-RateLimit-Reset", strconv.FormatInt(q.reset.Unix(), 10))
-	return &http.Response{StatusCode: status, Header: h, Body: http.NoBody, Request: req}, nil
 }

@@ -21,6 +21,13 @@ type hourlyQuota struct {
 	reset time.Time
 }
 
+// spent is how many requests the quota counted.
+func (q *hourlyQuota) spent() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.used
+}
+
 func (q *hourlyQuota) RoundTrip(req *http.Request) (*http.Response, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()

@@ -40,21 +40,26 @@ func fleetJob(t *testing.T, srv *apisim.Server, rts []http.RoundTripper, workers
 		})
 	}
 	wg.Wait()
-	took := time.Since(start)
+	return time.Since(start), lateThrottles(srv, start, 50*time.Millisecond)
+}
+
+// lateThrottles counts the 429s srv answered once the first response since
+// since could have arrived, latency after the first request.
+func lateThrottles(srv *apisim.Server, since time.Time, latency time.Duration) int {
 	late := 0
 	var first time.Time
 	for _, e := range srv.Events() {
-		if e.At.Before(start) {
+		if e.At.Before(since) {
 			continue
 		}
 		if first.IsZero() {
-			first = e.At
+			first = e.At.Add(latency)
 		}
-		if e.Status == http.StatusTooManyRequests && e.At.After(first) {
+		if e.Status == http.StatusTooManyRequests && !e.At.Before(first) {
 			late++
 		}
 	}
-	return took, late
+	return late
 }
 
 // spend takes n requests of srv's quota directly, as other work did before.
@@ -165,14 +170,7 @@ func TestSaturatedFleetSpendsTheQuotaFairly(t *testing.T) {
 				}
 				jain := sum * sum / (float64(replicas) * sq)
 				goodput := sum / srv.Capacity(start, end)
-				late := 0
-				events := srv.Events()
-				first := events[0].At.Add(cfg.Latency)
-				for _, e := range events {
-					if e.Status == http.StatusTooManyRequests && !e.At.Before(first) {
-						late++
-					}
-				}
+				late := lateThrottles(srv, start, cfg.Latency)
 				t.Logf("%d replicas: goodput %.3f, Jain %.3f, %d late 429s", replicas, goodput, jain, late)
 				assert.GreaterOrEqual(t, goodput, 0.97, "goodput / capacity")
 				assert.GreaterOrEqual(t, jain, 0.9, "Jain fairness across replicas")
@@ -246,12 +244,7 @@ func TestFleetKeepsTheInteractiveReserveAcrossReplicas(t *testing.T) {
 		slices.Sort(delays)
 		p99 := delays[len(delays)*99/100]
 		share := float64(batchOK.Load()) / srv.Capacity(start, end)
-		late := 0
-		for _, e := range srv.Events() {
-			if e.Status == http.StatusTooManyRequests && e.At.After(start.Add(cfg.Latency)) {
-				late++
-			}
-		}
+		late := lateThrottles(srv, start, cfg.Latency)
 		t.Logf("4 replicas: interactive %d calls, p99 %v, refused %d; batch %.3f of capacity; %d late 429s", len(delays), p99, refused, share, late)
 		assert.Zero(t, refused, "interactive calls refused")
 		assert.LessOrEqual(t, p99, time.Second, "interactive added delay p99")

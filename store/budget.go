@@ -230,14 +230,7 @@ func (s *Memory) Lease(ctx context.Context, key string, r LeaseRequest) (Lease, 
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.now()
-	s.sweep(now)
-	k := s.keys[key]
-	if k == nil {
-		k = &memoryKey{gcra: gcraState{tat: now}}
-		s.keys[key] = k
-	}
-	k.touched = now
+	k, now := s.touch(key)
 	if k.budgets == nil {
 		k.budgets = make(map[string]*budgetState)
 	}

@@ -95,14 +95,7 @@ func (s *Memory) Reserve(ctx context.Context, key string, r Request) (Grant, err
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.now()
-	s.sweep(now)
-	k := s.keys[key]
-	if k == nil {
-		k = &memoryKey{gcra: gcraState{tat: now}}
-		s.keys[key] = k
-	}
-	k.touched = now
+	k, now := s.touch(key)
 	res := k.gcra.reserve(now, gcraArgs{
 		tokens:   r.Tokens,
 		interval: limitInterval(r.Limit),
@@ -136,13 +129,7 @@ func (s *Memory) Publish(ctx context.Context, key string, st State) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.now()
-	k := s.keys[key]
-	if k == nil {
-		k = &memoryKey{gcra: gcraState{tat: now}}
-		s.keys[key] = k
-	}
-	k.touched = now
+	k, now := s.touch(key)
 	if st.Limit > 0 {
 		k.limit, k.burst, k.learnedAt = st.Limit, max(st.Burst, 1), now
 	}
@@ -150,6 +137,20 @@ func (s *Memory) Publish(ctx context.Context, key string, st State) error {
 		k.gcra.pause(now + st.Pause.Seconds())
 	}
 	return nil
+}
+
+// touch returns key's state, creating it, and now, after dropping idle
+// keys; s.mu is held.
+func (s *Memory) touch(key string) (*memoryKey, float64) {
+	now := s.now()
+	s.sweep(now)
+	k := s.keys[key]
+	if k == nil {
+		k = &memoryKey{gcra: gcraState{tat: now}}
+		s.keys[key] = k
+	}
+	k.touched = now
+	return k, now
 }
 
 func (k *memoryKey) shared(now float64) State {
