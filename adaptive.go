@@ -146,9 +146,13 @@ type Adaptive struct {
 	inflightCost atomic.Int64 // their estimated token cost, milli-tokens
 	waiting      atomic.Int64
 	// Per class of work: callers waiting in Acquire, requests admitted.
-	classWaiting  [numClasses]atomic.Int64
-	classAdmitted [numClasses]atomic.Int64
-	applied       atomic.Int64 // responses applied (learn), ever: see settled
+	// Admissions ever, and the batch part of them and of the waiting
+	// callers (interactive work's is the rest: it pays for no counter of
+	// its own on the common path).
+	admissions   atomic.Int64
+	batchWaiting atomic.Int64
+	batchAdmits  atomic.Int64
+	applied      atomic.Int64 // responses applied (learn), ever: see settled
 	// snap is what admission reads without mu: published under mu by
 	// every retune (see admission).
 	snap         atomic.Pointer[admission]

@@ -25,18 +25,19 @@ import (
 // deadline it returns a *RateLimitError without consuming anything: at
 // once, or, while requests of ours are in flight, once their answers show
 // the quota is spent (see settled).
-func (a *Adaptive) admit(ctx context.Context, cost float64) ([]need, error) {
+func (a *Adaptive) admit(ctx context.Context, cost float64, class Class) ([]need, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if !(cost > 0) || math.IsInf(cost, 1) {
 		cost = 0
 	}
-	class := ClassOf(ctx)
 	a.waiting.Add(1)
-	a.classWaiting[class].Add(1)
 	defer a.waiting.Add(-1)
-	defer a.classWaiting[class].Add(-1)
+	if class == Batch {
+		a.batchWaiting.Add(1)
+		defer a.batchWaiting.Add(-1)
+	}
 
 	held := false // in-flight slot taken through the gate
 	release := func() {
@@ -201,7 +202,10 @@ func (a *Adaptive) admit(ctx context.Context, cost float64) ([]need, error) {
 		a.inflight.Add(1)
 	}
 	a.admitted.Add(1)
-	a.classAdmitted[class].Add(1)
+	a.admissions.Add(1)
+	if class == Batch {
+		a.batchAdmits.Add(1)
+	}
 	if cost > 0 {
 		a.inflightCost.Add(quota.ToMilli(cost))
 		a.admittedCost.Add(quota.ToMilli(cost))
@@ -211,7 +215,7 @@ func (a *Adaptive) admit(ctx context.Context, cost float64) ([]need, error) {
 
 // wait is admit for a caller that needs no time.
 func (a *Adaptive) wait(ctx context.Context, cost float64) error {
-	_, err := a.admit(ctx, cost)
+	_, err := a.admit(ctx, cost, ClassOf(ctx))
 	return err
 }
 
@@ -250,7 +254,13 @@ type Permit struct {
 // would pass ctx's deadline, MaxWait or MaxDelay. On any error nothing stays
 // charged and there is nothing to settle.
 func (a *Adaptive) Acquire(ctx context.Context, cost float64) (Permit, error) {
-	fleet, err := a.admit(ctx, cost)
+	return a.acquire(ctx, cost, ClassOf(ctx))
+}
+
+// acquire is Acquire for a request of the given class (the Transport reads
+// it from the context with the request's other marks).
+func (a *Adaptive) acquire(ctx context.Context, cost float64, class Class) (Permit, error) {
+	fleet, err := a.admit(ctx, cost, class)
 	if err != nil {
 		return Permit{}, err
 	}

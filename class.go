@@ -46,23 +46,20 @@ func (c Class) String() string {
 	return fmt.Sprintf("Class(%d)", uint8(c))
 }
 
-type classKey struct{}
-
 // WithClass returns a copy of ctx that marks the requests made with it as
 // work of class c. It panics if c is not a defined Class.
 func WithClass(ctx context.Context, c Class) context.Context {
 	if c >= numClasses {
 		panic(fmt.Sprintf("pacer: WithClass(%d): not a Class", uint8(c)))
 	}
-	return context.WithValue(ctx, classKey{}, c)
+	m := marksOf(ctx)
+	m.class, m.classed = c, true
+	return context.WithValue(ctx, marksKey{}, m)
 }
 
 // ClassOf returns the class ctx marks its requests with: [Interactive]
 // when ctx marks none.
-func ClassOf(ctx context.Context) Class {
-	c, _ := ctx.Value(classKey{}).(Class)
-	return c
-}
+func ClassOf(ctx context.Context) Class { return marksOf(ctx).class }
 
 // BatchReserve is what batch work leaves of each quota to interactive work.
 // The zero value means the defaults: [DefaultBatchReserve].

@@ -35,8 +35,10 @@ type execCall struct {
 // the call is over and counted: as rejected when the executor was closed, as
 // failed otherwise.
 func (e *Executor) begin(ctx, reqCtx, extra context.Context) (*execCall, error) {
-	if e.hasClass && ctx.Value(classKey{}) == nil {
-		ctx = context.WithValue(ctx, classKey{}, e.class)
+	if e.hasClass {
+		if m, ok := ctx.Value(marksKey{}).(marks); !ok || !m.classed {
+			ctx = WithClass(ctx, e.class)
+		}
 	}
 	c := &execCall{e: e, outer: ctx}
 	if reqCtx != nil && extra == nil && ctx.Done() == nil && (reqCtx == ctx || reqCtx.Done() == nil) {

@@ -187,7 +187,21 @@ func WithLongWaits(threshold time.Duration, fn func(LongWait)) Option {
 	return func(c *config) { c.longWait = longWaitHook{threshold: threshold, fn: fn} }
 }
 
-type costKey struct{}
+// marks is what a context says of the requests made with it: their cost
+// and their class. One value under one key, so that a request's every
+// mark is found with one lookup.
+type marks struct {
+	cost    float64
+	class   Class
+	classed bool // class was set (WithClass), not left Interactive by default
+}
+
+type marksKey struct{}
+
+func marksOf(ctx context.Context) marks {
+	m, _ := ctx.Value(marksKey{}).(marks)
+	return m
+}
 
 // WithCost returns a context whose requests cost n units of the endpoint's
 // token-denominated quotas (the tokens quotas of LLM APIs): a limiter that
@@ -198,10 +212,7 @@ func WithCost(ctx context.Context, n float64) context.Context {
 	if !(n > 0) {
 		n = 0
 	}
-	return context.WithValue(ctx, costKey{}, n)
-}
-
-func costFrom(ctx context.Context) float64 {
-	n, _ := ctx.Value(costKey{}).(float64)
-	return n
+	m := marksOf(ctx)
+	m.cost = n
+	return context.WithValue(ctx, marksKey{}, m)
 }

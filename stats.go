@@ -135,8 +135,7 @@ func (a *Adaptive) Stats() Stats {
 	st.Limit, st.Burst, st.Tokens = a.req.Limit(), a.req.Burst(), a.req.Tokens()
 	st.Waiting = int(a.waiting.Load())
 	st.InFlight = int(a.inflight.Load())
-	for c, cs := range [...]*ClassStats{Interactive: &st.Interactive, Batch: &st.Batch} {
-		cs.Waiting, cs.Admitted = int(a.classWaiting[c].Load()), a.classAdmitted[c].Load()
-	}
+	st.Batch = ClassStats{Waiting: int(a.batchWaiting.Load()), Admitted: a.batchAdmits.Load()}
+	st.Interactive = ClassStats{Waiting: max(st.Waiting-st.Batch.Waiting, 0), Admitted: max(a.admissions.Load()-st.Batch.Admitted, 0)}
 	return st
 }

@@ -148,7 +148,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, errNilURL
 	}
 	ctx := req.Context()
-	rt := roundTrip{t: t, req: req, ctx: ctx, cost: costFrom(ctx), u: partsOf(req)}
+	m := marksOf(ctx)
+	rt := roundTrip{t: t, req: req, ctx: ctx, cost: m.cost, class: m.class, u: partsOf(req)}
 	if t.observer != nil {
 		rt.waitFrom = time.Now()
 	}
@@ -175,6 +176,7 @@ type roundTrip struct {
 	req      *http.Request // the caller's: sent by the first attempt, cloned by retries, never modified
 	ctx      context.Context
 	cost     float64
+	class    Class
 	u        urlParts
 	n        int           // the attempt: 0 for the first, n for the n-th retry
 	waitFrom time.Time     // when the attempt began to wait; set only for an observer
@@ -269,7 +271,7 @@ func (rt *roundTrip) run(prev *attemptOutcome, a *attemptState) {
 		t.longWait.report(a.lim, req.Method, time.Now())
 	}
 	var err error
-	if a.permit, err = a.lim.lim.Acquire(rt.ctx, rt.cost); err != nil {
+	if a.permit, err = a.lim.lim.acquire(rt.ctx, rt.cost, rt.class); err != nil {
 		a.err = err
 		if isRateLimitError(err) {
 			a.refusedBy = a.lim
@@ -372,7 +374,7 @@ func (rt *roundTrip) settle(a *attemptState) {
 	if t.observer == nil {
 		return
 	}
-	at := Attempt{Endpoint: a.key, Method: rt.req.Method, Class: ClassOf(rt.ctx), Retry: rt.n, Err: a.err, Wait: elapsedSince(rt.waitFrom)}
+	at := Attempt{Endpoint: a.key, Method: rt.req.Method, Class: rt.class, Retry: rt.n, Err: a.err, Wait: elapsedSince(rt.waitFrom)}
 	if a.sent && !a.sentAt.IsZero() {
 		at.Wait = a.sentAt.Sub(rt.waitFrom)
 		at.Latency = time.Since(a.sentAt)

@@ -100,10 +100,12 @@ func TestCloseIdleConnectionsIsForwardedToTheBase(t *testing.T) {
 
 func TestWithCostCarriesANonNegativeCost(t *testing.T) {
 	ctx := context.Background()
-	assert.Zero(t, costFrom(ctx))
-	assert.Equal(t, 1500.0, costFrom(WithCost(ctx, 1500)))
-	assert.Zero(t, costFrom(WithCost(ctx, -3)))
-	assert.Zero(t, costFrom(WithCost(ctx, math.NaN())))
+	assert.Zero(t, marksOf(ctx).cost)
+	assert.Equal(t, 1500.0, marksOf(WithCost(ctx, 1500)).cost)
+	assert.Zero(t, marksOf(WithCost(ctx, -3)).cost)
+	assert.Zero(t, marksOf(WithCost(ctx, math.NaN())).cost)
+	assert.Equal(t, 1500.0, marksOf(WithClass(WithCost(ctx, 1500), Batch)).cost, "a class keeps the cost")
+	assert.Equal(t, Batch, ClassOf(WithCost(WithClass(ctx, Batch), 1500)), "a cost keeps the class")
 }
 
 func TestObserverSeesEveryAttempt(t *testing.T) {
