@@ -139,13 +139,18 @@ func runLanes(t *testing.T, l lanesRun) lanesResult {
 // spent the hour in seconds and the interactive caller waited out the hour.
 func TestBatchLeavesInteractiveWorkItsReserve(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := runLanes(t, lanesRun{
+		l := lanesRun{
 			server:      apisim.Config{Style: apisim.StyleGitHub, Limit: 5000, Window: time.Hour, Latency: 50 * time.Millisecond},
 			span:        2 * time.Hour,
 			batch:       16,
 			interactive: 30 * time.Second,
-		})
+		}
+		r := runLanes(t, l)
 		t.Log(r)
+		l.unmarked = true
+		base := runLanes(t, l)
+		t.Logf("the job unmarked: %v", base)
+		assert.Less(t, base.interactiveOK, r.interactiveOK, "unmarked, the job starves the interactive caller")
 		assert.Zero(t, r.refused, "interactive calls refused")
 		assert.LessOrEqual(t, r.p(0.99), time.Second, "interactive added delay p99")
 		assert.GreaterOrEqual(t, float64(r.batchOK)/r.capacity, 0.8, "batch's share of two windows")
