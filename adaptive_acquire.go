@@ -290,8 +290,7 @@ func (p *Permit) Done(resp *http.Response) {
 	}
 	now := time.Now()
 	var qs quotaBuf
-	info, sig := readResponse(&p.a.clock, resp, now, p.a.cfg.MaxDelay, &qs)
-	p.doneWith(outcome{Status: resp.StatusCode, Info: info, signal: sig}, qs.slice(), now)
+	p.doneWith(readResponse(&p.a.clock, resp, now, p.a.cfg.MaxDelay, &qs), qs.slice(), now)
 }
 
 // doneAt is Done for a response that arrived at now (the Transport's one
@@ -310,7 +309,7 @@ func (p *Permit) doneWith(o outcome, quotas []Quota, now time.Time) {
 		now = time.Now()
 	}
 	p.a.fleet.answered(p.fleet, quotas, now)
-	p.a.observeCost(o.Status, o.Info, quotas, p.cost, o.signal, now)
+	p.a.observeCost(o, quotas, p.cost, now)
 }
 
 // Abandon settles the permit of a request that was not sent: its charge is

@@ -486,7 +486,7 @@ func TestAdaptiveLearnDoesNotTouchInFlight(t *testing.T) {
 		admit(t, a, 0)
 		admit(t, a, 0)
 		info := quotaInfo(100, 90, time.Minute)
-		a.learnOther(http.StatusOK, info, info.Quotas)
+		a.learnOther(outcome{Status: http.StatusOK, Info: info}, info.Quotas)
 		st := a.Stats()
 		assert.Equal(t, 2, st.InFlight)
 		assert.Equal(t, ModeHeaders, st.Mode, "a response ends slow start")

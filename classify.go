@@ -31,16 +31,21 @@ func bodySignal(resp *http.Response) signal {
 	return classifyBody(prefix)
 }
 
-// readResponse is what a response arriving at now says about the rate
-// limit: its headers, absolute resets corrected by the server's clock as
-// clock bounds it (the response's Date is taken into that bound first), and,
-// for a 403 or 429, what its body states. The Transport (per host) and
-// Permit.Done (per limiter) read responses this one way.
-// The quotas go to qs, not to Info.Quotas (see quotaBuf).
-func readResponse(co *clockOffset, resp *http.Response, now time.Time, maxDelay time.Duration, qs *quotaBuf) (Info, signal) {
+// readResponse is what a response arriving at now means for the rate
+// limit, read once: its headers, absolute resets corrected by the server's
+// clock as clock bounds it (the response's Date is taken into that bound
+// first), for a 403 or 429 what its body states, and whether it is
+// throttled (throttledBy). The Transport (per host) and Permit.Done (per
+// limiter) read responses this one way, and everything after reads the
+// outcome. The quotas go to qs, not to Info.Quotas (see quotaBuf).
+func readResponse(co *clockOffset, resp *http.Response, now time.Time, maxDelay time.Duration, qs *quotaBuf) outcome {
 	co.observe(dateOf(resp.Header), now)
-	info, _ := parseHeadersInto(resp.Header, now, maxDelay, co.offset(now), qs)
-	return info, bodySignal(resp)
+	o := outcome{Status: resp.StatusCode, signal: bodySignal(resp)}
+	o.Info, _ = parseHeadersInto(resp.Header, now, maxDelay, co.offset(now), qs)
+	info := o.Info
+	info.Quotas = qs.slice()
+	o.throttled = throttledBy(resp.StatusCode, &info, o.signal)
+	return o
 }
 
 // classifyBody is bodySignal's decision on a body prefix.

@@ -366,18 +366,18 @@ func (e *endpoints) create(key string, sp *spec) *endpoint {
 // from is the limiter that admitted the request: its requests in flight
 // may be bound for the bucket too, and the bucket's limiter counts them as
 // unseen (feed), not as another client's spending.
-func (e *endpoints) teachBucket(key, bucket string, from *Adaptive, status int, info Info, quotas []Quota) {
+func (e *endpoints) teachBucket(key, bucket string, from *Adaptive, o outcome, quotas []Quota) {
 	ep := e.peek(key)
 	if ep == nil {
 		fresh := e.newEndpoint(key, &spec{bucket: bucket})
 		fresh.lim.feed(from)
-		fresh.lim.learnOther(status, info, quotas) // before anyone else can see it
+		fresh.lim.learnOther(o, quotas) // before anyone else can see it
 		if ep = e.insert(fresh, clock.Now(), 0); ep == fresh {
 			return
 		}
 	}
 	ep.lim.feed(from)
-	ep.lim.learnOther(status, info, quotas)
+	ep.lim.learnOther(o, quotas)
 }
 
 func (e *endpoints) newEndpoint(key string, sp *spec) *endpoint {

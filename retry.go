@@ -6,7 +6,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -185,25 +184,22 @@ type verdict struct {
 type verdictKey struct{}
 
 // classifyThrottled is the Transport's reading of whether resp is
-// throttled, for a response that did not come through it.
+// throttled (readResponse), for a response that did not come through it.
 func classifyThrottled(resp *http.Response) bool {
-	sig := bodySignal(resp)
-	var info Info
-	if resp.StatusCode == http.StatusForbidden {
-		info, _ = parseHeaders(resp.Header, time.Now(), DefaultMaxDelay)
-	}
-	return sig == signalBodyLimit || (sig != signalGone && isThrottled(resp, &info))
+	var co clockOffset
+	var qs quotaBuf
+	return readResponse(&co, resp, time.Now(), DefaultMaxDelay, &qs).throttled
 }
 
 // checkRetry asks the retry policy about a sent attempt.
 func (rt *roundTrip) checkRetry(a *attemptState) (bool, error) {
 	if rt.t.retryPolicy == nil {
 		// DefaultRetryPolicy, without a context to carry the verdict.
-		return a.resp != nil && retryThrottled(rt.req, a.resp, a.throttled), nil
+		return a.resp != nil && retryThrottled(rt.req, a.resp, a.read.throttled), nil
 	}
 	ctx := rt.ctx
 	if a.resp != nil {
-		ctx = context.WithValue(ctx, verdictKey{}, verdict{req: rt.req, resp: a.resp, throttled: a.throttled})
+		ctx = context.WithValue(ctx, verdictKey{}, verdict{req: rt.req, resp: a.resp, throttled: a.read.throttled})
 	}
 	return rt.t.retryPolicy(ctx, a.resp, a.err)
 }
@@ -235,15 +231,15 @@ func (rt *roundTrip) decide(prev *attemptOutcome, a *attemptState) attemptOutcom
 	if !retry || rt.n >= t.retries || !mayReplay(rt.req, a.resp) {
 		return o
 	}
-	if (a.resp == nil || overloaded(a.resp.StatusCode, &a.info)) && !a.lim.retryBudget.withdraw() {
+	if (a.resp == nil || overloaded(a.resp.StatusCode, &a.read.Info)) && !a.lim.retryBudget.withdraw() {
 		// Shedding (or failing) beyond what the budget covers: retries
 		// would only add to the overload. The caller gets what it got.
 		return o
 	}
 	rt.backoff = nextBackoff(rt.backoff)
 	now := time.Now()
-	at := now.Add(a.info.RetryAfter)
-	if a.info.RetryAfter == 0 {
+	at := now.Add(a.read.Info.RetryAfter)
+	if a.read.Info.RetryAfter == 0 {
 		at = now.Add(retryJitter(rt.backoff))
 	}
 	key := a.lim.key
@@ -253,7 +249,7 @@ func (rt *roundTrip) decide(prev *attemptOutcome, a *attemptState) attemptOutcom
 			at = na
 		}
 	}
-	o.retryAt, o.key, o.lim, o.info = at, key, a.lim, a.info
+	o.retryAt, o.key, o.lim, o.info = at, key, a.lim, a.read.Info
 	return o
 }
 
@@ -338,27 +334,6 @@ func (b *retryBudget) withdraw() bool {
 			return true
 		}
 	}
-}
-
-// isThrottled reports whether resp says the rate limit was hit: 429, 503,
-// or GitHub's 403 with an exhausted quota (X-RateLimit-Remaining: 0) or a
-// Retry-After (its secondary limits).
-func isThrottled(resp *http.Response, info *Info) bool {
-	switch resp.StatusCode {
-	case http.StatusTooManyRequests, http.StatusServiceUnavailable, statusOverloaded:
-		return true
-	case http.StatusForbidden:
-		return info.RetryAfter > 0 || spent(resp.Header.Get("X-Ratelimit-Remaining"))
-	}
-	return false
-}
-
-// spent reports whether a Remaining header value says nothing is left: a
-// number in [0, 1), however written ("0", " 0", "0.0"). Garbage, or a
-// negative number (some servers' "unknown"), is not.
-func spent(remaining string) bool {
-	v, err := strconv.ParseFloat(strings.TrimSpace(remaining), 64)
-	return err == nil && v >= 0 && v < 1
 }
 
 // The server's word on a retry: OpenAI's and Anthropic's x-should-retry,

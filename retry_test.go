@@ -476,8 +476,8 @@ func TestA403IsThrottledWhenRemainingReadsAsZeroHoweverWritten(t *testing.T) {
 		{"0", true}, {" 0", true}, {"0.0", true}, {"0 ", true}, {"12", false},
 		{"", false}, {"none", false}, {"-1", false}, {"NaN", false},
 	} {
-		resp := &http.Response{StatusCode: http.StatusForbidden, Header: http.Header{"X-Ratelimit-Remaining": {tc.remaining}}}
-		assert.Equal(t, tc.want, isThrottled(resp, &Info{}), "Remaining %q", tc.remaining)
+		resp := &http.Response{StatusCode: http.StatusForbidden, Header: http.Header{"X-Ratelimit-Remaining": {tc.remaining}}, Body: http.NoBody}
+		assert.Equal(t, tc.want, classifyThrottled(resp), "Remaining %q", tc.remaining)
 	}
 }
 

@@ -23,15 +23,16 @@ import (
 // probing fallback on 429/503 without quota headers, and ends slow start.
 // Observe never blocks on the limiter.
 func (a *Adaptive) observe(status int, info Info) {
-	a.observeCost(status, info, info.Quotas, -1, signalNone, time.Time{})
+	o := outcome{Status: status, Info: info, throttled: throttledBy(status, &info, signalNone)}
+	a.observeCost(o, info.Quotas, -1, time.Time{})
 }
 
 // observeCost is observe for a request of known cost (a Permit's); cost < 0
-// means unknown. sig is what the response's body said (bodySignal), if
-// anything; now is when the response arrived, the zero time to read the
-// clock. quotas stand for info.Quotas, which is ignored (see quotaBuf).
-func (a *Adaptive) observeCost(status int, info Info, quotas []Quota, cost float64, sig signal, now time.Time) {
-	a.learn(status, info, quotas, true, cost, sig, now)
+// means unknown. o is what the response means; now is when it arrived, the
+// zero time to read the clock. quotas stand for o.Info.Quotas, which is
+// ignored (see quotaBuf).
+func (a *Adaptive) observeCost(o outcome, quotas []Quota, cost float64, now time.Time) {
+	a.learn(o, quotas, true, cost, now)
 	// Only now, with what the response said applied, may a held caller go.
 	a.wakeGate()
 }
@@ -40,8 +41,8 @@ func (a *Adaptive) observeCost(status int, info Info, quotas []Quota, cost float
 // limiter did not admit (it went through another limiter that shares the
 // server's bucket): it retunes, pauses and counts a throttle, and ends slow
 // start if status ≠ 0, but does not touch the in-flight count.
-func (a *Adaptive) learnOther(status int, info Info, quotas []Quota) {
-	a.learn(status, info, quotas, false, -1, signalNone, time.Time{})
+func (a *Adaptive) learnOther(o outcome, quotas []Quota) {
+	a.learn(o, quotas, false, -1, time.Time{})
 }
 
 // maxFeeders bounds the limiters feed remembers: a bucket is fed by the
@@ -117,7 +118,8 @@ func (a *Adaptive) settle(cost float64) int64 {
 // on mu behind the one being applied would be neither, and the server's
 // figure (which counted them) would read as that many units spent by
 // others: a drift baseline off by up to the whole in-flight count.
-func (a *Adaptive) learn(status int, info Info, quotas []Quota, own bool, cost float64, sig signal, now time.Time) {
+func (a *Adaptive) learn(o outcome, quotas []Quota, own bool, cost float64, now time.Time) {
+	status, info, sig := o.Status, o.Info, o.signal
 	if status == 0 {
 		if own {
 			a.settle(cost)
@@ -216,8 +218,7 @@ func (a *Adaptive) learn(status int, info Info, quotas []Quota, own bool, cost f
 	if sig == signalBodyLimit {
 		a.bodyLimitLocked(now, info, exhausted, others)
 	}
-	throttled := status == 429 || status == 503 || status == statusOverloaded || (status == 403 && (exhausted || sig == signalBodyLimit))
-	if throttled && sig != signalBodyLimit {
+	if o.throttled && sig != signalBodyLimit {
 		a.throttled++
 		// Quota headers explain a throttle when a quota is spent or the server
 		// named a wait; otherwise (no headers, or a limit the headers do not

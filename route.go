@@ -182,16 +182,17 @@ func (t *Transport) match(r *http.Request) *rule {
 
 // learn reports an admitted attempt's outcome to the limiter that admitted
 // it and learns the server-named bucket of ep's route from it.
-// sig is what the response's body said; now is when the response arrived.
-// seen is the binding limiterBound found for the request, or nil. quotas
-// stand for info.Quotas (see quotaBuf).
-func (t *Transport) learn(ep, lim *endpoint, u *urlParts, seen *seenBinding, p *Permit, status int, info Info, quotas []Quota, sig signal, now time.Time) {
+// o is what the response means; now is when it arrived. seen is the
+// binding limiterBound found for the request, or nil. quotas stand for
+// o.Info.Quotas (see quotaBuf).
+func (t *Transport) learn(ep, lim *endpoint, u *urlParts, seen *seenBinding, p *Permit, o outcome, quotas []Quota, now time.Time) {
+	info := o.Info
 	if lim.bucket != "" && info.Bucket != "" && info.Bucket != lim.bucket {
 		// The server moved this route to another bucket: what the response
 		// says belongs to that bucket (taught below), not to lim's.
 		p.doneAt(outcome{}, now)
 	} else {
-		p.doneWith(outcome{Status: status, Info: info, signal: sig}, quotas, now)
+		p.doneWith(o, quotas, now)
 	}
 	if info.Bucket == "" || ep.pinned || len(info.Bucket) > maxBucketName {
 		return
@@ -213,7 +214,7 @@ func (t *Transport) learn(ep, lim *endpoint, u *urlParts, seen *seenBinding, p *
 	if lim.bucket != info.Bucket {
 		// Teach first: requests the binding sends to the bucket's limiter
 		// must find it knowing what this response said.
-		t.eps.teachBucket(b.key, b.name, lim.lim, status, info, quotas)
+		t.eps.teachBucket(b.key, b.name, lim.lim, o, quotas)
 	}
 	if rebind {
 		ep.bind(u, b)

@@ -223,12 +223,8 @@ type attemptState struct {
 	sentAt  time.Time     // set only for an observer
 	resp    *http.Response
 	now     time.Time // when resp arrived
-	info    Info      // what resp said; its Quotas are in qs until decide
+	read    outcome   // what resp means; its Info's Quotas are in qs until decide
 	qs      quotaBuf
-	sig     signal
-	// throttled reports a response saying the rate limit was hit (see
-	// isThrottled), unless its body says the quota is gone for good.
-	throttled bool
 	err       error     // why the attempt got no response
 	refusedBy *endpoint // the endpoint whose Refused counts err, a *RateLimitError
 	tooLate   bool      // the previous attempt's retry was refused before it waited
@@ -245,11 +241,11 @@ func (rt *roundTrip) attempt(prev *attemptOutcome) attemptOutcome {
 	var a attemptState
 	rt.run(prev, &a)
 	rt.settle(&a)
-	if a.qs.n > 0 && (rt.t.retryPolicy != nil || a.throttled) {
+	if a.qs.n > 0 && (rt.t.retryPolicy != nil || a.read.throttled) {
 		// A retry reads the quotas and keeps them for a *RateLimitError
 		// (and only a throttled response asks for one, unless the
 		// caller's policy decides): a copy that outlives a.
-		a.info.Quotas = slices.Clone(a.qs.slice())
+		a.read.Info.Quotas = slices.Clone(a.qs.slice())
 	}
 	return rt.decide(prev, &a)
 }
@@ -307,8 +303,7 @@ func (rt *roundTrip) run(prev *attemptOutcome, a *attemptState) {
 	a.resp = resp
 	// One clock reading serves the headers, the limiter and the table.
 	a.now = time.Now()
-	a.info, a.sig = readResponse(&a.ep.clock, resp, a.now, t.maxDelay, &a.qs)
-	a.throttled = a.sig == signalBodyLimit || (a.sig != signalGone && isThrottled(resp, &a.info))
+	a.read = readResponse(&a.ep.clock, resp, a.now, t.maxDelay, &a.qs)
 }
 
 // awaitRetry waits until the retry prev asked for may start. It reports
@@ -350,7 +345,7 @@ func (rt *roundTrip) settle(a *attemptState) {
 	t := rt.t
 	switch {
 	case a.resp != nil:
-		t.learn(a.ep, a.lim, &rt.u, &a.seen, &a.permit, a.resp.StatusCode, a.info, a.qs.slice(), a.sig, a.now)
+		t.learn(a.ep, a.lim, &rt.u, &a.seen, &a.permit, a.read, a.qs.slice(), a.now)
 	case a.sent:
 		a.permit.Done(nil)
 		a.lim.failures.Add(1)
@@ -380,7 +375,7 @@ func (rt *roundTrip) settle(a *attemptState) {
 		at.Latency = time.Since(a.sentAt)
 		if a.resp != nil {
 			at.Latency = a.now.Sub(a.sentAt)
-			at.Status, at.Throttled = a.resp.StatusCode, a.throttled
+			at.Status, at.Throttled = a.resp.StatusCode, a.read.throttled
 		}
 	}
 	t.observer(at)
