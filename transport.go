@@ -214,17 +214,17 @@ func (o *attemptOutcome) result() (*http.Response, error) {
 // fills it and may stop at any step; settle then squares it, whichever step
 // it stopped at.
 type attemptState struct {
-	key     string    // the endpoint the attempt waited on (or would have), for the observer
-	ep, lim *endpoint // the request's endpoint and the one whose limiter it waits on; nil until acquired
-	seen    seenBinding
-	permit  Permit
-	out     *http.Request // what the attempt sends: req, or a replay of it; nil before the replay is made
-	sent    bool          // out was handed to the base transport, which closes its body
-	sentAt  time.Time     // set only for an observer
-	resp    *http.Response
-	now     time.Time // when resp arrived
-	read    outcome   // what resp means; its Info's Quotas are in qs until decide
-	qs      quotaBuf
+	key       string    // the endpoint the attempt waited on (or would have), for the observer
+	ep, lim   *endpoint // the request's endpoint and the one whose limiter it waits on; nil until acquired
+	seen      seenBinding
+	permit    Permit
+	out       *http.Request // what the attempt sends: req, or a replay of it; nil before the replay is made
+	sent      bool          // out was handed to the base transport, which closes its body
+	sentAt    time.Time     // set only for an observer
+	resp      *http.Response
+	now       time.Time // when resp arrived
+	read      outcome   // what resp means; its Info's Quotas are in qs until decide
+	qs        quotaBuf
 	err       error     // why the attempt got no response
 	refusedBy *endpoint // the endpoint whose Refused counts err, a *RateLimitError
 	tooLate   bool      // the previous attempt's retry was refused before it waited
