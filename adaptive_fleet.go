@@ -48,7 +48,11 @@ type fleetQuota struct {
 	known    bool      // the store knew the budget at the last call
 	budget   float64   // and what it had left
 	resetAt  time.Time // and when its window resets; zero none stated
-	calling  bool      // a Lease call is out: others wait for it, not call too
+	members  int       // and how many members it knew
+	// alone is what this member may still spend while the store does not
+	// answer: its share of the last budget it was told, for that window.
+	alone   float64
+	calling bool // a Lease call is out: others wait for it, not call too
 	// forInteractive: the lease was taken for interactive work, with no
 	// reserve left to it; batch work leases its own.
 	forInteractive bool
@@ -155,21 +159,26 @@ func (f *fleetShare) takeOne(ctx context.Context, n need, now time.Time, interac
 		q.calling = false
 		close(q.done)
 		if err != nil {
-			f.mu.Unlock()
 			if ctx.Err() != nil {
+				f.mu.Unlock()
 				return false, time.Time{}, ctx.Err()
 			}
-			// The store failed: go by this member's own model.
-			return true, time.Time{}, nil
+			// The store failed. Within the window the store last spoke
+			// of, spend at most this member's share of what was left then;
+			// past it, or with nothing known, go by this member's own model.
+			ok, at := q.fallback(n.amount, now)
+			f.mu.Unlock()
+			return ok, at, nil
 		}
 		if r.Seen != nil && q.seen != nil && q.seen.Remaining == r.Seen.Remaining {
 			q.seen = nil // reported
 		}
-		q.known, q.budget = l.Known, l.Budget
+		q.known, q.budget, q.members = l.Known, l.Budget, max(l.Members, 1)
 		q.resetAt = time.Time{}
 		if l.ResetIn > 0 {
 			q.resetAt = answered.Add(l.ResetIn)
 		}
+		q.alone = q.budget / float64(q.members)
 		if !l.Known {
 			// No budget known for the current window (it has not been
 			// seen since its reset): this member's own model decides, and
@@ -196,6 +205,30 @@ func (f *fleetShare) takeOne(ctx context.Context, n need, now time.Time, interac
 		f.mu.Unlock()
 		return false, at, nil
 	}
+}
+
+// fallback decides a request of amount while the store does not answer, at
+// now: within the window the store last spoke of, from this member's share
+// of the budget it was told then (ok false, with the window's reset, once it
+// is spent); otherwise by the member's own model (ok true). f.mu is held.
+func (q *fleetQuota) fallback(amount float64, now time.Time) (bool, time.Time) {
+	if !q.known || q.resetAt.IsZero() || !now.Before(q.resetAt) {
+		q.inflight += amount
+		return true, time.Time{}
+	}
+	if q.leased >= amount && now.Before(q.until) {
+		// What the member leased before the store went away is its own
+		// while the store keeps it for it.
+		q.leased -= amount
+		q.inflight += amount
+		return true, time.Time{}
+	}
+	if q.alone < amount {
+		return false, q.resetAt.Add(quota.RollGuard)
+	}
+	q.alone -= amount
+	q.inflight += amount
+	return true, time.Time{}
 }
 
 // quota returns the named quota's state, creating it; f.mu is held.

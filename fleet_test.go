@@ -252,3 +252,54 @@ func TestFleetKeepsTheInteractiveReserveAcrossReplicas(t *testing.T) {
 		assert.Zero(t, late, "429s after the first response")
 	})
 }
+
+// budgetThenDown is a Memory whose budgets stop answering when down is set,
+// as a store cut off from its member does.
+type budgetThenDown struct {
+	*store.Memory
+	down atomic.Bool
+}
+
+func (s *budgetThenDown) Lease(ctx context.Context, key string, r store.LeaseRequest) (store.Lease, error) {
+	if s.down.Load() {
+		return store.Lease{}, errors.New("store unreachable")
+	}
+	return s.Memory.Lease(ctx, key, r)
+}
+
+// A member cut off from the store spends, until the window's reset, at most
+// its share of the budget the store last told it: not the whole quota its
+// own model sees.
+func TestAMemberCutOffFromTheStoreSpendsItsShare(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := apisim.Config{Style: apisim.StyleGitHub, Limit: 100, Window: time.Minute, Latency: 50 * time.Millisecond}
+		srv := apisim.New(cfg)
+		st := &budgetThenDown{Memory: store.NewMemory()}
+		a := &http.Client{Transport: NewTransport(srv.Transport(), WithStore(st))}
+		b := &http.Client{Transport: NewTransport(srv.Transport(), WithStore(st))}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		get := func(c *http.Client) error {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/v1/thing", nil)
+			resp, err := c.Do(req)
+			if err == nil {
+				resp.Body.Close()
+			}
+			return err
+		}
+		for range 5 {
+			require.NoError(t, get(a))
+			require.NoError(t, get(b))
+		}
+		st.down.Store(true)
+		sent := 0
+		for get(a) == nil && sent < 200 {
+			sent++
+		}
+		// About 90 were left for two members: a's share is about 45, and
+		// what it had leased.
+		t.Logf("cut off, a sent %d more before the reset", sent)
+		assert.Less(t, sent, 60, "a member cut off spends about its share, not the whole quota")
+		assert.Greater(t, sent, 30, "and does spend its share")
+	})
+}

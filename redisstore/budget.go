@@ -59,6 +59,7 @@ end
 redis.call('HSET', key, member, string.format('%.17g %.17g', held, now + ttl))
 local all = redis.call('HGETALL', key)
 local total = 0
+local members = 0
 for i = 1, #all, 2 do
 	local f = all[i]
 	if string.sub(f, 1, 2) == 'm:' then
@@ -67,6 +68,7 @@ for i = 1, #all, 2 do
 			redis.call('HDEL', key, f)
 		else
 			total = total + tonumber(hv)
+			members = members + 1
 		end
 	end
 end
@@ -111,7 +113,7 @@ redis.call('HSET', key, 'floor', string.format('%.17g', floor), 'known', k, 'res
 local keep = idle + ttl / 1000
 if known and reset > now then keep = keep + (reset - now) / 1000 end
 redis.call('PEXPIRE', key, math.ceil(math.min(keep, 1e15)))
-return {k, string.format('%.17g', granted), string.format('%.17g', math.max(budget, 0)), math.floor(math.max(resetOut, 0))}
+return {k, string.format('%.17g', granted), string.format('%.17g', math.max(budget, 0)), math.floor(math.max(resetOut, 0)), members}
 `
 
 var leaseScript = redis.NewScript(leaseSource)
@@ -182,14 +184,15 @@ func (s *Store) Lease(ctx context.Context, key string, r store.LeaseRequest) (st
 }
 
 func parseLease(res []any) (store.Lease, error) {
-	if len(res) != 4 {
+	if len(res) != 5 {
 		return store.Lease{}, fmt.Errorf("redisstore: unexpected lease reply %v", res)
 	}
 	k, ok1 := res[0].(string)
 	g, ok2 := res[1].(string)
 	b, ok3 := res[2].(string)
 	reset, ok4 := res[3].(int64)
-	if !ok1 || !ok2 || !ok3 || !ok4 {
+	members, ok5 := res[4].(int64)
+	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 {
 		return store.Lease{}, fmt.Errorf("redisstore: unexpected lease reply %v", res)
 	}
 	granted, err1 := strconv.ParseFloat(g, 64)
@@ -197,7 +200,7 @@ func parseLease(res []any) (store.Lease, error) {
 	if err1 != nil || err2 != nil {
 		return store.Lease{}, fmt.Errorf("redisstore: unexpected lease reply %v", res)
 	}
-	return store.Lease{Known: k == "1", Granted: granted, Budget: budget, ResetIn: time.Duration(reset) * time.Microsecond}, nil
+	return store.Lease{Known: k == "1", Granted: granted, Budget: budget, ResetIn: time.Duration(reset) * time.Microsecond, Members: int(members)}, nil
 }
 
 // nonNegative is v when it is a finite number not below zero, else 0.

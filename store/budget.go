@@ -97,6 +97,10 @@ type Lease struct {
 	// ResetIn is how long until the window the budget is of resets, when
 	// Known and the server stated one.
 	ResetIn time.Duration
+	// Members is how many members the store knows (the caller among
+	// them): a member cut off from the store spends at most its share of
+	// the last budget it was told.
+	Members int
 }
 
 // DefaultLeaseTTL is how long a member's holding stands without a call:
@@ -157,6 +161,7 @@ func (b *budgetState) lease(now float64, r LeaseRequest) Lease {
 		}
 		held += m.held
 	}
+	members := len(b.members)
 	if b.known && b.reset > 0 && now >= b.reset {
 		b.known = false // the window is over: the next sighting opens the next
 	}
@@ -187,7 +192,7 @@ func (b *budgetState) lease(now float64, r LeaseRequest) Lease {
 			b.interactive, b.seenAny = at, true
 		}
 	}
-	out := Lease{Known: b.known}
+	out := Lease{Known: b.known, Members: members}
 	if !b.known {
 		return out
 	}
