@@ -97,6 +97,19 @@ func TestAdvance(t *testing.T) {
 			},
 		},
 		{
+			name: "a window is rolled only RollGuard after its reset",
+			why: "a reset carried from window to window drifts by its length's rounding: " +
+				"rolled exactly at it, the next window's first request lands in this one",
+			events: []event{
+				obs(0, 0, Report{Limit: L, Remaining: 50, Reset: minute, Window: time.Minute}, Seen{}),
+				adv(time.Minute+RollGuard/2, Seen{}),
+			},
+			want: planned{
+				step: Step{Rate: inf, Avail: 50, Next: minute.Add(RollGuard)}, ok: true,
+				units: 50, reset: minute,
+			},
+		},
+		{
 			name: "a fixed window ending spent rolls into a look of one unit",
 			why: "even a window known to refill is not refilled by the model: one request looks " +
 				"first, so a window that did not refill (a clock skew, a changed quota) costs " +
