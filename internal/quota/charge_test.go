@@ -20,9 +20,6 @@ type entry struct {
 
 func TestCharge(t *testing.T) {
 	minute := reset(time.Minute)
-	tokens := func() *Window {
-		return New(Config{Name: "tokens", Tokens: true, Safety: 0.9, MaxDelay: time.Minute})
-	}
 	cases := []struct {
 		name    string
 		why     string
@@ -47,7 +44,7 @@ func TestCharge(t *testing.T) {
 			why: "Plan keeps a tenth of the token quota back for estimates that fall short; the " +
 				"charge keeps it, not a rate, so a request admitted at once leaves it as surely " +
 				"as a paced one: 4001 of 5000 would leave 999 < 1000 and takes nothing",
-			w:      tokens,
+			w:      tokenQuota,
 			events: []event{obs(0, 0, Report{Limit: 10000, Remaining: 5000, Reset: minute}, Seen{}), {at: time.Second, advance: true, unit: 100}},
 			entries: []entry{
 				{at: time.Second, n: 1, cost: 4001, ok: false},
@@ -76,7 +73,7 @@ func TestCharge(t *testing.T) {
 			why: "budgets are fixed point so that a request charged and given back leaves no " +
 				"residue: token costs of a third, a tenth, 2.7 and 1e-4, each rounded up to " +
 				"a milli-unit, refunded in another order, leave the budget as it was",
-			w:      tokens,
+			w:      tokenQuota,
 			events: []event{obs(0, 0, Report{Limit: 100000, Remaining: 50000, Reset: minute}, Seen{}), {at: time.Second, advance: true, unit: 1}},
 			entries: []entry{
 				{n: 1000, cost: 1.0 / 3, ok: true},
@@ -119,8 +116,8 @@ func TestCharge(t *testing.T) {
 }
 
 func TestAmount(t *testing.T) {
-	tokens := func(q Report) *Window {
-		w := New(Config{Name: "tokens", Tokens: true, Safety: 0.9, MaxDelay: time.Minute})
+	saying := func(q Report) *Window {
+		w := tokenQuota()
 		w.Observe(q, t0, Seen{Horizon: horizon})
 		return w
 	}
@@ -145,25 +142,25 @@ func TestAmount(t *testing.T) {
 		{
 			name: "a token quota takes the cost",
 			why:  "a token quota is charged what the request is estimated to take of it",
-			w:    tokens(Report{Limit: 1000, Remaining: 500, Reset: minute}),
+			w:    saying(Report{Limit: 1000, Remaining: 500, Reset: minute}),
 			cost: 250, want: 250 * Milli,
 		},
 		{
 			name: "a token cost is rounded up to a milli-unit",
 			why:  "never charge less than the estimate: rounded down, many small requests spend more than the budget counts",
-			w:    tokens(Report{Limit: 1000, Remaining: 500, Reset: minute}),
+			w:    saying(Report{Limit: 1000, Remaining: 500, Reset: minute}),
 			cost: 1e-4, want: 1,
 		},
 		{
 			name: "a token cost above the limit is charged as the limit",
 			why:  "a cost above what the quota can ever hold would wait for a window that never comes",
-			w:    tokens(Report{Limit: 1000, Remaining: 500, Reset: minute}),
+			w:    saying(Report{Limit: 1000, Remaining: 500, Reset: minute}),
 			cost: 5000, want: 1000 * Milli,
 		},
 		{
 			name: "with no limit stated the highest Remaining stands in for it",
 			why:  "the peak is the most the quota was seen to hold: the cap must not wait on a limit nobody states",
-			w:    tokens(Report{Remaining: 300, Reset: minute}),
+			w:    saying(Report{Remaining: 300, Reset: minute}),
 			cost: 5000, want: 300 * Milli,
 		},
 	}

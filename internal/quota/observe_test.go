@@ -9,9 +9,9 @@ import (
 
 // observed is what Observe leaves of a window: the budget (units), whether
 // it speaks for the current window, whether it rolled blind and a look is
-// out, the window's reset, length and kind,
-// whether others spend from it, its drift (units per second), and the rate
-// an Advance at the last event's time plans (0 when the window is unknown).
+// out, the window's reset, length and kind, whether others spend from it,
+// its drift (units per second), and the rate an Advance at the last event's
+// time plans (0 when the window is unknown).
 type observed struct {
 	units   float64
 	known   bool
@@ -171,6 +171,58 @@ func TestObserve(t *testing.T) {
 			want: observed{known: true, reset: reset(2 * time.Minute), length: time.Minute, rate: inf},
 		},
 		{
+			name: "a 429 of a look for an unexplained reset does not mark the quota shared",
+			why: "the look after MaxDelay goes into a window the budget said was spent: its " +
+				"refusal is the answer it was sent for, not others' spending, although a token " +
+				"quota's look is given the whole limit to spend and still holds room",
+			w: tokenQuota,
+			events: []event{
+				obs(0, 0, Report{Limit: 1000, Remaining: 0, Reset: reset(10 * time.Minute)}, Seen{}),
+				adv(time.Second, Seen{}),
+				adv(61*time.Second, Seen{}), // MaxDelay later: the look
+				obs(61100*time.Millisecond, 1, Report{Limit: 1000, Remaining: 0, Reset: reset(10 * time.Minute)}, Seen{Refused: true, Admitted: 1}),
+			},
+			want: observed{known: true, reset: reset(10 * time.Minute), rate: inf},
+		},
+		{
+			name: "a 429 when the budget was already spent is no news",
+			why: "only a refusal with room left by the budget shows someone else spent it; with " +
+				"nothing left the budget expected it",
+			events: []event{
+				obs(0, 0, Report{Limit: L, Remaining: 0, Reset: minute}, Seen{}),
+				obs(100*time.Millisecond, 0, Report{Limit: L, Remaining: 0, Reset: minute}, Seen{Refused: true}),
+			},
+			want: observed{known: true, reset: minute, rate: inf},
+		},
+		{
+			name: "a late response of the window that just rolled over is ignored",
+			why: "its reset (rounded up to 120.5 s) is the ended window's, overtaken by the roll " +
+				"at 120.01 s: its figure (45) says nothing of the new window, which keeps the 48 " +
+				"carried over",
+			events: []event{
+				obs(0, 0, Report{Limit: L, Remaining: 10, Reset: minute}, Seen{}),
+				obs(61*time.Second, 0, Report{Limit: L, Remaining: L, Reset: reset(2 * time.Minute)}, Seen{}),
+				obs(90*time.Second, 50, Report{Limit: L, Remaining: 50, Reset: reset(2 * time.Minute)}, Seen{Admitted: 50}),
+				adv(2*time.Minute+RollGuard, Seen{Admitted: 50}),
+				obs(120020*time.Millisecond, 0, Report{Limit: L, Remaining: 45, Reset: reset(120500 * time.Millisecond)}, Seen{Admitted: 50}),
+			},
+			want: observed{units: 48, known: true, rolled: true, reset: reset(3 * time.Minute), length: time.Minute, kind: kindRefill, rate: inf},
+		},
+		{
+			name: "a look answered from a window that has not ended goes back to it",
+			why: "the roll assumed a reset that was early: the look's answer states the old " +
+				"window's reset still ahead, so the window is that one again until the reset it " +
+				"states (nothing else would end the look)",
+			events: []event{
+				obs(0, 0, Report{Limit: L, Remaining: 10, Reset: minute}, Seen{}),
+				obs(61*time.Second, 0, Report{Limit: L, Remaining: L, Reset: reset(2 * time.Minute)}, Seen{}),
+				obs(90*time.Second, L, Report{Limit: L, Remaining: 0, Reset: reset(2 * time.Minute)}, Seen{Admitted: L}),
+				adv(2*time.Minute+RollGuard, Seen{Admitted: L}),
+				obs(120020*time.Millisecond, 1, Report{Limit: L, Remaining: 0, Reset: reset(120500 * time.Millisecond)}, Seen{Refused: true, Admitted: L + 1}),
+			},
+			want: observed{known: true, reset: reset(120500 * time.Millisecond), length: time.Minute, kind: kindRefill, rate: inf},
+		},
+		{
 			name: "a reset that moves later as the quota is spent marks a token bucket",
 			why: "a fixed window's reset stays put; one that moved 1.05 s in step with the " +
 				"spending (3 per 150 ms) is a bucket's time to full, so (limit − remaining) / " +
@@ -228,6 +280,30 @@ func TestObserve(t *testing.T) {
 			want: observed{units: 100, known: true, reset: minute, length: time.Minute, shared: true, drift: -550.0 / 60, rate: 0.9 * 10 / 50},
 		},
 		{
+			name: "a fall within our requests in flight is not others' spending",
+			why: "the 20 unseen requests were subtracted, but the server may have counted some " +
+				"(here 10): a gap within that noise is no evidence of anyone, or the rise of " +
+				"the in-flight count would read as others draining the quota",
+			events: []event{
+				obs(0, 0, Report{Limit: 600, Remaining: 600, Reset: minute, Window: time.Minute}, Seen{}),
+				obs(10*time.Second, 50, Report{Limit: 600, Remaining: 560, Reset: minute, Window: time.Minute}, Seen{Unseen: 20, Admitted: 50}),
+			},
+			want: observed{units: 540, known: true, reset: minute, length: time.Minute, rate: inf},
+		},
+		{
+			name: "others' spending of a token quota is measured beyond the estimates' error",
+			why: "token costs are estimates: 30% of the 1000 charged may be their error, not " +
+				"anyone's spending, so of a 1000 shortfall 700 are others' (70 a second), and " +
+				"the quota is then spread, what they take to the reset kept for them",
+			w: tokenQuota,
+			events: []event{
+				obs(0, 0, Report{Limit: 10000, Remaining: 10000, Reset: minute, Window: time.Minute}, Seen{}),
+				obs(10*time.Second, 1000, Report{Limit: 10000, Remaining: 8000, Reset: minute, Window: time.Minute}, Seen{Admitted: 1000}),
+			},
+			// keeps the reserve (1000) and 70 × 50 s: 0.9 × 3500 over 50 s.
+			want: observed{units: 8000, known: true, reset: minute, length: time.Minute, shared: true, drift: -70, rate: 0.9 * 3500 / 50},
+		},
+		{
 			name: "a figure below the budget with no fed slack marks the quota shared",
 			why: "the budget counts every request of ours, sent or not: 70 left of a budget of " +
 				"80 that nothing of ours took is others' spending",
@@ -257,86 +333,6 @@ func TestObserve(t *testing.T) {
 			},
 			want: observed{units: 70, known: true, reset: minute, rate: inf},
 		},
-		{
-			name: "a 429 of a look for an unexplained reset does not mark the quota shared",
-			why: "the look after MaxDelay goes into a window the budget said was spent: its " +
-				"refusal is the answer it was sent for, not others' spending, although a token " +
-				"quota's look is given the whole limit to spend and still holds room",
-			w: func() *Window {
-				return New(Config{Name: "tokens", Tokens: true, Safety: 0.9, MaxDelay: time.Minute})
-			},
-			events: []event{
-				obs(0, 0, Report{Limit: 1000, Remaining: 0, Reset: reset(10 * time.Minute)}, Seen{}),
-				adv(time.Second, Seen{}),
-				adv(61*time.Second, Seen{}), // MaxDelay later: the look
-				obs(61100*time.Millisecond, 1, Report{Limit: 1000, Remaining: 0, Reset: reset(10 * time.Minute)}, Seen{Refused: true, Admitted: 1}),
-			},
-			want: observed{known: true, reset: reset(10 * time.Minute), rate: inf},
-		},
-		{
-			name: "a 429 when the budget was already spent is no news",
-			why: "only a refusal with room left by the budget shows someone else spent it; with " +
-				"nothing left the budget expected it",
-			events: []event{
-				obs(0, 0, Report{Limit: L, Remaining: 0, Reset: minute}, Seen{}),
-				obs(100*time.Millisecond, 0, Report{Limit: L, Remaining: 0, Reset: minute}, Seen{Refused: true}),
-			},
-			want: observed{known: true, reset: minute, rate: inf},
-		},
-		{
-			name: "a late response of the window that just rolled over is ignored",
-			why: "its reset (rounded up to 120.5 s) is the ended window's, overtaken by the roll " +
-				"at 120.01 s: its figure (45) says nothing of the new window, which keeps the 48 " +
-				"carried over",
-			events: []event{
-				obs(0, 0, Report{Limit: L, Remaining: 10, Reset: minute}, Seen{}),
-				obs(61*time.Second, 0, Report{Limit: L, Remaining: L, Reset: reset(2 * time.Minute)}, Seen{}),
-				obs(90*time.Second, 50, Report{Limit: L, Remaining: 50, Reset: reset(2 * time.Minute)}, Seen{Admitted: 50}),
-				adv(2*time.Minute+RollGuard, Seen{Admitted: 50}),
-				obs(120020*time.Millisecond, 0, Report{Limit: L, Remaining: 45, Reset: reset(120500 * time.Millisecond)}, Seen{Admitted: 50}),
-			},
-			want: observed{units: 48, known: true, rolled: true, reset: reset(3 * time.Minute), length: time.Minute, kind: kindRefill, rate: inf},
-		},
-		{
-			name: "a look answered from a window that has not ended goes back to it",
-			why: "the roll assumed a reset that was early: the look's answer states the old " +
-				"window's reset still ahead, so the window is that one again until the reset it " +
-				"states (nothing else would end the look)",
-			events: []event{
-				obs(0, 0, Report{Limit: L, Remaining: 10, Reset: minute}, Seen{}),
-				obs(61*time.Second, 0, Report{Limit: L, Remaining: L, Reset: reset(2 * time.Minute)}, Seen{}),
-				obs(90*time.Second, L, Report{Limit: L, Remaining: 0, Reset: reset(2 * time.Minute)}, Seen{Admitted: L}),
-				adv(2*time.Minute+RollGuard, Seen{Admitted: L}),
-				obs(120020*time.Millisecond, 1, Report{Limit: L, Remaining: 0, Reset: reset(120500 * time.Millisecond)}, Seen{Refused: true, Admitted: L + 1}),
-			},
-			want: observed{known: true, reset: reset(120500 * time.Millisecond), length: time.Minute, kind: kindRefill, rate: inf},
-		},
-		{
-			name: "a fall within our requests in flight is not others' spending",
-			why: "the 20 unseen requests were subtracted, but the server may have counted some " +
-				"(here 10): a gap within that noise is no evidence of anyone, or the rise of " +
-				"the in-flight count would read as others draining the quota",
-			events: []event{
-				obs(0, 0, Report{Limit: 600, Remaining: 600, Reset: minute, Window: time.Minute}, Seen{}),
-				obs(10*time.Second, 50, Report{Limit: 600, Remaining: 560, Reset: minute, Window: time.Minute}, Seen{Unseen: 20, Admitted: 50}),
-			},
-			want: observed{units: 540, known: true, reset: minute, length: time.Minute, rate: inf},
-		},
-		{
-			name: "others' spending of a token quota is measured beyond the estimates' error",
-			why: "token costs are estimates: 30% of the 1000 charged may be their error, not " +
-				"anyone's spending, so of a 1000 shortfall 700 are others' (70 a second), and " +
-				"the quota is then spread, what they take to the reset kept for them",
-			w: func() *Window {
-				return New(Config{Name: "tokens", Tokens: true, Safety: 0.9, MaxDelay: time.Minute})
-			},
-			events: []event{
-				obs(0, 0, Report{Limit: 10000, Remaining: 10000, Reset: minute, Window: time.Minute}, Seen{}),
-				obs(10*time.Second, 1000, Report{Limit: 10000, Remaining: 8000, Reset: minute, Window: time.Minute}, Seen{Admitted: 1000}),
-			},
-			// keeps the reserve (1000) and 70 × 50 s: 0.9 × 3500 over 50 s.
-			want: observed{units: 8000, known: true, reset: minute, length: time.Minute, shared: true, drift: -70, rate: 0.9 * 3500 / 50},
-		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -346,8 +342,8 @@ func TestObserve(t *testing.T) {
 			}
 			replay(t, w, c.events)
 			got := observed{
-				units: w.Units(), known: w.Known(), rolled: w.Rolled(), probing: w.Probing(), reset: w.Reset(), length: w.Length(),
-				kind: w.kind, shared: w.shared, drift: w.drift,
+				units: w.Units(), known: w.Known(), rolled: w.Rolled(), probing: w.Probing(),
+				reset: w.Reset(), length: w.Length(), kind: w.kind, shared: w.shared, drift: w.drift,
 			}
 			assert.InDelta(t, c.want.drift, got.drift, 1e-9, "drift; why: %s", c.why)
 			got.drift = c.want.drift

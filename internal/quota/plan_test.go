@@ -26,9 +26,6 @@ type planned struct {
 func TestAdvance(t *testing.T) {
 	const L = 100
 	minute := reset(time.Minute)
-	tokens := func() *Window {
-		return New(Config{Name: "tokens", Tokens: true, Safety: 0.9, MaxDelay: time.Minute})
-	}
 	cases := []struct {
 		name   string
 		why    string
@@ -157,7 +154,7 @@ func TestAdvance(t *testing.T) {
 			name: "a token quota keeps (1 − safety) × limit back",
 			why: "a request's token cost is an estimate: a tenth of the quota absorbs estimates " +
 				"that fall short until the server's next figure corrects them",
-			w:      tokens,
+			w:      tokenQuota,
 			events: []event{obs(0, 0, Report{Limit: 10000, Remaining: 5000, Reset: minute}, Seen{}), {at: time.Second, advance: true, unit: 100}},
 			want: planned{
 				step: Step{Rate: inf, Avail: 4000, Next: minute.Add(RollGuard)}, ok: true,
@@ -167,7 +164,7 @@ func TestAdvance(t *testing.T) {
 		{
 			name: "a token quota ending with room carries it over above its reserve",
 			why:  "the carried budget keeps the reserve: 5000 − 1000 − 2 × 100 above it, plus it",
-			w:    tokens,
+			w:    tokenQuota,
 			events: []event{
 				obs(0, 0, Report{Limit: 10000, Remaining: 5000, Reset: minute, Window: time.Minute}, Seen{}),
 				{at: time.Minute + RollGuard, advance: true, unit: 100},

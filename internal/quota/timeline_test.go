@@ -88,3 +88,8 @@ func rateEqual(t *testing.T, want, got float64, msg string) {
 func requests() *Window {
 	return New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Minute})
 }
+
+// tokenQuota is a token quota as the limiter configures it by default.
+func tokenQuota() *Window {
+	return New(Config{Name: "tokens", Tokens: true, Safety: 0.9, MaxDelay: time.Minute})
+}
