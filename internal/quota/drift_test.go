@@ -16,7 +16,7 @@ import (
 // as others' spending that is 96 units a second, ten times what the whole
 // quota allows; extrapolated to the reset, it spent every later window.
 func TestDriftFromASkewedBaselineIsBoundedByTheQuotasRate(t *testing.T) {
-	epoch := time.Now()
+	epoch := t0
 	w := New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Hour})
 	reset := epoch.Add(time.Minute)
 	q := func(rem float64) Report { return Report{Limit: 600, Remaining: rem, Reset: reset} }
@@ -32,7 +32,7 @@ func TestDriftFromASkewedBaselineIsBoundedByTheQuotasRate(t *testing.T) {
 
 // A consistent drift within the bound is kept as measured.
 func TestDriftWithinTheQuotasRateIsKept(t *testing.T) {
-	epoch := time.Now()
+	epoch := t0
 	w := New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Hour})
 	w.window, w.stated = time.Minute, true
 	reset := epoch.Add(time.Minute)

@@ -1,0 +1,237 @@
+package quota
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// planned is where the last Advance of a timeline left a window: its Step
+// (and ok), the budget and what a charge must keep of it (units), whether a
+// look is out, whether the window rolled blind, and its reset, wake-up and
+// due look.
+type planned struct {
+	step    Step
+	ok      bool
+	units   float64
+	keep    float64
+	probing bool
+	rolled  bool
+	reset   time.Time
+	wakeAt  time.Time
+	probeAt time.Time
+}
+
+func TestAdvance(t *testing.T) {
+	const L = 100
+	minute := reset(time.Minute)
+	cases := []struct {
+		name   string
+		why    string
+		w      func() *Window // requests() when nil
+		events []event
+		want   planned
+	}{
+		{
+			name:   "a window nothing has described plans nothing",
+			why:    "an unknown budget says nothing: the window must not gate or pace anything",
+			events: []event{obs(0, 0, Report{Limit: L, Remaining: L, Window: time.Minute}, Seen{}), adv(time.Second, Seen{})},
+			want:   planned{},
+		},
+		{
+			name: "a budget above a unit is the gate: no rate",
+			why: "what the quota affords goes at once: pacing it would make a job below its " +
+				"quota slower than no limiter; the window is looked at again at its roll",
+			events: []event{obs(0, 0, Report{Limit: L, Remaining: 50, Reset: minute}, Seen{}), adv(time.Second, Seen{})},
+			want: planned{
+				step: Step{Rate: inf, Avail: 50, Next: minute.Add(RollGuard)}, ok: true,
+				units: 50, reset: minute,
+			},
+		},
+		{
+			name: "a spent budget wakes at the reset plus RollGuard",
+			why: "nothing is left before the reset; RollGuard keeps the first request of the " +
+				"next window from landing in the end of this one (a 429)",
+			events: []event{obs(0, 0, Report{Limit: L, Remaining: 0, Reset: reset(30 * time.Second)}, Seen{}), adv(time.Second, Seen{})},
+			want: planned{
+				step: Step{Rate: inf, Next: reset(30 * time.Second).Add(RollGuard)}, ok: true,
+				reset: reset(30 * time.Second), wakeAt: reset(30 * time.Second).Add(RollGuard),
+			},
+		},
+		{
+			name: "a reset no window explains is believed only up to MaxDelay",
+			why: "a 10-minute reset with no window stated or learned may be a server's error: " +
+				"after MaxDelay (a minute) one request looks rather than waiting it out",
+			events: []event{obs(0, 0, Report{Limit: L, Remaining: 0, Reset: reset(10 * time.Minute)}, Seen{}), adv(time.Second, Seen{})},
+			want: planned{
+				step: Step{Rate: inf, Next: reset(61 * time.Second)}, ok: true,
+				reset: reset(10 * time.Minute), wakeAt: reset(61 * time.Second), probeAt: reset(61 * time.Second),
+			},
+		},
+		{
+			name: "the look, when due, is one request",
+			why: "at MaxDelay the budget takes exactly one request (the look), whose answer " +
+				"sets the budget; nothing is kept back from it",
+			events: []event{
+				obs(0, 0, Report{Limit: L, Remaining: 0, Reset: reset(10 * time.Minute)}, Seen{}),
+				adv(time.Second, Seen{}),
+				adv(61*time.Second, Seen{}),
+			},
+			want: planned{
+				step: Step{Rate: inf, Avail: 1, Next: reset(10 * time.Minute).Add(RollGuard)}, ok: true,
+				units: 1, probing: true, reset: reset(10 * time.Minute),
+			},
+		},
+		{
+			name: "a long reset a stated window explains is believed however far",
+			why: "an hourly quota's reset 40 minutes away is no error: the caller waits for it " +
+				"(or is refused at once), and no look spends a request into a spent window",
+			events: []event{obs(0, 0, Report{Limit: 5000, Remaining: 0, Reset: reset(40 * time.Minute), Window: time.Hour}, Seen{}), adv(time.Second, Seen{})},
+			want: planned{
+				step: Step{Rate: inf, Next: reset(40 * time.Minute).Add(RollGuard)}, ok: true,
+				reset: reset(40 * time.Minute), wakeAt: reset(40 * time.Minute).Add(RollGuard),
+			},
+		},
+		{
+			name: "a window is rolled only RollGuard after its reset",
+			why: "a reset carried from window to window drifts by its length's rounding: " +
+				"rolled exactly at it, the next window's first request lands in this one",
+			events: []event{
+				obs(0, 0, Report{Limit: L, Remaining: 50, Reset: minute, Window: time.Minute}, Seen{}),
+				adv(time.Minute+RollGuard/2, Seen{}),
+			},
+			want: planned{
+				step: Step{Rate: inf, Avail: 50, Next: minute.Add(RollGuard)}, ok: true,
+				units: 50, reset: minute,
+			},
+		},
+		{
+			name: "a fixed window ending spent rolls into a look of one unit",
+			why: "even a window known to refill is not refilled by the model: one request looks " +
+				"first, so a window that did not refill (a clock skew, a changed quota) costs " +
+				"one 429, not a burst of them",
+			events: []event{
+				obs(0, 0, Report{Limit: L, Remaining: 10, Reset: minute}, Seen{}),
+				obs(61*time.Second, 0, Report{Limit: L, Remaining: L, Reset: reset(2 * time.Minute)}, Seen{}),
+				obs(90*time.Second, L, Report{Limit: L, Remaining: 0, Reset: reset(2 * time.Minute)}, Seen{Admitted: L}),
+				adv(2*time.Minute+RollGuard, Seen{Admitted: L}),
+			},
+			want: planned{
+				step: Step{Rate: inf, Avail: 1, Next: reset(3 * time.Minute).Add(RollGuard), Rolled: true}, ok: true,
+				units: 1, probing: true, rolled: true, reset: reset(3 * time.Minute),
+			},
+		},
+		{
+			name: "a window ending with room carries it over, less two units, without a look",
+			why: "whatever the window is, the next has at least what this one left (a fixed " +
+				"window refills, a sliding one carries its count), less two units for the " +
+				"rounding of the reset and of the count: traffic below the quota never waits",
+			events: []event{
+				obs(0, 0, Report{Limit: L, Remaining: 50, Reset: minute, Window: time.Minute}, Seen{}),
+				adv(time.Minute+RollGuard, Seen{}),
+			},
+			want: planned{
+				step: Step{Rate: inf, Avail: 48, Next: reset(2 * time.Minute).Add(RollGuard), Rolled: true}, ok: true,
+				units: 48, rolled: true, reset: reset(2 * time.Minute),
+			},
+		},
+		{
+			name: "a window of unknown kind ending spent looks after two units of the window",
+			why: "it may be a sliding window, which has room again only as the last one ages " +
+				"out: the look waits for two units of that (2 × 60 s / 100), so it does not " +
+				"meet a 429",
+			events: []event{
+				obs(0, 0, Report{Limit: L, Remaining: 0, Reset: minute}, Seen{}),
+				adv(time.Minute+RollGuard, Seen{}),
+			},
+			want: planned{
+				step: Step{Rate: inf, Next: reset(61210 * time.Millisecond), Rolled: true}, ok: true,
+				rolled: true, wakeAt: reset(61210 * time.Millisecond), probeAt: reset(61210 * time.Millisecond),
+			},
+		},
+		{
+			name: "a token quota keeps (1 − safety) × limit back",
+			why: "a request's token cost is an estimate: a tenth of the quota absorbs estimates " +
+				"that fall short until the server's next figure corrects them",
+			w:      tokenQuota,
+			events: []event{obs(0, 0, Report{Limit: 10000, Remaining: 5000, Reset: minute}, Seen{}), {at: time.Second, advance: true, unit: 100}},
+			want: planned{
+				step: Step{Rate: inf, Avail: 4000, Next: minute.Add(RollGuard)}, ok: true,
+				units: 5000, keep: 1000, reset: minute,
+			},
+		},
+		{
+			name: "a token quota ending with room carries it over above its reserve",
+			why:  "the carried budget keeps the reserve: 5000 − 1000 − 2 × 100 above it, plus it",
+			w:    tokenQuota,
+			events: []event{
+				obs(0, 0, Report{Limit: 10000, Remaining: 5000, Reset: minute, Window: time.Minute}, Seen{}),
+				{at: time.Minute + RollGuard, advance: true, unit: 100},
+			},
+			want: planned{
+				step: Step{Rate: inf, Avail: 3800, Next: reset(2 * time.Minute).Add(RollGuard), Rolled: true}, ok: true,
+				units: 4800, keep: 1000, rolled: true, reset: reset(2 * time.Minute),
+			},
+		},
+		{
+			name: "a shared quota is spread to its reset",
+			why: "others may take what is left at once too: two clients each taking it take it " +
+				"twice, so 0.9 × 60 is spread over the 50 s to the reset",
+			w:      func() *Window { return New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Minute, Shared: true}) },
+			events: []event{obs(0, 0, Report{Limit: L, Remaining: 60, Reset: minute}, Seen{}), adv(10*time.Second, Seen{})},
+			want: planned{
+				step: Step{Rate: 0.9 * 60 / 50, Avail: 60, Next: minute.Add(RollGuard)}, ok: true,
+				units: 60, reset: minute,
+			},
+		},
+		{
+			name: "a smooth quota is spread with its refill",
+			why: "a leaky bucket's refill is only seen through responses: what is left (less " +
+				"the unit kept for another client's request in flight) plus what refills (2 a " +
+				"second, measured) is spread over the span, not guessed between responses",
+			events: []event{
+				obs(0, 0, Report{Limit: 40, Remaining: 20}, Seen{}),
+				obs(time.Second, 10, Report{Limit: 40, Remaining: 12}, Seen{Admitted: 10}),
+				adv(time.Second, Seen{Admitted: 10}),
+			},
+			want: planned{
+				step: Step{Rate: 0.9 * (11 + 2*1), Avail: 12}, ok: true,
+				units: 12, keep: 1,
+			},
+		},
+		{
+			name: "a spent smooth quota with a slow refill looks after reprobe",
+			why: "a refill of 1 a second (believed 0.9) would hold a unit in 1.1 s, but the " +
+				"measure may be low and only responses show it: one request looks after a second",
+			events: []event{
+				obs(0, 0, Report{Limit: 40, Remaining: 20}, Seen{}),
+				obs(time.Second, 20, Report{Limit: 40, Remaining: 1}, Seen{Admitted: 20}),
+				adv(time.Second, Seen{Admitted: 20}),
+			},
+			want: planned{
+				step: Step{Rate: 0.9, Avail: 1, Next: reset(2 * time.Second)}, ok: true,
+				units: 1, keep: 1, wakeAt: reset(2 * time.Second), probeAt: reset(2 * time.Second),
+			},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := requests()
+			if c.w != nil {
+				w = c.w()
+			}
+			st, ok := replay(t, w, c.events)
+			got := planned{
+				step: st, ok: ok, units: w.Units(), keep: float64(w.Keep()) / Milli,
+				probing: w.Probing(), rolled: w.Rolled(),
+				reset: w.Reset(), wakeAt: w.WakeAt(), probeAt: w.ProbeAt(),
+			}
+			rateEqual(t, c.want.step.Rate, st.Rate, "rate; why: "+c.why)
+			got.step.Rate = c.want.step.Rate
+			assert.InDelta(t, c.want.step.Avail, st.Avail, 1e-9, "avail; why: %s", c.why)
+			got.step.Avail = c.want.step.Avail
+			assert.Equal(t, c.want, got, "why: %s", c.why)
+		})
+	}
+}
