@@ -113,6 +113,10 @@ func (b *Book) Observe(rs []Named, now time.Time, c Counts, seen Seen) (spent bo
 	i := 0
 	b.windows = slices.DeleteFunc(b.windows, func(w *Window) bool {
 		drop := w.probing && w.rolled && mentioned&(1<<i) == 0
+		if drop {
+			// Nor is a request charged to it until the next Plan.
+			b.charged = slices.DeleteFunc(b.charged, func(c *Window) bool { return c == w })
+		}
 		i++
 		return drop
 	})

@@ -338,7 +338,7 @@ func TestBookCharge(t *testing.T) {
 			if c.drop != nil {
 				b.Drop(c.drop)
 			}
-			short := b.Charge(c.cost, clock.Of(t0.Add(time.Second)))
+			short := b.Charge(c.cost, clock.Of(t0.Add(time.Second)), 0)
 			if c.short == "" {
 				assert.Nil(t, short, "why: %s", c.why)
 			} else if assert.NotNil(t, short, "why: %s", c.why) {
@@ -369,20 +369,20 @@ func TestBookUntil(t *testing.T) {
 			name:    "SpentUntil is the wake-up of a spent quota",
 			why:     "the owner refuses at once a request whose wait for the reset is too long",
 			reports: []Named{{Name: "requests", Report: Report{Limit: 100, Remaining: 0, Reset: reset(30 * time.Second)}}},
-			query:   func(b *Book) time.Time { return b.SpentUntil(1) },
+			query:   func(b *Book) time.Time { return b.SpentUntil(1, 0, time.Time{}) },
 			want:    reset(30 * time.Second).Add(RollGuard),
 		},
 		{
 			name:    "SpentUntil is zero while every quota affords the cost",
 			why:     "nothing to wait for: the request goes at once",
 			reports: []Named{{Name: "requests", Report: Report{Limit: 100, Remaining: 10, Reset: minute}}},
-			query:   func(b *Book) time.Time { return b.SpentUntil(1) },
+			query:   func(b *Book) time.Time { return b.SpentUntil(1, 0, time.Time{}) },
 		},
 		{
 			name:    "SpentUntil counts a token quota by the request's cost",
 			why:     "50 tokens left do not take a request costing 200: it waits for the reset",
 			reports: []Named{{Name: "tokens", Tokens: true, Report: Report{Limit: 1000, Remaining: 50, Reset: reset(30 * time.Second)}}},
-			query:   func(b *Book) time.Time { return b.SpentUntil(200) },
+			query:   func(b *Book) time.Time { return b.SpentUntil(200, 0, time.Time{}) },
 			want:    reset(30 * time.Second).Add(RollGuard),
 		},
 		{
@@ -428,5 +428,25 @@ func TestBookUntil(t *testing.T) {
 			b.Plan(t0.Add(time.Second), Counts{}, 100)
 			assert.Equal(t, c.want, c.query(b), "why: %s", c.why)
 		})
+	}
+}
+
+// A quota the server stopped speaking of is forgotten at once for charges
+// too, not only at the next Plan: a request is never refused by a quota the
+// book no longer follows.
+func TestAForgottenQuotaIsNotCharged(t *testing.T) {
+	b := NewBook(BookConfig{Safety: 0.9, MaxDelay: time.Hour, Horizon: time.Hour})
+	b.Observe([]Named{{Name: "a", Report: Report{Limit: 100, Remaining: 0, Reset: t0.Add(time.Minute)}}}, t0, Counts{}, Seen{})
+	b.Plan(t0.Add(60010*time.Millisecond), Counts{}, 1)
+	b.Plan(t0.Add(61210*time.Millisecond), Counts{}, 1)
+	if short := b.Charge(1, clock.Of(t0.Add(61210*time.Millisecond)), 0); short != nil {
+		t.Fatalf("the look was refused by %v", short)
+	}
+	b.Observe(nil, t0.Add(61300*time.Millisecond), Counts{}, Seen{})
+	if b.Len() != 0 {
+		t.Fatalf("a blind-rolled quota the response did not mention is forgotten: %v", b)
+	}
+	if short := b.Charge(1, clock.Of(t0.Add(61300*time.Millisecond)), 0); short != nil {
+		t.Errorf("a forgotten quota refused a charge: %v", short)
 	}
 }

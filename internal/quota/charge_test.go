@@ -102,7 +102,7 @@ func TestCharge(t *testing.T) {
 						continue
 					}
 					before := w.Budget()
-					if ok := w.Charge(w.Amount(e.cost), clock.Of(t0.Add(e.at))); ok != e.ok {
+					if ok := w.Charge(w.Amount(e.cost), clock.Of(t0.Add(e.at)), 0); ok != e.ok {
 						t.Fatalf("charge %d of cost %v at %v: ok = %v, want %v; why: %s", i+1, e.cost, e.at, ok, e.ok, c.why)
 					}
 					if !e.ok {
