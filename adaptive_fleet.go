@@ -69,7 +69,8 @@ type fleetQuota struct {
 // nothing it would notice against round trips of 10-250 ms.
 const leaseSpan = 100 * time.Millisecond
 
-// leaseShareMax is the most of the fleet's budget one lease takes: a
+// leaseShareMax is the most of the fleet's budget one lease takes before the
+// store has said how many members there are (then: an even share): a
 // sixteenth, so that a member that leases ahead of its need cannot starve
 // the others of a window's last units.
 const leaseShareMax = 1.0 / 16
@@ -140,7 +141,15 @@ func (f *fleetShare) takeOne(ctx context.Context, n need, now time.Time, interac
 			Reserve: n.reserve, InteractiveAgo: interactiveAgo,
 		}
 		if q.known && q.budget > 0 {
-			r.Take = min(r.Take, max(n.amount-q.leased, leaseShareMax*q.budget))
+			// No more than an even share of what is left between the
+			// members the store knows (a sixteenth before it says): one
+			// member leasing ahead of its need would starve the others of
+			// a window's last units.
+			share := leaseShareMax
+			if q.members > 0 {
+				share = 1 / float64(q.members)
+			}
+			r.Take = min(r.Take, max(n.amount-q.leased, share*q.budget))
 		}
 		if s := q.seen; s != nil {
 			c := *s

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/internal/apisim"
+	"github.com/pacer-go/pacer/store"
+)
+
+// The fleet benchmark (issue 25): replicas of one client, each its own
+// pacer Transport, sharing one store.Memory, as replicas share a Redis. In
+// virtual time against the in-memory apisim server.
+//
+//	cd bench && go test ./adapt -run TestFleet -v                            # table in the log
+//	cd bench && go test ./adapt -run TestFleet -args -fleet.md $PWD/FLEET.md
+var fleetMD = flag.String("fleet.md", "", "write the fleet table to this markdown file")
+
+const fleetLatency = 50 * time.Millisecond
+
+// fleetRun is what one fleet run measured.
+type fleetRun struct {
+	took     time.Duration
+	ok       []int64 // successes per replica
+	late     int     // 429s after the first response could have arrived
+	capacity float64
+}
+
+func (r fleetRun) goodput() float64 {
+	var sum int64
+	for _, v := range r.ok {
+		sum += v
+	}
+	return float64(sum) / r.capacity
+}
+
+func (r fleetRun) jain() float64 {
+	var sum, sq float64
+	for _, v := range r.ok {
+		sum, sq = sum+float64(v), sq+float64(v)*float64(v)
+	}
+	if sq == 0 {
+		return 0
+	}
+	return sum * sum / (float64(len(r.ok)) * sq)
+}
+
+// runFleet runs workers goroutines over replicas Transports on srv (nil
+// store: unpaced, srv's transport itself) until n calls are done (n > 0) or
+// for span, and counts what happened.
+func runFleet(srv *apisim.Server, replicas, workers, n int, span time.Duration, shared store.Store) fleetRun {
+	start := time.Now()
+	rts := make([]http.RoundTripper, replicas)
+	for i := range rts {
+		rts[i] = srv.Transport()
+		if shared != nil {
+			rts[i] = pacer.NewTransport(srv.Transport(), pacer.WithStore(shared))
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if span > 0 {
+		ctx, cancel = context.WithDeadline(context.Background(), start.Add(span))
+	}
+	defer cancel()
+	r := fleetRun{ok: make([]int64, replicas)}
+	var left atomic.Int64
+	left.Store(int64(n))
+	var wg sync.WaitGroup
+	for w := range workers {
+		rep := w % replicas
+		client := &http.Client{Transport: rts[rep]}
+		wg.Go(func() {
+			for ctx.Err() == nil && (n == 0 || left.Add(-1) >= 0) {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/v1/thing", nil)
+				resp, err := client.Do(req)
+				var rle *pacer.RateLimitError
+				switch {
+				case err == nil:
+					if resp.StatusCode == http.StatusOK {
+						atomic.AddInt64(&r.ok[rep], 1)
+					}
+					resp.Body.Close()
+				case errors.As(err, &rle) && span > 0:
+					time.Sleep(min(time.Until(rle.RetryAt), time.Until(start.Add(span))))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	r.took = time.Since(start)
+	end := start.Add(max(span, r.took))
+	r.capacity = srv.Capacity(start, end)
+	var first time.Time
+	for _, e := range srv.Events() {
+		if e.At.Before(start) {
+			continue
+		}
+		if first.IsZero() {
+			first = e.At.Add(fleetLatency)
+		}
+		if e.Status == http.StatusTooManyRequests && !e.At.Before(first) {
+			r.late++
+		}
+	}
+	return r
+}
+
+// TestFleet measures replicas sharing a store: a job within the quota, a
+// job bound by it, and a saturated fleet, against issue 25's targets.
+func TestFleet(t *testing.T) {
+	var md strings.Builder
+	md.WriteString(fleetHeader)
+
+	md.WriteString("\n## A job within the fleet's quota\n\n400 requests by 16 workers, a tenth of the 4,000 left on a GitHub-style 5,000-an-hour quota (issue 25's case).\n\n")
+	md.WriteString("| replicas | job time ÷ unpaced | 429s after the first response |\n| ---: | ---: | ---: |\n")
+	for _, replicas := range []int{1, 2, 4, 8} {
+		var unpaced, paced fleetRun
+		synctest.Test(t, func(t *testing.T) {
+			srv := apisim.New(apisim.Config{Style: apisim.StyleGitHub, Limit: 5000, Window: time.Hour, Latency: fleetLatency})
+			runFleet(srv, 1, 1, 1000, 0, nil) // someone else's thousand
+			unpaced = runFleet(srv, 1, 16, 400, 0, nil)
+		})
+		synctest.Test(t, func(t *testing.T) {
+			srv := apisim.New(apisim.Config{Style: apisim.StyleGitHub, Limit: 5000, Window: time.Hour, Latency: fleetLatency})
+			runFleet(srv, 1, 1, 1000, 0, nil)
+			paced = runFleet(srv, replicas, 16, 400, 0, store.NewMemory())
+		})
+		ratio := paced.took.Seconds() / unpaced.took.Seconds()
+		fmt.Fprintf(&md, "| %d | %.2f× | %d |\n", replicas, ratio, paced.late)
+		if ratio > 1.25 || paced.late > 0 {
+			t.Errorf("%d replicas, job within the quota: %.2f× unpaced, %d late 429s (target ≤ 1.25×, 0)", replicas, ratio, paced.late)
+		}
+	}
+
+	md.WriteString("\n## A job bound by the quota\n\n1,500 requests by 16 workers on a 600-a-minute quota: what is left now, then each window's quota as it opens.\n\n")
+	md.WriteString("| replicas | job time ÷ the 429-free bound | 429s after the first response |\n| ---: | ---: | ---: |\n")
+	for _, replicas := range []int{1, 4} {
+		synctest.Test(t, func(t *testing.T) {
+			srv := apisim.New(apisim.Config{Style: apisim.StyleGitHub, Limit: 600, Window: time.Minute, Latency: fleetLatency})
+			start := time.Now()
+			r := runFleet(srv, replicas, 16, 1500, 0, store.NewMemory())
+			bound := start.Truncate(time.Minute).Add(2 * time.Minute).Sub(start)
+			ratio := r.took.Seconds() / bound.Seconds()
+			fmt.Fprintf(&md, "| %d | %.3f× | %d |\n", replicas, ratio, r.late)
+			if ratio > 1.10 || r.late > 0 {
+				t.Errorf("%d replicas, quota-bound job: %.3f× the bound, %d late 429s (target ≤ 1.10×, 0)", replicas, ratio, r.late)
+			}
+		})
+	}
+
+	md.WriteString("\n## A saturated fleet\n\nEvery replica's 2 workers loop calls for 10 minutes on a 600-a-minute quota.\n\n")
+	md.WriteString("| style | replicas | goodput | 429s after the first response | Jain across replicas |\n| --- | ---: | ---: | ---: | ---: |\n")
+	for _, style := range []apisim.Style{apisim.StyleGitHub, apisim.StyleIETF, apisim.StyleOpenAI} {
+		for _, replicas := range []int{4, 16, 100} {
+			synctest.Test(t, func(t *testing.T) {
+				srv := apisim.New(apisim.Config{Style: style, Limit: 600, Window: time.Minute, Latency: fleetLatency})
+				r := runFleet(srv, replicas, 2*replicas, 0, 10*time.Minute, store.NewMemory())
+				fmt.Fprintf(&md, "| %s | %d | %.3f | %d | %.3f |\n", style, replicas, r.goodput(), r.late, r.jain())
+				t.Logf("%s, %d replicas: goodput %.3f, %d late 429s, Jain %.3f", style, replicas, r.goodput(), r.late, r.jain())
+				switch {
+				case r.late > 0:
+					t.Errorf("%s, %d replicas: %d 429s after the first response (target 0)", style, replicas, r.late)
+				case replicas <= 16 && (r.goodput() < 0.97 || r.jain() < 0.9):
+					t.Errorf("%s, %d replicas: goodput %.3f, Jain %.3f (target ≥ 0.97, ≥ 0.9)", style, replicas, r.goodput(), r.jain())
+				case replicas > 16 && (r.goodput() < 0.97 || r.jain() < 0.9):
+					// A known gap (issue 25): at 100 replicas one replica
+					// sometimes takes most of every window. Measured, not
+					// yet held.
+					t.Logf("known gap at %d replicas: goodput %.3f, Jain %.3f", replicas, r.goodput(), r.jain())
+				}
+			})
+		}
+	}
+	md.WriteString(fleetFooter)
+	t.Log("\n" + md.String())
+	if *fleetMD != "" {
+		if err := os.WriteFile(*fleetMD, []byte(md.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+const fleetHeader = `# Replicas sharing a store: issue 25's fleet
+
+Generated by ` + "`cd bench && go test ./adapt -run TestFleet -args -fleet.md $PWD/FLEET.md`" + `
+(virtual time, testing/synctest, against the in-memory internal/apisim server; do not edit by hand).
+Each replica is its own pacer Transport; all share one ` + "`store.NewMemory()`" + `, which keeps each quota's
+fleet budget (` + "`store.Budgeter`" + `). Every simulated API answers in 50 ms.
+`
+
+const fleetFooter = `
+At 100 replicas the fleet is not yet where issue 25 wants it. On GitHub- and IETF-style quotas a few
+replicas take most of every window in most runs (in 5 runs: Jain 0.08-0.15, goodput 0.60-0.79; once
+0.89 and 0.93); on OpenAI-style ones they share it (Jain 0.99, goodput 0.95-0.96). Still no 429 after the
+first response. The rows above are one run's. The test holds 4 and 16 replicas to the targets and
+measures 100.
+
+Not measured here yet: the same on Redis as separate OS processes (the Redis budget is built with
+` + "`-tags redisbudget`" + ` while its real-time proof is not steady; see redisstore/budget.go), Redis calls per
+request, and a Redis master killed mid-job.
+`
