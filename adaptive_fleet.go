@@ -271,10 +271,18 @@ func (f *fleetShare) giveBack(needs []need) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.settleLocked(needs, true)
+}
+
+// settleLocked takes a request's units out of flight: back into the lease
+// (unused) when the request was not sent, else spent. f.mu is held.
+func (f *fleetShare) settleLocked(needs []need, unused bool) {
 	for _, n := range needs {
 		q := f.quota(n.quota)
 		q.inflight = max(q.inflight-n.amount, 0)
-		q.leased += n.amount
+		if unused {
+			q.leased += n.amount
+		}
 	}
 }
 
@@ -287,10 +295,7 @@ func (f *fleetShare) answered(needs []need, quotas []Quota, now time.Time) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, n := range needs {
-		q := f.quota(n.quota)
-		q.inflight = max(q.inflight-n.amount, 0)
-	}
+	f.settleLocked(needs, false)
 	for _, qt := range quotas {
 		q := f.quotas[qt.Name]
 		if q == nil || !(qt.Remaining >= 0) || math.IsInf(qt.Remaining, 0) {
