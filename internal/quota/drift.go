@@ -30,6 +30,12 @@ const estimateError = 0.3
 // in-flight count after slow start reads as another client draining the
 // quota, and its debt makes a job within the quota stop short of it.
 func (w *Window) measureDrift(now time.Time, eff, admitted, unseen float64, horizon time.Duration) {
+	if w.toFull {
+		// The responses state the refill (see readsToFull); a baseline
+		// starts afresh should a reset stop reading so.
+		w.anchorAt = time.Time{}
+		return
+	}
 	span := now.Sub(w.anchorAt)
 	minSpan := max(2*horizon, 250*time.Millisecond)
 	if w.window > 0 {
@@ -100,6 +106,11 @@ func (w *Window) maxDrain(span time.Duration, ours float64) float64 {
 // the requests whose answers would correct it).
 func (w *Window) AgeDrift(now time.Time) {
 	span := max(w.window, time.Second)
+	if w.toFull && w.drift > 0 {
+		// The quota's own refill, stated by its responses, not others'
+		// spending measured: it holds without traffic.
+		return
+	}
 	if w.drift == 0 || w.measuredAt.IsZero() || now.Sub(w.measuredAt) < span {
 		return
 	}
@@ -148,4 +159,65 @@ func (w *Window) moveByDrift(now time.Time) {
 	take := min(ToMilli(-d), max(w.drainRoom, 0))
 	w.drainRoom -= take
 	w.budget = max(w.budget-take, 0) // a server's remaining stops at zero
+}
+
+// fullAgree is how closely a response's reset must fall where an earlier
+// one's time to full predicts it, as a share of the time to it (beyond how
+// far resets wander): a quarter, wider than the rounding of Anthropic's
+// token figures (to the thousand), far narrower than what a reset meaning
+// anything else gives (a sliding window's stays put while time passes).
+const fullAgree = 0.25
+
+// resetResolution is the rounding readsToFull allows a reset even where
+// resets were not seen to wander: most APIs state them to the second
+// (delta-seconds, Unix seconds, RFC 3339 without a fraction), and a sliding
+// window's reset restated each second as "in N s" then moves with the clock
+// as a time to full would.
+const resetResolution = time.Second
+
+// fullRuns is how many moved resets in a row must fall where predicted for
+// a smooth quota's reset to read as its time to full: one may by chance (a
+// sliding window's first answer after its step).
+const fullRuns = 2
+
+// readsToFull reports the refill rate q states when the smooth quota's
+// reset is the time until it is full again (OpenAI's and Anthropic's token
+// buckets: x-ratelimit-reset-tokens, anthropic-ratelimit-tokens-reset):
+// (Limit − Remaining) over the time to the reset. That is its meaning once
+// fills saw the reset move in step with spending, or once fullRuns moved
+// resets in a row fell where the last one's rate predicts (Limit −
+// Remaining at that rate from now); any reset that does not, a while after
+// the last, undoes it. A reset closer than resets wander says too little
+// (1 token short, "in 1s" rounded up, would read as 1 token a second): the
+// last rate then stands.
+func (w *Window) readsToFull(q Report, now time.Time, timed bool) (float64, bool) {
+	limit := w.limitOrPeak()
+	left := q.Reset.Sub(now)
+	tol := max(w.tolerance(), resetResolution)
+	if w.kind != kindSmooth || !timed || !(q.Remaining < limit) || left < 4*tol {
+		w.toFull = w.toFull && w.kind == kindSmooth
+		return 0, false
+	}
+	deficit := limit - q.Remaining
+	rate := deficit / left.Seconds()
+	if w.fullRef.IsZero() {
+		w.fullRef, w.fullAt, w.fullRate = q.Reset, now, rate
+		return rate, w.toFull
+	}
+	predicted := time.Duration(deficit / w.fullRate * float64(time.Second))
+	fits := (left - predicted).Abs() <= time.Duration(fullAgree*float64(left))+tol
+	switch {
+	case q.Reset.Sub(w.fullRef).Abs() > tol:
+		if fits {
+			w.fullRuns++
+		} else {
+			w.fullRuns, w.toFull = 0, false
+		}
+		w.toFull = w.toFull || w.fullRuns >= fullRuns
+		w.fullRef, w.fullAt, w.fullRate = q.Reset, now, rate
+	case !fits && now.Sub(w.fullAt) > tol:
+		// Time passed, the reset stayed: not a time to full.
+		w.fullRuns, w.toFull = 0, false
+	}
+	return rate, w.toFull
 }

@@ -109,7 +109,7 @@ func (w *Window) Plan(now time.Time, unit float64) (rate float64) {
 		// once, its refill would have to be guessed between responses.
 		span := w.spanAt(now)
 		floor := safety * unit / span
-		if avail >= 2*unit {
+		if avail >= 2*unit && !w.toFull {
 			// Its refill is only seen through responses: keep sampling.
 			floor = max(floor, unit/w.reprobe().Seconds())
 		}
@@ -144,7 +144,9 @@ func (w *Window) Plan(now time.Time, unit float64) (rate float64) {
 		// the measured refill is slower than that, look with one request
 		// after reprobe (the measure may be low: only responses show it).
 		w.wakeAt = now.Add(time.Duration((unit - avail) / (safety * w.drift) * float64(time.Second)))
-		if look := now.Add(w.reprobe()); look.Before(w.wakeAt) {
+		if look := now.Add(w.reprobe()); look.Before(w.wakeAt) && !w.toFull {
+			// (Not one whose responses state the refill: a look that
+			// does not fit what is left meets a 429.)
 			w.wakeAt, w.probeAt = look, look
 		}
 		if !w.reset.IsZero() {

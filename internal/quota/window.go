@@ -78,6 +78,16 @@ type Window struct {
 	rolled bool      // reset passed with no response from the new window yet
 	kind   windowKind
 	carry  float64 // budget when the last reset passed, to see whether the quota jumped
+	// toFull: a smooth quota whose stated reset is the time until it is
+	// full again (OpenAI's and Anthropic's token buckets). Its refill is
+	// then stated by every response, (Limit − Remaining) over that time,
+	// not measured: no look is needed to find it.
+	toFull bool
+	// The last moved reset readsToFull compares with, when it was seen and
+	// the refill it implied; and how many in a row fit.
+	fullRef, fullAt time.Time
+	fullRate        float64
+	fullRuns        int
 
 	drift    float64   // units per second, see above
 	driftAt  time.Time // drift applied to the budget up to here
@@ -557,8 +567,7 @@ func (w *Window) observe(q Report, now time.Time, seen Seen) {
 		// goes, and the deficit over that time is its refill rate.
 		// (Limit − Remaining) over the time to full is the refill rate, from
 		// one response's consistent figures: no baseline, no noise.
-		w.kind = kindSmooth
-		w.drift = (w.limitOrPeak() - q.Remaining) / q.Reset.Sub(now).Seconds()
+		w.kind, w.toFull = kindSmooth, true
 		w.stamp, w.reset = clock.Later(w.stamp, q.Reset), clock.Later(w.reset, q.Reset)
 	default:
 		// The lowest Remaining of a window that counts down is the freshest
@@ -578,6 +587,11 @@ func (w *Window) observe(q Report, now time.Time, seen Seen) {
 	}
 	if fresh {
 		w.low = q.Remaining
+	}
+	if rate, ok := w.readsToFull(q, now, timed); ok {
+		// The refill the response states, exact up to the rounding of
+		// its figures (which states it low: resets round up).
+		w.drift, w.measuredAt = rate, now
 	}
 	w.known, w.rolled, w.setAt, w.probing = true, false, now, false
 	w.setBudget(eff)

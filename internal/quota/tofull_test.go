@@ -1,0 +1,75 @@
+package quota
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// A reset read as the time until a smooth quota is full again, case by case
+// (see readsToFull): each case is a sequence of (seconds since t0, Remaining,
+// seconds to the stated reset) on a 40,000 quota, and whether it then reads
+// to full, at what rate.
+func TestResetReadsAsTimeToFull(t *testing.T) {
+	type resp struct{ at, rem, left float64 }
+	for _, tc := range []struct {
+		name   string
+		why    string
+		resps  []resp
+		toFull bool
+		rate   float64 // the drift, when toFull
+	}{{
+		name:   "token bucket",
+		why:    "every moved reset falls where (Limit − Remaining) at the last rate puts it",
+		resps:  []resp{{0, 20000, 30}, {2, 10000, 45}, {4, 25000, 22.5}, {6, 30000, 15}},
+		toFull: true, rate: 10000.0 / 15,
+	}, {
+		name:   "one fit",
+		why:    "one moved reset may fit by chance: two in a row are asked for",
+		resps:  []resp{{0, 20000, 30}, {2, 10000, 45}},
+		toFull: false,
+	}, {
+		name: "sliding window restated in seconds",
+		why:  "its reset stays put while time passes, so the time to it shrinks at the same deficit",
+		// The next step at 10 s, stated as "in N s"; Remaining steady.
+		resps:  []resp{{0, 5000, 10}, {1, 5000, 9}, {2, 5000, 8}, {3, 5000, 7}, {4, 5000, 6}},
+		toFull: false,
+	}, {
+		name:   "undone",
+		why:    "a reset that stops fitting undoes the reading",
+		resps:  []resp{{0, 20000, 30}, {2, 10000, 45}, {4, 25000, 22.5}, {6, 30000, 15}, {8, 30000, 40}},
+		toFull: false,
+	}, {
+		name:   "rounded near the reset",
+		why:    "a reset within resets' rounding says nothing of the rate: the last one stands",
+		resps:  []resp{{0, 20000, 30}, {2, 10000, 45}, {4, 25000, 22.5}, {30, 39999, 1}},
+		toFull: true, rate: 15000.0 / 22.5,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := New(Config{Name: "tokens", Tokens: true, Safety: 0.9, MaxDelay: time.Hour})
+			w.kind = kindSmooth
+			for _, r := range tc.resps {
+				now := t0.Add(time.Duration(r.at * float64(time.Second)))
+				w.Observe(Report{Limit: 40000, Remaining: r.rem,
+					Reset: now.Add(time.Duration(r.left * float64(time.Second)))}, now, Seen{Horizon: time.Millisecond})
+			}
+			assert.Equal(t, tc.toFull, w.toFull, tc.why)
+			if tc.toFull {
+				assert.InDelta(t, tc.rate, w.drift, 1e-6, "the stated refill: %s", tc.why)
+			}
+		})
+	}
+}
+
+// A refill the responses state is the quota's own: it is not aged away
+// when nothing confirms it, as others' measured spending is.
+func TestStatedRefillDoesNotAge(t *testing.T) {
+	w := New(Config{Name: "tokens", Tokens: true, Safety: 0.9, MaxDelay: time.Hour})
+	w.kind, w.toFull, w.drift, w.measuredAt, w.window = kindSmooth, true, 666, t0, 4*time.Second
+	w.AgeDrift(t0.Add(time.Minute))
+	assert.InDelta(t, 666.0, w.drift, 1e-9)
+	w.toFull = false
+	w.AgeDrift(t0.Add(time.Minute))
+	assert.Less(t, w.drift, 1.0, "a measured drift halves each window")
+}

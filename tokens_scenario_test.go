@@ -1,0 +1,113 @@
+package pacer
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pacer-go/pacer/internal/apisim"
+)
+
+// tokenRun is what one token-quota run measured.
+type tokenRun struct {
+	requests, ok  int
+	late, lateReq int     // 429s, and requests, after the first minute
+	goodput       float64 // tokens used ÷ the token quota's capacity over the run
+}
+
+func (r tokenRun) String() string {
+	return fmt.Sprintf("%d requests, %d OK, goodput %.3f of the token bound, %d of %d (%.1f%%) 429s after the first minute",
+		r.requests, r.ok, r.goodput, r.late, r.lateReq, 100*float64(r.late)/float64(max(1, r.lateReq)))
+}
+
+// runTokens runs workers callers for run against srv through a Transport,
+// each request using mean ± 50% tokens (the server is charged the actual);
+// hinted callers state the actual with WithCost.
+func runTokens(t *testing.T, cfg apisim.Config, workers int, mean float64, run time.Duration, hinted bool) tokenRun {
+	t.Helper()
+	var out tokenRun
+	synctest.Test(t, func(t *testing.T) {
+		srv := apisim.New(cfg)
+		client := &http.Client{Transport: NewTransport(srv.Transport(), WithRetries(0))}
+		ctx, cancel := context.WithCancel(context.Background())
+		start := time.Now()
+		end := start.Add(run)
+		var wg sync.WaitGroup
+		for i := range workers {
+			rng := rand.New(rand.NewPCG(uint64(i), 7))
+			wg.Go(func() {
+				for time.Now().Before(end) {
+					cost := int(mean * (0.5 + rng.Float64()))
+					rctx := ctx
+					if hinted {
+						rctx = WithCost(ctx, float64(cost))
+					}
+					req, _ := http.NewRequestWithContext(rctx, http.MethodPost, "http://api.test/v1/chat/completions", nil)
+					req.Header.Set(apisim.TokensHeader, strconv.Itoa(cost))
+					resp, err := client.Do(req)
+					if err != nil {
+						if ctx.Err() == nil {
+							t.Errorf("Do at %v: %v", time.Since(start), err)
+						}
+						return
+					}
+					resp.Body.Close()
+				}
+			})
+		}
+		time.Sleep(run)
+		cancel()
+		wg.Wait()
+		st := srv.Stats()
+		out.requests, out.ok = st.Requests, st.OK
+		out.goodput = float64(st.TokensUsed) / srv.TokenCapacity(start, end)
+		for _, e := range srv.Events() {
+			if e.At.Sub(start) < time.Minute {
+				continue
+			}
+			out.lateReq++
+			if e.Status == http.StatusTooManyRequests {
+				out.late++
+			}
+		}
+	})
+	return out
+}
+
+func TestTokenQuotaScenarios(t *testing.T) {
+	openai := apisim.Config{Style: apisim.StyleOpenAI, Algorithm: apisim.TokenBucket,
+		Limit: 500, TokenLimit: 40000, Window: time.Minute, Latency: 200 * time.Millisecond}
+	anthropic := openai
+	anthropic.Style = apisim.StyleAnthropic
+	for _, sc := range []struct {
+		name string
+		cfg  apisim.Config
+	}{{"openai", openai}, {"anthropic", anthropic}} {
+		for _, workers := range []int{16, 64} {
+			for _, hinted := range []bool{true} {
+				t.Run(fmt.Sprintf("%s/%d/hinted=%v", sc.name, workers, hinted), func(t *testing.T) {
+					r := runTokens(t, sc.cfg, workers, 2000, 10*time.Minute, hinted)
+					t.Log(r)
+					if hinted {
+						// An exact cost leaves nothing to learn but the quota itself,
+						// which the first response states.
+						if r.late > 0 {
+							t.Errorf("%d 429s after the first minute with an exact cost, want 0", r.late)
+						}
+					} else if 100*r.late > r.lateReq {
+						t.Errorf("%d of %d requests met a 429 after the first minute without a cost hint, want at most 1%%", r.late, r.lateReq)
+					}
+					if r.goodput < 0.9 {
+						t.Errorf("goodput %.3f of the token bound, want at least 0.9", r.goodput)
+					}
+				})
+			}
+		}
+	}
+}
