@@ -209,6 +209,9 @@ func (a *Adaptive) admit(ctx context.Context, cost float64, class Class) ([]need
 	if cost > 0 {
 		a.inflightCost.Add(quota.ToMilli(cost))
 		a.admittedCost.Add(quota.ToMilli(cost))
+	} else {
+		a.blind.Add(1)
+		a.blindAdmits.Add(1)
 	}
 	return taken, nil
 }
@@ -331,6 +334,8 @@ func (a *Adaptive) abandon(cost float64) {
 	a.admitted.Add(-1)
 	if m := quota.ToMilli(cost); m > 0 {
 		a.admittedCost.Add(-m)
+	} else {
+		a.blindAdmits.Add(-1)
 	}
 	a.unlock()
 	a.wakeGate()

@@ -31,6 +31,11 @@ type Stats struct {
 	// requests down by class of work (see [Class]).
 	Interactive, Batch ClassStats
 
+	// Costs is, per quota the server counts in tokens, what a request with
+	// no stated cost (no [WithCost]) was learnt to cost from the quota's
+	// own figures; empty until one is learnt.
+	Costs []Cost
+
 	// Counted by a Transport; zero in Adaptive.Stats.
 
 	// Retries counts attempts of this endpoint that were retried (throttled
@@ -131,6 +136,11 @@ func (a *Adaptive) Stats() Stats {
 		st.PausedUntil = at
 	}
 	st.LastInfo.Quotas = slices.Clone(st.LastInfo.Quotas) // under mu: learn reuses the slice
+	for _, w := range a.book.Windows() {
+		if mean := w.Estimate(); mean > 0 {
+			st.Costs = append(st.Costs, Cost{Quota: w.Name(), Mean: mean, Charged: w.BlindCharge()})
+		}
+	}
 	a.unlock()
 	st.Limit, st.Burst, st.Tokens = a.req.Limit(), a.req.Burst(), a.req.Tokens()
 	st.Waiting = int(a.waiting.Load())
@@ -138,4 +148,19 @@ func (a *Adaptive) Stats() Stats {
 	st.Batch = ClassStats{Waiting: int(a.batchWaiting.Load()), Admitted: a.batchAdmits.Load()}
 	st.Interactive = ClassStats{Waiting: max(st.Waiting-st.Batch.Waiting, 0), Admitted: max(a.admissions.Load()-st.Batch.Admitted, 0)}
 	return st
+}
+
+// Cost is what a request with no stated cost takes of one token quota, as
+// learnt from the quota's figures: how far Remaining fell between responses
+// (plus what the quota says it refilled), less the stated costs of the
+// requests that had one, over the requests that had none.
+type Cost struct {
+	Quota string // the quota's name, as the server states it
+	// Mean is the learnt average cost of such a request, in tokens.
+	Mean float64
+	// Charged is what such a request is charged at admission: the mean
+	// plus a margin for the requests that cost more than most (two
+	// standard deviations of one request's cost). A response's figures
+	// true the charge up once it comes.
+	Charged float64
 }

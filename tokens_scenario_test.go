@@ -3,6 +3,7 @@ package pacer
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -19,11 +20,21 @@ type tokenRun struct {
 	requests, ok  int
 	late, lateReq int     // 429s, and requests, after the first minute
 	goodput       float64 // tokens used ÷ the token quota's capacity over the run
+	// estErr is the learnt cost's error (Stats.Costs' Mean ÷ the true
+	// mean − 1) at the end of each minute, NaN while none was learnt.
+	estErr []float64
 }
 
 func (r tokenRun) String() string {
-	return fmt.Sprintf("%d requests, %d OK, goodput %.3f of the token bound, %d of %d (%.1f%%) 429s after the first minute",
+	s := fmt.Sprintf("%d requests, %d OK, goodput %.3f of the token bound, %d of %d (%.1f%%) 429s after the first minute",
 		r.requests, r.ok, r.goodput, r.late, r.lateReq, 100*float64(r.late)/float64(max(1, r.lateReq)))
+	if len(r.estErr) > 0 {
+		s += "; cost estimate's error by minute:"
+		for _, e := range r.estErr {
+			s += fmt.Sprintf(" %+.0f%%", 100*e)
+		}
+	}
+	return s
 }
 
 // runTokens runs workers callers for run against srv through a Transport,
@@ -34,7 +45,8 @@ func runTokens(t *testing.T, cfg apisim.Config, workers int, mean float64, run t
 	var out tokenRun
 	synctest.Test(t, func(t *testing.T) {
 		srv := apisim.New(cfg)
-		client := &http.Client{Transport: NewTransport(srv.Transport(), WithRetries(0))}
+		tr := NewTransport(srv.Transport(), WithRetries(0))
+		client := &http.Client{Transport: tr}
 		ctx, cancel := context.WithCancel(context.Background())
 		start := time.Now()
 		end := start.Add(run)
@@ -61,7 +73,20 @@ func runTokens(t *testing.T, cfg apisim.Config, workers int, mean float64, run t
 				}
 			})
 		}
-		time.Sleep(run)
+		for range int(run / time.Minute) {
+			time.Sleep(time.Minute)
+			if hinted {
+				continue
+			}
+			e := math.NaN()
+			for _, st := range tr.Stats() {
+				for _, c := range st.Costs {
+					e = c.Mean/mean - 1
+				}
+			}
+			out.estErr = append(out.estErr, e)
+		}
+		time.Sleep(run % time.Minute)
 		cancel()
 		wg.Wait()
 		st := srv.Stats()
@@ -90,7 +115,7 @@ func TestTokenQuotaScenarios(t *testing.T) {
 		cfg  apisim.Config
 	}{{"openai", openai}, {"anthropic", anthropic}} {
 		for _, workers := range []int{16, 64} {
-			for _, hinted := range []bool{true} {
+			for _, hinted := range []bool{true, false} {
 				t.Run(fmt.Sprintf("%s/%d/hinted=%v", sc.name, workers, hinted), func(t *testing.T) {
 					r := runTokens(t, sc.cfg, workers, 2000, 10*time.Minute, hinted)
 					t.Log(r)
@@ -102,6 +127,13 @@ func TestTokenQuotaScenarios(t *testing.T) {
 						}
 					} else if 100*r.late > r.lateReq {
 						t.Errorf("%d of %d requests met a 429 after the first minute without a cost hint, want at most 1%%", r.late, r.lateReq)
+					}
+					for i, e := range r.estErr[min(1, len(r.estErr)):] {
+						// Samples of 8 requests costing ±50% vary by 10%;
+						// the estimate averages about four.
+						if !(math.Abs(e) <= 0.2) {
+							t.Errorf("minute %d: the learnt cost is off by %+.0f%%, want within 20%%", i+2, 100*e)
+						}
 					}
 					if r.goodput < 0.9 {
 						t.Errorf("goodput %.3f of the token bound, want at least 0.9", r.goodput)

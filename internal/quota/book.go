@@ -60,23 +60,26 @@ type Named struct {
 	Report
 }
 
-// Counts is what the owner has admitted, in requests and in estimated
-// tokens: in flight (admitted, not yet answered) and ever.
+// Counts is what the owner has admitted, in requests and in stated
+// tokens: in flight (admitted, not yet answered) and ever. Blind requests
+// (no stated cost) are counted apart, and each token quota prices them at
+// what it learnt they cost.
 type Counts struct {
 	Inflight, InflightCost float64
 	Admitted, AdmittedCost float64
+	Blind, BlindInflight   float64
 }
 
 func (c Counts) unseen(w *Window) float64 {
 	if w.tokens {
-		return c.InflightCost
+		return c.InflightCost + c.BlindInflight*w.est
 	}
 	return c.Inflight
 }
 
 func (c Counts) admitted(w *Window) float64 {
 	if w.tokens {
-		return c.AdmittedCost
+		return c.AdmittedCost + float64(w.blindCharged)/Milli
 	}
 	return c.Admitted
 }
@@ -102,6 +105,7 @@ func (b *Book) Observe(rs []Named, now time.Time, c Counts, seen Seen) (spent bo
 		i, w := b.window(r.Name, r.Tokens)
 		mentioned |= 1 << i
 		seen.Unseen, seen.Admitted = c.unseen(w), c.admitted(w)
+		seen.Blind, seen.BlindUnseen, seen.Stated = c.Blind, c.BlindInflight, c.AdmittedCost-c.InflightCost
 		w.Observe(q, now, seen)
 		if b.cfg.Fleet {
 			w.ForgetDrift()
@@ -177,6 +181,10 @@ func (b *Book) Drop(drop func(*Window) bool) {
 // charged to. The slice is the book's: read it under the owner's lock.
 func (b *Book) Charged() []*Window { return b.charged }
 
+// Windows returns every quota the book follows, known or not; the slice is
+// the book's, valid until its next call.
+func (b *Book) Windows() []*Window { return b.windows }
+
 // Len is how many quotas the book follows.
 func (b *Book) Len() int { return len(b.windows) }
 
@@ -220,7 +228,7 @@ func (b *Book) Plan(now time.Time, c Counts, tokenUnit float64) Plan {
 	for _, w := range b.windows {
 		unit := 1.0 // less than a request's worth left is spent
 		if w.tokens {
-			unit = tokenUnit
+			unit = max(tokenUnit, float64(w.blindAmount())/Milli)
 		}
 		st, ok := w.Advance(now, c.unseen(w), unit, c.Admitted)
 		p.Rolled = p.Rolled || st.Rolled
@@ -251,10 +259,13 @@ func (b *Book) Charge(cost float64, now int64, share float64) (short *Window) {
 	for i, w := range b.charged {
 		amount := w.Amount(cost)
 		if amount == 0 || w.Charge(amount, now, share) {
+			if !(cost > 0) && w.tokens {
+				w.blindCharged += amount
+			}
 			continue
 		}
 		for _, u := range b.charged[:i] {
-			u.Refund(u.Amount(cost))
+			b.refund(u, cost)
 		}
 		return w
 	}
@@ -262,10 +273,20 @@ func (b *Book) Charge(cost float64, now int64, share float64) (short *Window) {
 }
 
 // Refund gives a charge back to every known quota (its request was not
-// sent).
+// sent). A blind request gets back what such requests are charged now,
+// which the estimate may have moved since; the next response's figures
+// true the budget up either way.
 func (b *Book) Refund(cost float64) {
 	for _, w := range b.charged {
-		w.Refund(w.Amount(cost))
+		b.refund(w, cost)
+	}
+}
+
+func (b *Book) refund(w *Window, cost float64) {
+	amount := w.Amount(cost)
+	w.Refund(amount)
+	if !(cost > 0) && w.tokens {
+		w.blindCharged -= amount
 	}
 }
 

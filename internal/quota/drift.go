@@ -183,7 +183,9 @@ const fullRuns = 2
 // readsToFull reports the refill rate q states when the smooth quota's
 // reset is the time until it is full again (OpenAI's and Anthropic's token
 // buckets: x-ratelimit-reset-tokens, anthropic-ratelimit-tokens-reset):
-// (Limit − Remaining) over the time to the reset. That is its meaning once
+// (Limit − Remaining) over the time to the reset, for a quota not known to
+// be a fixed window (which such a reading makes smooth). That is its
+// meaning once
 // fills saw the reset move in step with spending, or once fullRuns moved
 // resets in a row fell where the last one's rate predicts (Limit −
 // Remaining at that rate from now); any reset that does not, a while after
@@ -194,7 +196,7 @@ func (w *Window) readsToFull(q Report, now time.Time, timed bool) (float64, bool
 	limit := w.limitOrPeak()
 	left := q.Reset.Sub(now)
 	tol := max(w.tolerance(), resetResolution)
-	if w.kind != kindSmooth || !timed || !(q.Remaining < limit) || left < 4*tol {
+	if w.kind == kindRefill || !timed || !(q.Remaining < limit) || left < 4*tol {
 		w.toFull = w.toFull && w.kind == kindSmooth
 		return 0, false
 	}
@@ -206,14 +208,26 @@ func (w *Window) readsToFull(q Report, now time.Time, timed bool) (float64, bool
 	}
 	predicted := time.Duration(deficit / w.fullRate * float64(time.Second))
 	fits := (left - predicted).Abs() <= time.Duration(fullAgree*float64(left))+tol
-	switch {
-	case q.Reset.Sub(w.fullRef).Abs() > tol:
+	switch moved := q.Reset.Sub(w.fullRef); {
+	case moved.Abs() > tol:
+		if w.kind == kindUnknown && moved.Seconds() > limit/w.fullRate/2 {
+			// Not yet known to refill as it goes, and the reset stepped
+			// by half what the whole quota takes to refill: a fixed
+			// window's next one (emptied at its start by others, or
+			// met at the same point each time) fits as well.
+			fits = false
+		}
 		if fits {
 			w.fullRuns++
 		} else {
 			w.fullRuns, w.toFull = 0, false
 		}
 		w.toFull = w.toFull || w.fullRuns >= fullRuns
+		if w.toFull {
+			// Read so before a reset passed to tell (a bucket that
+			// never fills has none): it refills as it goes.
+			w.kind = kindSmooth
+		}
 		w.fullRef, w.fullAt, w.fullRate = q.Reset, now, rate
 	case !fits && now.Sub(w.fullAt) > tol:
 		// Time passed, the reset stayed: not a time to full.

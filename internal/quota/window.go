@@ -89,6 +89,13 @@ type Window struct {
 	fullRate        float64
 	fullRuns        int
 
+	// est is the learnt cost of a blind request (no stated cost) to this
+	// token quota, estVar its variance, estFrom the sample under way (see
+	// cost.go); blindCharged is what blind requests were charged, ever.
+	est, estVar  float64
+	estFrom      costAnchor
+	blindCharged int64
+
 	drift    float64   // units per second, see above
 	driftAt  time.Time // drift applied to the budget up to here
 	anchorAt time.Time // first response of the window: the drift's baseline
@@ -207,7 +214,8 @@ func (w *Window) Probing() bool { return w.probing }
 // String describes the window's state, for debugging.
 func (w *Window) String() string {
 	return fmt.Sprintf("%s: kind=%d shared=%v drift=%.3f budget=%.1f window=%v reset=%v probing=%v",
-		w.name, w.kind, w.shared, w.drift, w.Units(), w.window, w.reset, w.probing)
+		w.name, w.kind, w.shared, w.drift, w.Units(), w.window, w.reset, w.probing) +
+		fmt.Sprintf(" toFull=%v est=%.0f±%.0f", w.toFull, w.est, w.Deviation())
 }
 
 // Rolled reports that the window's reset passed with no response from the
@@ -237,12 +245,17 @@ func (w *Window) Keep() int64 { return w.keep }
 // Amount is what a request of the given cost takes from the quota, in
 // milli-units: 1 for a request quota; the cost for a token quota, but never
 // more than the quota can ever hold (a cost above the limit would wait for
-// a window that never comes).
+// a window that never comes); for a request with no cost (≤ 0), what the
+// quota learnt such requests cost, high (see blindAmount), or 0 while it
+// knows nothing of them.
 func (w *Window) Amount(cost float64) int64 {
-	if w.tokens {
+	switch {
+	case !w.tokens:
+		return Milli
+	case cost > 0:
 		return min(ToMilli(cost), w.most)
 	}
-	return Milli
+	return w.blindAmount()
 }
 
 // Charge takes amount (milli-units) from the budget if what is left still
@@ -337,6 +350,11 @@ type Seen struct {
 	// Refused marks a 429: a refusal says nothing about whether the
 	// quota jumped back at its reset.
 	Refused bool
+	// Blind counts the requests admitted with no stated cost, ever (less
+	// those refused); BlindUnseen those in flight besides the response's
+	// own; Stated is the stated cost of the hinted requests answered.
+	// Token quotas learn a blind request's cost from them (see cost.go).
+	Blind, BlindUnseen, Stated float64
 }
 
 // explains reports whether the window's length, stated or learned, accounts
@@ -407,11 +425,15 @@ func (w *Window) Observe(q Report, now time.Time, seen Seen) {
 func (w *Window) observe(q Report, now time.Time, seen Seen) {
 	unseen, fed, admitted, horizon, age := seen.Unseen, seen.Fed, seen.Admitted, seen.Horizon, seen.Age
 	if seen.Refused && q.Remaining < 1 {
-		if w.known && !w.probing && !w.rolled && w.Units() >= 1 {
+		if !w.tokens && w.known && !w.probing && !w.rolled && w.Units() >= 1 {
 			// Refused with room left by the budget: someone else spent it.
+			// (Not a token quota's: its charges are estimates, and one
+			// that fell short is refused with room left for another.)
 			w.shared = true
 		}
-		if w.kind == kindSmooth && q.Reset.After(now) {
+		if w.kind == kindSmooth && !w.toFull && q.Reset.After(now) {
+			// (One whose reset states its time to full refills as it
+			// goes, whatever refused a request.)
 			// A quota taken to refill as it goes refused a look: it does
 			// not (it was another client that emptied it at its reset,
 			// not a sliding window's tail). Wait for the reset, not the
@@ -592,6 +614,9 @@ func (w *Window) observe(q Report, now time.Time, seen Seen) {
 		// The refill the response states, exact up to the rounding of
 		// its figures (which states it low: resets round up).
 		w.drift, w.measuredAt = rate, now
+	}
+	if w.tokens {
+		w.sampleCost(q, now, seen, fresh)
 	}
 	w.known, w.rolled, w.setAt, w.probing = true, false, now, false
 	w.setBudget(eff)

@@ -1,0 +1,131 @@
+package quota
+
+import (
+	"math"
+	"time"
+)
+
+// What a request costs a token quota when the caller does not say (a blind
+// request): learnt from the quota's own figures, charged at admission, and
+// trued up by every response, whose Remaining less what is still in flight
+// replaces the budget the charges came out of (reserve, then reconcile).
+//
+// Between two responses of one window the quota fell by what the server
+// counted in between, less what it refilled: Remaining then − Remaining now
+// (+ the refill over the time between, for a bucket whose responses state
+// it; see readsToFull). The server counted the requests answered in between,
+// give or take those in flight at either end (counted on arrival, answered
+// later). Over enough requests that error is small, and what is left after
+// the stated costs of the hinted requests among them, over the blind ones,
+// is the cost of a blind request. Others spending from the quota raise it:
+// a request then pays for their share too, which leaves them room.
+//
+// A blind request is charged a high estimate of its cost (the mean plus
+// costSpread deviations): where the quota has room for the mean but not for
+// a request that is dearer than most, the server refuses the dear one.
+
+// costSample is the fewest blind requests one sample of the cost is taken
+// over; a sample also spans at least twice the blind requests in flight at
+// its ends, so that the server's having counted them or not moves it by at
+// most a half of one.
+const costSample = 8
+
+// costWeight is the weight of each new sample in the estimate: a moving
+// average over about four samples (prompts grow through a conversation, and
+// a stale estimate costs 429s when it is low).
+const costWeight = 0.25
+
+// costSpread is how many standard deviations of one request's cost, above
+// the mean, a blind request is charged: two cover all of a cost uniform
+// within ±50% of its mean (1.58 means against 1.5) and about 97% of a
+// normal one.
+const costSpread = 2
+
+// costAnchor is where the sample being taken started.
+type costAnchor struct {
+	at        time.Time
+	remaining float64
+	blind     float64 // blind requests the server had answered
+	stated    float64 // stated costs of the hinted requests it had answered
+	unseen    float64 // blind requests in flight
+	ok        bool
+}
+
+// Estimate is the learnt mean cost of a blind request, in units; 0 while
+// unknown and for a request quota.
+func (w *Window) Estimate() float64 { return w.est }
+
+// Deviation is the learnt standard deviation of a blind request's cost.
+func (w *Window) Deviation() float64 { return math.Sqrt(w.estVar) }
+
+// BlindCharge is what a blind request is charged, in units (see
+// blindAmount).
+func (w *Window) BlindCharge() float64 { return float64(w.blindAmount()) / Milli }
+
+// blindAmount is what a blind request is charged, in milli-units: the
+// estimate plus costSpread deviations, at least a unit once known, never
+// more than the quota holds; 0 while nothing is learnt (the request is
+// charged to the request quotas only, as before any response).
+func (w *Window) blindAmount() int64 {
+	if w.est <= 0 {
+		return 0
+	}
+	return min(max(ToMilli(w.est+costSpread*w.Deviation()), Milli), w.most)
+}
+
+// sampleCost folds what q says into the estimate of a blind request's cost.
+// It is called at the end of observe for a token quota, with fresh as
+// observe read it (the response opened a new window, or moved a reset).
+func (w *Window) sampleCost(q Report, now time.Time, seen Seen, fresh bool) {
+	if seen.Refused {
+		return // its request was not counted; the figures say nothing new
+	}
+	a := &w.estFrom
+	next := costAnchor{at: now, remaining: q.Remaining, blind: seen.Blind - seen.BlindUnseen,
+		stated: seen.Stated, unseen: seen.BlindUnseen, ok: true}
+	limit := w.limitOrPeak()
+	switch {
+	case !a.ok || next.blind < a.blind || next.stated < a.stated:
+		// The first figure, or counts that went back (an abandoned
+		// request, a refusal): start afresh.
+	case fresh && !w.toFull, w.kind == kindSmooth && !w.toFull:
+		// A new fixed window (its figures are not comparable with the
+		// last one's), or a refill no response states, which spending
+		// cannot be told from.
+	case a.remaining >= limit || q.Remaining >= limit:
+		// Full at either end: the refill stopped for a while no one
+		// knows, and the fall understates the spending.
+	default:
+		n := next.blind - a.blind
+		if n < max(costSample, 2*(a.unseen+next.unseen)) {
+			if next.unseen >= a.unseen {
+				return // keep the anchor: the sample grows
+			}
+			// Fewer in flight than at the anchor: a start with less
+			// doubt (a burst's anchor would hold the sample back for
+			// twice the burst).
+			break
+		}
+		used := a.remaining - q.Remaining - (next.stated - a.stated)
+		if w.toFull {
+			used += w.drift * now.Sub(a.at).Seconds()
+		}
+		if c := used / n; c >= 0 && !math.IsInf(c, 0) {
+			w.addSample(min(c, limit), n)
+		}
+	}
+	*a = next
+}
+
+// addSample folds the mean cost c of n blind requests into the estimate
+// and its variance. A mean over n requests varies by 1/n of one request's
+// variance: n times its squared deviation estimates the latter.
+func (w *Window) addSample(c, n float64) {
+	if w.est == 0 {
+		w.est = c
+		return
+	}
+	d := c - w.est
+	w.est += costWeight * d
+	w.estVar += costWeight * (n*d*d - w.estVar)
+}

@@ -1,0 +1,102 @@
+package quota
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// What a request with no stated cost is learnt to cost, case by case (see
+// sampleCost). Each case is a sequence of responses on a 40,000 quota: the
+// time, Remaining, the blind requests admitted ever and in flight, and the
+// stated costs answered; and the mean it then holds.
+func TestBlindCostIsLearntFromTheQuotasFigures(t *testing.T) {
+	type resp struct {
+		at, rem             float64
+		blind, unseen, cost float64
+		refused             bool
+	}
+	fixed := func(w *Window) { w.kind = kindRefill }
+	bucket := func(w *Window) { w.kind, w.toFull, w.drift = kindSmooth, true, 100 }
+	for _, tc := range []struct {
+		name  string
+		why   string
+		setup func(*Window)
+		resps []resp
+		want  float64
+	}{{
+		name: "fixed window", setup: fixed,
+		why:   "8 requests answered took 16,000 from a window that does not refill",
+		resps: []resp{{0, 30000, 5, 0, 0, false}, {10, 14000, 13, 0, 0, false}},
+		want:  2000,
+	}, {
+		name: "too few", setup: fixed,
+		why:   "a sample of fewer than 8 requests is not taken",
+		resps: []resp{{0, 30000, 5, 0, 0, false}, {10, 20000, 10, 0, 0, false}},
+		want:  0,
+	}, {
+		name: "in flight at the ends", setup: fixed,
+		why:   "a sample spans twice the requests in flight at its ends: 2 × (3 + 3) > 10",
+		resps: []resp{{0, 30000, 8, 3, 0, false}, {10, 10000, 18, 3, 0, false}},
+		want:  0,
+	}, {
+		name: "refilling bucket", setup: bucket,
+		why:   "what it says it refilled (100 a second for 10 s) was spent too: (20,000 − 5,000 + 1,000) over 8",
+		resps: []resp{{0, 20000, 5, 0, 0, false}, {10, 5000, 13, 0, 0, false}},
+		want:  2000,
+	}, {
+		name: "hinted among them", setup: fixed,
+		why:   "the stated costs answered (4,000) are the hinted requests': (16,000 − 4,000) over 8",
+		resps: []resp{{0, 30000, 5, 0, 1000, false}, {10, 14000, 13, 0, 5000, false}},
+		want:  1500,
+	}, {
+		name: "refused", setup: fixed,
+		why:   "a refused request's figures say nothing of what was spent",
+		resps: []resp{{0, 30000, 5, 0, 0, false}, {10, 0, 13, 0, 0, true}},
+		want:  0,
+	}, {
+		name: "new window", setup: fixed,
+		why:   "a fixed window's next figures are not comparable with the last one's",
+		resps: []resp{{0, 30000, 5, 0, 0, false}, {70, 38000, 13, 0, 0, false}},
+		want:  0,
+	}, {
+		name: "burst anchor moved", setup: fixed,
+		why:   "a start with 10 in flight would wait for 20 more; one with none is taken instead",
+		resps: []resp{{0, 30000, 12, 10, 0, false}, {1, 20000, 12, 0, 0, false}, {10, 4000, 20, 0, 0, false}},
+		want:  2000,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := New(Config{Name: "tokens", Tokens: true, Safety: 0.9, MaxDelay: time.Hour})
+			w.known, w.limit, w.window = true, 40000, time.Minute
+			tc.setup(w)
+			first := t0.Add(time.Minute)
+			for _, r := range tc.resps {
+				now := t0.Add(time.Duration(r.at * float64(time.Second)))
+				reset := first
+				for !reset.After(now) {
+					reset = reset.Add(time.Minute)
+				}
+				q := Report{Limit: 40000, Remaining: r.rem, Reset: reset}
+				w.sampleCost(q, now, Seen{Blind: r.blind, BlindUnseen: r.unseen, Stated: r.cost, Refused: r.refused},
+					r.at >= 60)
+			}
+			assert.InDelta(t, tc.want, w.Estimate(), 1e-6, tc.why)
+		})
+	}
+}
+
+// The estimate follows the samples as a moving average, and a blind request
+// is charged it plus two deviations of one request's cost.
+func TestBlindChargeCoversCostsAboveTheMean(t *testing.T) {
+	w := New(Config{Name: "tokens", Tokens: true, Safety: 0.9, MaxDelay: time.Hour})
+	w.limit, w.most = 40000, ToMilli(40000)
+	assert.Zero(t, w.Amount(0), "nothing learnt: a blind request is charged to request quotas only")
+	w.addSample(2000, 8)
+	assert.InDelta(t, 2000.0, w.Amount(0)/Milli, 1, "the first sample, with no spread yet")
+	w.addSample(2400, 8) // off by 400 over 8 requests: one request's deviation about 1,130
+	assert.InDelta(t, 2100.0, w.Estimate(), 1e-9)
+	assert.InDelta(t, 0.25*8*400*400, w.estVar, 1e-6)
+	assert.InDelta(t, 2100+2*w.Deviation(), float64(w.Amount(0))/Milli, 1)
+	assert.Equal(t, ToMilli(1500), w.Amount(1500), "a stated cost is charged as stated")
+}
