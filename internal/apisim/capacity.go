@@ -90,7 +90,8 @@ func (s *Server) SetTokenLimit(n int) {
 	t, _ := s.now()
 	for _, b := range s.buckets() {
 		s.runUnseen(b, t) // the unseen client's past requests ran at the old limit
-		b.tokLimits.record(b.tok.setLimit(t, float64(n)), float64(n))
+		tq := b.toks[totalTokens]
+		tq.limits.record(tq.q.setLimit(t, float64(n)), float64(n))
 	}
 }
 
@@ -134,12 +135,27 @@ func (s *Server) BucketCapacity(key string, from, to time.Time) float64 {
 // could have used in [from, to) across the buckets it used; 0 without a
 // token quota.
 func (s *Server) TokenCapacity(from, to time.Time) float64 {
+	return s.tokenCapacity(totalTokens, from, to)
+}
+
+// InputTokenCapacity and OutputTokenCapacity are TokenCapacity for the input
+// and output token quotas.
+func (s *Server) InputTokenCapacity(from, to time.Time) float64 {
+	return s.tokenCapacity(inputTokens, from, to)
+}
+
+// OutputTokenCapacity: see InputTokenCapacity.
+func (s *Server) OutputTokenCapacity(from, to time.Time) float64 {
+	return s.tokenCapacity(outputTokens, from, to)
+}
+
+func (s *Server) tokenCapacity(k tokenKind, from, to time.Time) float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	total := 0.0
 	for _, b := range s.buckets() {
-		if b.used {
-			total += s.integral(b.tokLimits, from, to)
+		if b.used && b.toks[k] != nil {
+			total += s.integral(b.toks[k].limits, from, to)
 		}
 	}
 	return total

@@ -109,6 +109,12 @@ type Config struct {
 	// from its X-Apisim-Tokens header. Only StyleOpenAI and StyleAnthropic
 	// advertise it; other styles enforce it silently.
 	TokenLimit int
+	// InputTokenLimit and OutputTokenLimit (≥ 0) are quotas per Window of
+	// input and output tokens, like TokenLimit, read from a request's
+	// InputTokensHeader and OutputTokensHeader (Anthropic's separate input
+	// and output token limits); 0 means none. Only StyleAnthropic
+	// advertises them.
+	InputTokenLimit, OutputTokenLimit int
 	// UnseenShare in [0, 1) is the fraction of every quota consumed by another
 	// client the caller cannot see, sending evenly over time. It is simulated
 	// deterministically, without goroutines, when the bucket is next touched.
@@ -179,6 +185,12 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.TokenLimit < 0 {
 		bad("TokenLimit", cfg.TokenLimit, "must be ≥ 0")
+	}
+	if cfg.InputTokenLimit < 0 {
+		bad("InputTokenLimit", cfg.InputTokenLimit, "must be ≥ 0")
+	}
+	if cfg.OutputTokenLimit < 0 {
+		bad("OutputTokenLimit", cfg.OutputTokenLimit, "must be ≥ 0")
 	}
 	if !(cfg.UnseenShare >= 0 && cfg.UnseenShare < 1) { // also rejects NaN
 		bad("UnseenShare", cfg.UnseenShare, "must be in [0, 1)")
@@ -267,4 +279,9 @@ func durationOf(ns float64) time.Duration {
 		return math.MaxInt64 / 2
 	}
 	return time.Duration(math.Ceil(ns))
+}
+
+// tokenLimits is the limit of each token quota; 0 for none.
+func (cfg Config) tokenLimits() [tokenKinds]int {
+	return [tokenKinds]int{totalTokens: cfg.TokenLimit, inputTokens: cfg.InputTokenLimit, outputTokens: cfg.OutputTokenLimit}
 }

@@ -82,23 +82,27 @@ func (s *Server) render(d decision) response {
 		h.Set("X-Ratelimit-Limit-Requests", strconv.FormatInt(limit, 10))
 		h.Set("X-Ratelimit-Remaining-Requests", strconv.FormatInt(remaining, 10))
 		h.Set("X-Ratelimit-Reset-Requests", openAIDuration(resetIn))
-		if d.hasTokens {
-			h.Set("X-Ratelimit-Limit-Tokens", strconv.FormatInt(int64(d.tokLimit), 10))
-			h.Set("X-Ratelimit-Remaining-Tokens", strconv.FormatInt(floorCount(d.tokRemain), 10))
-			h.Set("X-Ratelimit-Reset-Tokens", openAIDuration(d.tokReset-d.now))
+		if tf := d.toks[totalTokens]; tf.has {
+			h.Set("X-Ratelimit-Limit-Tokens", strconv.FormatInt(int64(tf.limit), 10))
+			h.Set("X-Ratelimit-Remaining-Tokens", strconv.FormatInt(floorCount(tf.remain), 10))
+			h.Set("X-Ratelimit-Reset-Tokens", openAIDuration(tf.reset-d.now))
 		}
 		setRetryAfter()
 	case StyleAnthropic:
 		h.Set("Anthropic-Ratelimit-Requests-Limit", strconv.FormatInt(limit, 10))
 		h.Set("Anthropic-Ratelimit-Requests-Remaining", strconv.FormatInt(remaining, 10))
 		h.Set("Anthropic-Ratelimit-Requests-Reset", rfc3339Ceil(resetWall))
-		if d.hasTokens {
+		for k, name := range [tokenKinds]string{totalTokens: "Tokens", inputTokens: "Input-Tokens", outputTokens: "Output-Tokens"} {
+			tf := d.toks[k]
+			if !tf.has {
+				continue
+			}
 			// Anthropic documents token remaining as rounded to the nearest
 			// thousand: it can exceed the truth by up to 500 tokens.
-			rounded := int64(math.Round(float64(floorCount(d.tokRemain))/1000)) * 1000
-			h.Set("Anthropic-Ratelimit-Tokens-Limit", strconv.FormatInt(int64(d.tokLimit), 10))
-			h.Set("Anthropic-Ratelimit-Tokens-Remaining", strconv.FormatInt(rounded, 10))
-			h.Set("Anthropic-Ratelimit-Tokens-Reset", rfc3339Ceil(d.wall.Add(d.tokReset-d.now)))
+			rounded := int64(math.Round(float64(floorCount(tf.remain))/1000)) * 1000
+			h.Set("Anthropic-Ratelimit-"+name+"-Limit", strconv.FormatInt(int64(tf.limit), 10))
+			h.Set("Anthropic-Ratelimit-"+name+"-Remaining", strconv.FormatInt(rounded, 10))
+			h.Set("Anthropic-Ratelimit-"+name+"-Reset", rfc3339Ceil(d.wall.Add(tf.reset-d.now)))
 		}
 		if throttled {
 			r.body = []byte(`{"type":"error","error":{"type":"rate_limit_error","message":"rate limit exceeded"}}`)

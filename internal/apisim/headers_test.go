@@ -2,6 +2,7 @@ package apisim
 
 import (
 	"net/http"
+	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -226,4 +227,40 @@ func TestInstantsAreRoundedUpSoClientsAreNeverEarly(t *testing.T) {
 	assert.Equal(t, 64.57, ceilMillis(64.57))
 	assert.Equal(t, int64(2), ceilSeconds(1001*time.Millisecond))
 	assert.Equal(t, int64(0), ceilSeconds(-time.Second))
+}
+
+// Anthropic's input and output token limits: each quota counts its own
+// tokens from the request's headers, is stated under its own name, and a
+// request over either is refused.
+func TestInputAndOutputTokenQuotasAreCountedApart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Config{Style: StyleAnthropic, Limit: 60, Window: time.Minute,
+			InputTokenLimit: 10000, OutputTokenLimit: 2000})
+		do := func(in, out int) *http.Response {
+			req, _ := http.NewRequest(http.MethodPost, "http://api.test/v1/messages", nil)
+			req.Header.Set(InputTokensHeader, strconv.Itoa(in))
+			req.Header.Set(OutputTokensHeader, strconv.Itoa(out))
+			resp, err := s.Transport().RoundTrip(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			return resp
+		}
+		resp := do(4000, 1500)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Equal(t, "6000", resp.Header.Get("Anthropic-Ratelimit-Input-Tokens-Remaining"))
+		assert.Equal(t, "10000", resp.Header.Get("Anthropic-Ratelimit-Input-Tokens-Limit"))
+		assert.Equal(t, "1000", resp.Header.Get("Anthropic-Ratelimit-Output-Tokens-Remaining")) // 500, to the nearest thousand
+		assert.NotEmpty(t, resp.Header.Get("Anthropic-Ratelimit-Output-Tokens-Reset"))
+		assert.Empty(t, resp.Header.Get("Anthropic-Ratelimit-Tokens-Limit"), "no combined token quota configured")
+
+		resp = do(1000, 600) // the input fits, the output does not
+		assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+		st := s.Stats()
+		assert.Equal(t, 4000, st.InputTokensUsed)
+		assert.Equal(t, 1500, st.OutputTokensUsed)
+		assert.Equal(t, 5500, st.TokensUsed, "with no X-Apisim-Tokens, the sum")
+		now := time.Now()
+		assert.InDelta(t, 10000, s.InputTokenCapacity(now, now.Add(time.Minute)), 1e-6)
+		assert.InDelta(t, 2000, s.OutputTokenCapacity(now, now.Add(time.Minute)), 1e-6)
+	})
 }

@@ -16,7 +16,7 @@ import (
 // client goes away), then writes 200 or 429 with the style's headers and a
 // small JSON body.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	resp := s.render(s.admit(r.URL.Path, parseTokens(r.Header.Get(TokensHeader))))
+	resp := s.render(s.admit(r.URL.Path, usageOf(r.Header)))
 	if err := sleep(r.Context(), s.cfg.Latency); err != nil {
 		return
 	}
@@ -46,7 +46,7 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	r := t.s.render(t.s.admit(req.URL.Path, parseTokens(req.Header.Get(TokensHeader))))
+	r := t.s.render(t.s.admit(req.URL.Path, usageOf(req.Header)))
 	if err := sleep(ctx, t.s.cfg.Latency); err != nil {
 		return nil, err
 	}

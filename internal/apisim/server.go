@@ -16,6 +16,54 @@ import (
 // Config.TokenLimit and added to Stats.TokensUsed when the request succeeds.
 const TokensHeader = "X-Apisim-Tokens"
 
+// InputTokensHeader and OutputTokensHeader carry a request's input and
+// output token usage, counted against Config.InputTokenLimit and
+// Config.OutputTokenLimit (Anthropic's separate input and output token
+// limits). Without TokensHeader, their sum is the request's token usage.
+const (
+	InputTokensHeader  = "X-Apisim-Input-Tokens"
+	OutputTokensHeader = "X-Apisim-Output-Tokens"
+)
+
+// tokenKind names a token quota: the total, input or output tokens.
+type tokenKind int
+
+const (
+	totalTokens tokenKind = iota
+	inputTokens
+	outputTokens
+	tokenKinds
+)
+
+// usage is a request's token usage of each kind.
+type usage [tokenKinds]int
+
+// usageOf reads a request's token usage from its headers (see TokensHeader).
+func usageOf(h http.Header) usage {
+	var u usage
+	u[inputTokens] = parseTokens(h.Get(InputTokensHeader))
+	u[outputTokens] = parseTokens(h.Get(OutputTokensHeader))
+	if v := h.Get(TokensHeader); v != "" {
+		u[totalTokens] = parseTokens(v)
+	} else {
+		u[totalTokens] = u[inputTokens] + u[outputTokens]
+	}
+	return u
+}
+
+// tokQuota is one token quota of a bucket, with its limit history.
+type tokQuota struct {
+	q      quota
+	limits limitHistory
+}
+
+// tokFigures is what the headers report of one token quota.
+type tokFigures struct {
+	has           bool
+	limit, remain float64
+	reset         time.Duration
+}
+
 // Server is a simulated rate-limited HTTP API. Serve it over a socket with
 // httptest.NewServer(s) or in memory with s.Transport(). All methods are safe
 // for concurrent use; one mutex guards the state and is never held while
@@ -46,8 +94,10 @@ type Stats struct {
 	Shed      int // 503 responses of Config.ShedShare
 	Secondary int // 403 responses of Config.SecondaryLimit
 	Gone      int // 429 insufficient_quota responses of Config.QuotaGone
-	// TokensUsed sums the X-Apisim-Tokens of OK requests.
-	TokensUsed int
+	// TokensUsed sums the X-Apisim-Tokens of OK requests (see
+	// TokensHeader); InputTokensUsed and OutputTokensUsed their input and
+	// output tokens.
+	TokensUsed, InputTokensUsed, OutputTokensUsed int
 	// FirstRequest and LastRequest are the admission times (Config.Now) of the
 	// first and latest request; zero when there were none.
 	FirstRequest, LastRequest time.Time
@@ -71,10 +121,9 @@ type bucket struct {
 	prefix    string // "" for the shared bucket
 	id        string // opaque Discord-style bucket id
 	req       quota
-	tok       quota // nil without a token quota
+	toks      [tokenKinds]*tokQuota // nil for a kind without a quota
 	reqLimits limitHistory
-	tokLimits limitHistory // empty without a token quota
-	used      bool         // saw a visible request since New/Reset
+	used      bool // saw a visible request since New/Reset
 
 	unseenNext time.Duration // offset of the unseen client's next request
 }
@@ -122,9 +171,13 @@ func (s *Server) newBucket(name, prefix string, limit int) *bucket {
 		req:       newQuota(s.cfg.Algorithm, s.cfg.Window, float64(limit), ratio*float64(limit)),
 		reqLimits: limitHistory{{0, float64(limit)}},
 	}
-	if s.cfg.TokenLimit > 0 {
-		b.tok = newQuota(s.cfg.Algorithm, s.cfg.Window, float64(s.cfg.TokenLimit), ratio*float64(s.cfg.TokenLimit))
-		b.tokLimits = limitHistory{{0, float64(s.cfg.TokenLimit)}}
+	for k, n := range s.cfg.tokenLimits() {
+		if n > 0 {
+			b.toks[k] = &tokQuota{
+				q:      newQuota(s.cfg.Algorithm, s.cfg.Window, float64(n), ratio*float64(n)),
+				limits: limitHistory{{0, float64(n)}},
+			}
+		}
 	}
 	if s.cfg.UnseenShare > 0 {
 		b.unseenNext = s.unseenInterval(float64(limit)) / 2 // evenly: mid-slot
@@ -184,15 +237,16 @@ func (s *Server) runUnseen(b *bucket, t time.Duration) {
 	for b.unseenNext <= t {
 		at := b.unseenNext
 		limit := b.req.limit(at)
-		tokens := 0.0
-		if b.tok != nil {
-			tokens = b.tok.limit(at) / limit
-		}
-		if b.req.fits(at, 1) && (b.tok == nil || b.tok.fits(at, tokens)) {
-			b.req.take(at, 1)
-			if b.tok != nil {
-				b.tok.take(at, tokens)
+		// Its share of every token quota, evenly per request.
+		var n [tokenKinds]float64
+		for k, tq := range b.toks {
+			if tq != nil {
+				n[k] = tq.q.limit(at) / limit
 			}
+		}
+		if b.req.fits(at, 1) && b.tokensFit(at, n) {
+			b.req.take(at, 1)
+			b.takeTokens(at, n)
 			s.stats.UnseenOK++
 		} else {
 			s.stats.UnseenThrottled++
@@ -213,15 +267,40 @@ type decision struct {
 	limit      float64
 	remaining  float64
 	reset      time.Duration
-	hasTokens  bool
-	tokLimit   float64
-	tokRemain  float64
-	tokReset   time.Duration
+	toks       [tokenKinds]tokFigures
 	retryAfter time.Duration // 429 only: until this request would fit
 }
 
+// tokensFit reports whether every token quota of b fits n at t.
+func (b *bucket) tokensFit(t time.Duration, n [tokenKinds]float64) bool {
+	for k, tq := range b.toks {
+		if tq != nil && !tq.q.fits(t, n[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+func (b *bucket) takeTokens(t time.Duration, n [tokenKinds]float64) {
+	for k, tq := range b.toks {
+		if tq != nil {
+			tq.q.take(t, n[k])
+		}
+	}
+}
+
+// report fills in what d's headers say of b's quotas at t.
+func (b *bucket) report(d *decision, t time.Duration) {
+	d.limit, d.remaining, d.reset = b.req.limit(t), b.req.remaining(t), b.req.resetAt(t)
+	for k, tq := range b.toks {
+		if tq != nil {
+			d.toks[k] = tokFigures{has: true, limit: tq.q.limit(t), remain: tq.q.remaining(t), reset: tq.q.resetAt(t)}
+		}
+	}
+}
+
 // admit counts one visible request to path using tokens and decides its fate.
-func (s *Server) admit(path string, tokens int) decision {
+func (s *Server) admit(path string, use usage) decision {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t, wall := s.now()
@@ -229,16 +308,16 @@ func (s *Server) admit(path string, tokens int) decision {
 	s.runUnseen(b, t)
 	b.used = true
 
-	n := float64(tokens)
+	var n [tokenKinds]float64
+	for k, v := range use {
+		n[k] = float64(v)
+	}
+	tokens := use[totalTokens]
 	// Refusals that are not the stated quota's: told the quota as it
 	// stands, counted against nothing.
 	refuse := func(d decision, status int, count *int) decision {
 		d.bucket, d.now, d.wall = b, t, wall
-		d.limit, d.remaining, d.reset = b.req.limit(t), b.req.remaining(t), b.req.resetAt(t)
-		if b.tok != nil {
-			d.hasTokens = true
-			d.tokLimit, d.tokRemain, d.tokReset = b.tok.limit(t), b.tok.remaining(t), b.tok.resetAt(t)
-		}
+		b.report(&d, t)
 		*count++
 		s.record(wall, Event{At: wall, Status: status, Key: b.name, Path: path, Tokens: tokens})
 		return d
@@ -255,40 +334,41 @@ func (s *Server) admit(path string, tokens int) decision {
 			return refuse(decision{shed: true}, http.StatusServiceUnavailable, &s.stats.Shed)
 		}
 	}
-	ok := b.req.fits(t, 1) && (b.tok == nil || b.tok.fits(t, n))
+	ok := b.req.fits(t, 1) && b.tokensFit(t, n)
 	d := decision{ok: ok, bucket: b, now: t, wall: wall}
 	if ok {
 		b.req.take(t, 1)
-		if b.tok != nil {
-			b.tok.take(t, n)
-		}
+		b.takeTokens(t, n)
 	} else {
-		// The request fits once both quotas allow it; one that can never fit is
-		// told the full reset, as a server would answer a too-large request.
+		// The request fits once every quota allows it; one that can never
+		// fit is told the full reset, as a server would answer a too-large
+		// request.
 		at, fits := b.req.availableAt(t, 1)
-		if b.tok != nil {
-			tat, tfits := b.tok.availableAt(t, n)
-			fits = fits && tfits
-			at = max(at, tat)
+		for k, tq := range b.toks {
+			if tq != nil {
+				tat, tfits := tq.q.availableAt(t, n[k])
+				fits = fits && tfits
+				at = max(at, tat)
+			}
 		}
 		if !fits {
 			at = b.req.resetAt(t)
-			if b.tok != nil {
-				at = max(at, b.tok.resetAt(t))
+			for _, tq := range b.toks {
+				if tq != nil {
+					at = max(at, tq.q.resetAt(t))
+				}
 			}
 		}
 		d.retryAfter = at - t
 	}
-	d.limit, d.remaining, d.reset = b.req.limit(t), b.req.remaining(t), b.req.resetAt(t)
-	if b.tok != nil {
-		d.hasTokens = true
-		d.tokLimit, d.tokRemain, d.tokReset = b.tok.limit(t), b.tok.remaining(t), b.tok.resetAt(t)
-	}
+	b.report(&d, t)
 
 	status := 200
 	if ok {
 		s.stats.OK++
 		s.stats.TokensUsed += tokens
+		s.stats.InputTokensUsed += use[inputTokens]
+		s.stats.OutputTokensUsed += use[outputTokens]
 	} else {
 		status = 429
 		s.stats.Throttled++

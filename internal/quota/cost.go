@@ -30,9 +30,18 @@ import (
 // most a half of one.
 const costSample = 8
 
-// costWeight is the weight of each new sample in the estimate: a moving
-// average over about four samples (prompts grow through a conversation, and
-// a stale estimate costs 429s when it is low).
+// firstSample is the fewest blind requests the first sample is taken over.
+const firstSample = 2
+
+// costMemory is how many blind requests the estimate averages over: the
+// weight of a request's sample halves about every 22 requests after it
+// (prompts grow through a conversation, and a stale estimate costs 429s
+// when it is low), and a sample weighs as many requests as it spans, so a
+// small first one is soon outweighed.
+const costMemory = 32
+
+// costWeight is the weight of each new sample in the variance's moving
+// average: about four samples.
 const costWeight = 0.25
 
 // costSpread is how many standard deviations of one request's cost, above
@@ -97,7 +106,14 @@ func (w *Window) sampleCost(q Report, now time.Time, seen Seen, fresh bool) {
 		// knows, and the fall understates the spending.
 	default:
 		n := next.blind - a.blind
-		if n < max(costSample, 2*(a.unseen+next.unseen)) {
+		least := float64(costSample)
+		if w.est == 0 {
+			// The first estimate is wanted soon: with nothing charged,
+			// blind requests meet 429s until it comes. Its doubt is
+			// in the deviation assumed (see addSample).
+			least = firstSample
+		}
+		if n < max(least, 2*(a.unseen+next.unseen)) {
 			if next.unseen >= a.unseen {
 				return // keep the anchor: the sample grows
 			}
@@ -118,14 +134,20 @@ func (w *Window) sampleCost(q Report, now time.Time, seen Seen, fresh bool) {
 }
 
 // addSample folds the mean cost c of n blind requests into the estimate
-// and its variance. A mean over n requests varies by 1/n of one request's
-// variance: n times its squared deviation estimates the latter.
+// (an average over about costMemory requests, each sample weighing as many
+// as it spans) and its variance. A mean over n requests varies by 1/n of
+// one request's variance: n times its squared deviation estimates the
+// latter.
 func (w *Window) addSample(c, n float64) {
 	if w.est == 0 {
-		w.est = c
+		// Until samples show the spread, a deviation of half the mean
+		// is assumed (a cost anywhere within ±87% of it).
+		w.est, w.estVar, w.estSum, w.estN = c, c*c/4, c*n, n
 		return
 	}
 	d := c - w.est
-	w.est += costWeight * d
+	keep := math.Exp(-n / costMemory)
+	w.estSum, w.estN = w.estSum*keep+c*n, w.estN*keep+n
+	w.est = w.estSum / w.estN
 	w.estVar += costWeight * (n*d*d - w.estVar)
 }

@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -32,9 +33,14 @@ func TestBlindCostIsLearntFromTheQuotasFigures(t *testing.T) {
 		want:  2000,
 	}, {
 		name: "too few", setup: fixed,
-		why:   "a sample of fewer than 8 requests is not taken",
-		resps: []resp{{0, 30000, 5, 0, 0, false}, {10, 20000, 10, 0, 0, false}},
+		why:   "a first sample of one request is not taken",
+		resps: []resp{{0, 30000, 5, 0, 0, false}, {10, 28000, 6, 0, 0, false}},
 		want:  0,
+	}, {
+		name: "too few later", setup: fixed,
+		why:   "the first sample spans 2 requests, each later one 8: 5 more at 3,200 wait",
+		resps: []resp{{0, 30000, 5, 0, 0, false}, {5, 26000, 7, 0, 0, false}, {10, 10000, 12, 0, 0, false}},
+		want:  2000,
 	}, {
 		name: "in flight at the ends", setup: fixed,
 		why:   "a sample spans twice the requests in flight at its ends: 2 × (3 + 3) > 10",
@@ -93,10 +99,12 @@ func TestBlindChargeCoversCostsAboveTheMean(t *testing.T) {
 	w.limit, w.most = 40000, ToMilli(40000)
 	assert.Zero(t, w.Amount(0), "nothing learnt: a blind request is charged to request quotas only")
 	w.addSample(2000, 8)
-	assert.InDelta(t, 2000.0, w.Amount(0)/Milli, 1, "the first sample, with no spread yet")
+	assert.InDelta(t, 2000.0, w.Estimate(), 1e-9)
+	assert.InDelta(t, 4000.0, float64(w.Amount(0))/Milli, 1, "the first sample: a deviation of half the mean assumed")
 	w.addSample(2400, 8) // off by 400 over 8 requests: one request's deviation about 1,130
-	assert.InDelta(t, 2100.0, w.Estimate(), 1e-9)
-	assert.InDelta(t, 0.25*8*400*400, w.estVar, 1e-6)
-	assert.InDelta(t, 2100+2*w.Deviation(), float64(w.Amount(0))/Milli, 1)
+	keep := math.Exp(-8.0 / 32)
+	assert.InDelta(t, (2000*8*keep+2400*8)/(8*keep+8), w.Estimate(), 1e-9, "weighted by requests, the older decayed")
+	assert.InDelta(t, 1000.0*1000+0.25*(8*400*400-1000.0*1000), w.estVar, 1e-6)
+	assert.InDelta(t, w.Estimate()+2*w.Deviation(), float64(w.Amount(0))/Milli, 1)
 	assert.Equal(t, ToMilli(1500), w.Amount(1500), "a stated cost is charged as stated")
 }

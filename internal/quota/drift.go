@@ -183,9 +183,9 @@ const fullRuns = 2
 // readsToFull reports the refill rate q states when the smooth quota's
 // reset is the time until it is full again (OpenAI's and Anthropic's token
 // buckets: x-ratelimit-reset-tokens, anthropic-ratelimit-tokens-reset):
-// (Limit − Remaining) over the time to the reset, for a quota not known to
-// be a fixed window (which such a reading makes smooth). That is its
-// meaning once
+// (Limit − Remaining) over the time to the reset; such a reading makes a
+// quota smooth, whatever it was taken for before (a bucket that fills up
+// looks like a window that starts afresh). That is its meaning once
 // fills saw the reset move in step with spending, or once fullRuns moved
 // resets in a row fell where the last one's rate predicts (Limit −
 // Remaining at that rate from now); any reset that does not, a while after
@@ -196,7 +196,7 @@ func (w *Window) readsToFull(q Report, now time.Time, timed bool) (float64, bool
 	limit := w.limitOrPeak()
 	left := q.Reset.Sub(now)
 	tol := max(w.tolerance(), resetResolution)
-	if w.kind == kindRefill || !timed || !(q.Remaining < limit) || left < 4*tol {
+	if !timed || !(q.Remaining < limit) || left < 4*tol {
 		w.toFull = w.toFull && w.kind == kindSmooth
 		return 0, false
 	}
@@ -210,11 +210,12 @@ func (w *Window) readsToFull(q Report, now time.Time, timed bool) (float64, bool
 	fits := (left - predicted).Abs() <= time.Duration(fullAgree*float64(left))+tol
 	switch moved := q.Reset.Sub(w.fullRef); {
 	case moved.Abs() > tol:
-		if w.kind == kindUnknown && moved.Seconds() > limit/w.fullRate/2 {
-			// Not yet known to refill as it goes, and the reset stepped
-			// by half what the whole quota takes to refill: a fixed
-			// window's next one (emptied at its start by others, or
-			// met at the same point each time) fits as well.
+		if w.kind != kindSmooth && (moved.Seconds() > limit/w.fullRate/2 || w.window > 0 && moved > w.window/2) {
+			// Not known to refill as it goes, and the reset stepped by
+			// half a window, or half what the whole quota takes to
+			// refill: a fixed window's next one (emptied at its start
+			// by others, or met at the same point each time) fits as
+			// well. A time to full moves by what is spent in between.
 			fits = false
 		}
 		if fits {
@@ -233,5 +234,19 @@ func (w *Window) readsToFull(q Report, now time.Time, timed bool) (float64, bool
 		// Time passed, the reset stayed: not a time to full.
 		w.fullRuns, w.toFull = 0, false
 	}
-	return rate, w.toFull
+	if !w.toFull {
+		w.fullD, w.fullT = 0, 0
+		return rate, false
+	}
+	// The refill, over the last responses: their deficits over their
+	// times to full, each figure rounded (Anthropic's remaining tokens to
+	// the thousand, resets to the second), which one response's ratio
+	// carries whole and a sum of several averages out.
+	w.fullD = w.fullD*fullKeep + deficit
+	w.fullT = w.fullT*fullKeep + left.Seconds()
+	return w.fullD / w.fullT, true
 }
+
+// fullKeep is the weight readsToFull's sums keep per response: about ten
+// responses count (a quota's refill changes only when its limit does).
+const fullKeep = 0.9

@@ -95,6 +95,10 @@ func (w *Window) Plan(now time.Time, unit float64) (rate float64) {
 			keep += min(-w.drift*w.reset.Sub(now).Seconds(), othersMaxShare*w.Units())
 		}
 	}
+	// A full quota always takes a request: a keep that leaves less than
+	// a unit of the limit (a token quota's reserve and a learnt cost near
+	// half of it) would refuse every one.
+	keep = min(keep, max(w.limitOrPeak()-unit, 0))
 	w.keep = ToMilli(keep)
 	avail := w.Units() - keep
 	w.wakeAt = time.Time{}

@@ -87,12 +87,14 @@ type Window struct {
 	// the refill it implied; and how many in a row fit.
 	fullRef, fullAt time.Time
 	fullRate        float64
+	fullD, fullT    float64 // decayed sums of deficits and times to full
 	fullRuns        int
 
 	// est is the learnt cost of a blind request (no stated cost) to this
 	// token quota, estVar its variance, estFrom the sample under way (see
 	// cost.go); blindCharged is what blind requests were charged, ever.
 	est, estVar  float64
+	estSum, estN float64 // the decayed sums est averages (see addSample)
 	estFrom      costAnchor
 	blindCharged int64
 
@@ -510,13 +512,15 @@ func (w *Window) observe(q Report, now time.Time, seen Seen) {
 		if w.rolled {
 			before = w.carry
 		}
-		if limit := w.limitOrPeak(); w.known && boundary && !seen.Refused && (w.kind == kindUnknown || limit-before >= 0.1*limit) {
+		if limit := w.limitOrPeak(); w.known && boundary && !seen.Refused && !w.toFull && (w.kind == kindUnknown || limit-before >= 0.1*limit) {
 			// A reset passed: did the quota jump back up? Asked again at
 			// every reset that leaves room to tell (a tenth of the limit
 			// spent), so one misreading does not stick. Remaining, not
 			// eff: requests sent into the new window on a carried budget
 			// before its first answer are in flight, and subtracting them
-			// would hide the jump.
+			// would hide the jump. (Not asked of a quota whose reset
+			// states its time to full: full at that reset is what it
+			// said, not a jump.)
 			switch {
 			case q.Remaining-before > 0.5*(limit-before):
 				w.kind = kindRefill
@@ -722,7 +726,11 @@ func (w *Window) Roll(now time.Time, inflight, unit, admitted float64) {
 		w.budget = 0
 		return
 	}
-	if w.kind == kindRefill || w.Units()-w.Reserve() < unit {
+	// Looked at also when what is left does not hold a unit above what
+	// a charge must keep (Plan's keep: the reserve, and for a smooth
+	// quota a unit more): no charge would take it, and without a look
+	// nothing would ever tell that it refilled.
+	if w.kind == kindRefill || w.Units()-max(w.Reserve(), float64(w.keep)/Milli) < unit {
 		w.StartProbe(unit)
 	}
 }
