@@ -185,7 +185,8 @@ const fullRuns = 2
 // buckets: x-ratelimit-reset-tokens, anthropic-ratelimit-tokens-reset):
 // (Limit − Remaining) over the time to the reset; such a reading makes a
 // quota smooth, whatever it was taken for before (a bucket that fills up
-// looks like a window that starts afresh). That is its meaning once
+// looks like a window that starts afresh), but for a fleet's coordinated
+// quota, whose budget the fleet's store keeps. That is its meaning once
 // fills saw the reset move in step with spending, or once fullRuns moved
 // resets in a row fell where the last one's rate predicts (Limit −
 // Remaining at that rate from now); any reset that does not, a while after
@@ -196,7 +197,7 @@ func (w *Window) readsToFull(q Report, now time.Time, timed bool) (float64, bool
 	limit := w.limitOrPeak()
 	left := q.Reset.Sub(now)
 	tol := max(w.tolerance(), resetResolution)
-	if !timed || !(q.Remaining < limit) || left < 4*tol {
+	if w.kind != kindSmooth && w.coordinated || !timed || !(q.Remaining < limit) || left < 4*tol {
 		w.toFull = w.toFull && w.kind == kindSmooth
 		return 0, false
 	}
