@@ -7,8 +7,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/anthropics/anthropic-sdk-go"
-	"github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/pacer-go/pacer"
 )
 
@@ -28,7 +28,7 @@ func anthropicClient(tr *pacer.Transport, sdkRetries int) anthropic.Client {
 
 func message(ctx context.Context, c anthropic.Client) error {
 	_, err := c.Messages.New(pacer.WithCost(ctx, maxTokens), anthropic.MessageNewParams{
-		Model:     anthropic.ModelClaudeSonnet4_20250514,
+		Model:     anthropic.ModelClaudeSonnet4_5,
 		MaxTokens: maxTokens,
 		Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))},
 	})

@@ -11,8 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/anthropics/anthropic-sdk-go"
-	anthropicoption "github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	anthropicoption "github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/google/go-github/v84/github"
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/openai/openai-go/v3"
@@ -112,7 +112,7 @@ func Example_anthropic() {
 
 	runExample(f, func(ctx context.Context) error {
 		_, err := client.Messages.New(pacer.WithCost(ctx, maxTokens), anthropic.MessageNewParams{
-			Model:     anthropic.ModelClaudeSonnet4_20250514,
+			Model:     anthropic.ModelClaudeSonnet4_5,
 			MaxTokens: maxTokens,
 			Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))},
 		})
