@@ -27,10 +27,14 @@ func anthropicClient(tr *pacer.Transport, sdkRetries int) anthropic.Client {
 }
 
 func message(ctx context.Context, c anthropic.Client) error {
-	_, err := c.Messages.New(pacer.WithCost(ctx, maxTokens), anthropic.MessageNewParams{
+	return messageJob(pacer.WithCost(ctx, maxTokens), c, hi)
+}
+
+func messageJob(ctx context.Context, c anthropic.Client, j llmJob) error {
+	_, err := c.Messages.New(ctx, anthropic.MessageNewParams{
 		Model:     anthropic.ModelClaudeSonnet4_5,
-		MaxTokens: maxTokens,
-		Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))},
+		MaxTokens: int64(j.maxOut),
+		Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(j.prompt))},
 	})
 	return err
 }

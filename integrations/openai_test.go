@@ -31,11 +31,33 @@ func openAIClient(tr *pacer.Transport, sdkRetries int) openai.Client {
 	return openai.NewClient(opts...)
 }
 
+// llmJob is one call to an LLM API: its prompt and the most tokens it lets
+// the model write (max_completion_tokens, max_tokens).
+type llmJob struct {
+	prompt string
+	maxOut int
+}
+
+// hi is the call most tests make: a one-token prompt.
+var hi = llmJob{prompt: "hi", maxOut: maxTokens}
+
+// promptTokens is the prompt's size as the providers (and the fake)
+// estimate it: a token per 4 characters.
+func (j llmJob) promptTokens() int { return (len(j.prompt) + 3) / 4 }
+
+// cost is what the job costs OpenAI's tokens quota: its prompt and its
+// whole completion, counted up front.
+func (j llmJob) cost() int { return j.promptTokens() + j.maxOut }
+
 func chat(ctx context.Context, c openai.Client) error {
-	_, err := c.Chat.Completions.New(pacer.WithCost(ctx, maxTokens), openai.ChatCompletionNewParams{
+	return chatJob(pacer.WithCost(ctx, maxTokens), c, hi)
+}
+
+func chatJob(ctx context.Context, c openai.Client, j llmJob) error {
+	_, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
 		Model:               openai.ChatModelGPT4oMini,
-		MaxCompletionTokens: openai.Int(maxTokens),
-		Messages:            []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
+		MaxCompletionTokens: openai.Int(int64(j.maxOut)),
+		Messages:            []openai.ChatCompletionMessageParamUnion{openai.UserMessage(j.prompt)},
 	})
 	return err
 }
