@@ -26,9 +26,9 @@ func anthropicClient(tr *pacer.Transport, sdkRetries int) anthropic.Client {
 	return anthropic.NewClient(opts...)
 }
 
-func message(ctx context.Context, c anthropic.Client) error {
-	return messageJob(pacer.WithCost(ctx, maxTokens), c, hi)
-}
+// message is the recommended call: no cost stated (pacer learns it from
+// the token quotas' headers).
+func message(ctx context.Context, c anthropic.Client) error { return messageJob(ctx, c, hi) }
 
 func messageJob(ctx context.Context, c anthropic.Client, j llmJob) error {
 	_, err := c.Messages.New(ctx, anthropic.MessageNewParams{
@@ -50,7 +50,8 @@ func TestAnthropicFanOut(t *testing.T) {
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				f := &fake{provider: anthropicAPI, limit: limit, window: window, latency: latency}
+				f := &fake{provider: anthropicAPI, limit: limit, window: window, latency: latency,
+					tokenLimit: ampleTokens, outputLimit: ampleTokens}
 				tr := pacer.NewTransport(inMemory{f}, sc.opts...)
 				c := anthropicClient(tr, sc.sdkRetries)
 				o := fanOut(calls, workers, func(int) error { return message(background(), c) })
