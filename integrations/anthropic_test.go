@@ -7,8 +7,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/anthropics/anthropic-sdk-go"
-	"github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/pacer-go/pacer"
 )
 
@@ -26,11 +26,15 @@ func anthropicClient(tr *pacer.Transport, sdkRetries int) anthropic.Client {
 	return anthropic.NewClient(opts...)
 }
 
-func message(ctx context.Context, c anthropic.Client) error {
-	_, err := c.Messages.New(pacer.WithCost(ctx, maxTokens), anthropic.MessageNewParams{
-		Model:     anthropic.ModelClaudeSonnet4_20250514,
-		MaxTokens: maxTokens,
-		Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))},
+// message is the recommended call: no cost stated (pacer learns it from
+// the token quotas' headers).
+func message(ctx context.Context, c anthropic.Client) error { return messageJob(ctx, c, hi) }
+
+func messageJob(ctx context.Context, c anthropic.Client, j llmJob) error {
+	_, err := c.Messages.New(ctx, anthropic.MessageNewParams{
+		Model:     anthropic.ModelClaudeSonnet4_5,
+		MaxTokens: int64(j.maxOut),
+		Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(j.prompt))},
 	})
 	return err
 }
@@ -46,7 +50,8 @@ func TestAnthropicFanOut(t *testing.T) {
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				f := &fake{provider: anthropicAPI, limit: limit, window: window, latency: latency}
+				f := &fake{provider: anthropicAPI, limit: limit, window: window, latency: latency,
+					tokenLimit: ampleTokens, outputLimit: ampleTokens}
 				tr := pacer.NewTransport(inMemory{f}, sc.opts...)
 				c := anthropicClient(tr, sc.sdkRetries)
 				o := fanOut(calls, workers, func(int) error { return message(background(), c) })

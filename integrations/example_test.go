@@ -11,8 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/anthropics/anthropic-sdk-go"
-	anthropicoption "github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	anthropicoption "github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/google/go-github/v84/github"
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/openai/openai-go/v3"
@@ -22,9 +22,10 @@ import (
 )
 
 // The examples run against a local fake of the provider with a quota of 10
-// requests per second, so 25 calls need three windows. (Against the real
-// LLM APIs the token quota usually binds; pacer.WithCost charges it.) Four workers stay under the quota before the first
-// response tells pacer what it is.
+// requests per second, so 25 calls need three windows. Four workers stay
+// under the quota before the first response tells pacer what it is. The
+// LLM fakes also state token quotas, as the APIs do, that 25 calls do not
+// exhaust.
 const (
 	exampleCalls   = 25
 	exampleWorkers = 4
@@ -60,10 +61,15 @@ func runExample(f *fake, call func(ctx context.Context) error) {
 }
 
 // openai-go: the SDK's retries off, pacer retrying (a 429'd chat completion
-// is safe to replay), and each call's token estimate given with
-// pacer.WithCost, which reaches the Transport through the SDK's context.
+// is safe to replay), and no cost stated. Against the real API the token
+// quota usually binds: pacer learns what a call costs it from the
+// x-ratelimit-*-tokens headers of the responses (Stats.Costs shows what it
+// learnt), so the calls need no pacer.WithCost. WithCost(ctx, n), which
+// reaches the Transport through the SDK's context, overrides the learnt
+// cost for a caller who knows it (prompt plus max_completion_tokens is what
+// OpenAI counts).
 func Example_openai() {
-	f := &fake{provider: openAI, limit: 10, window: time.Second} // a request quota: see TestTokenQuotaFanOut
+	f := &fake{provider: openAI, limit: 10, window: time.Second, tokenLimit: 200_000}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 
@@ -78,7 +84,7 @@ func Example_openai() {
 	)
 
 	runExample(f, func(ctx context.Context) error {
-		_, err := client.Chat.Completions.New(pacer.WithCost(ctx, maxTokens), openai.ChatCompletionNewParams{
+		_, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
 			Model:               openai.ChatModelGPT4oMini,
 			MaxCompletionTokens: openai.Int(maxTokens),
 			Messages:            []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
@@ -93,10 +99,13 @@ func Example_openai() {
 	// 25 calls OK, 0 failed; the server saw 25 requests, 0 throttled
 }
 
-// anthropic-sdk-go: the same setup as openai-go. A 529 overloaded_error is
-// retried by pacer, like a 503, within its retry budget.
+// anthropic-sdk-go: the same setup as openai-go, no cost stated: pacer
+// learns what a call costs each of the anthropic-ratelimit-*-tokens quotas
+// (input, output, and the more restrictive "tokens") from their headers. A
+// 529 overloaded_error is retried by pacer, like a 503, within its retry
+// budget.
 func Example_anthropic() {
-	f := &fake{provider: anthropicAPI, limit: 10, window: time.Second}
+	f := &fake{provider: anthropicAPI, limit: 10, window: time.Second, tokenLimit: 100_000, outputLimit: 20_000}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 
@@ -111,8 +120,8 @@ func Example_anthropic() {
 	)
 
 	runExample(f, func(ctx context.Context) error {
-		_, err := client.Messages.New(pacer.WithCost(ctx, maxTokens), anthropic.MessageNewParams{
-			Model:     anthropic.ModelClaudeSonnet4_20250514,
+		_, err := client.Messages.New(ctx, anthropic.MessageNewParams{
+			Model:     anthropic.ModelClaudeSonnet4_5,
 			MaxTokens: maxTokens,
 			Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))},
 		})

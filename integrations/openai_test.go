@@ -13,9 +13,12 @@ import (
 	"github.com/pacer-go/pacer"
 )
 
-// maxTokens is each call's token estimate: prompt plus max_completion_tokens,
-// what OpenAI and Anthropic charge up front. 40 calls' worth per window.
+// maxTokens is the max_completion_tokens (max_tokens) of most tests' calls.
 const maxTokens = 500
+
+// ampleTokens is a token quota a minute that the request-bound tests never
+// come near: the fakes state it, as the APIs always do, without its binding.
+const ampleTokens = 1_000_000
 
 // openAIClient is the SDK on pacer against f, with sdkRetries of the SDK's
 // own retries (-1: the SDK's default, 2).
@@ -31,18 +34,42 @@ func openAIClient(tr *pacer.Transport, sdkRetries int) openai.Client {
 	return openai.NewClient(opts...)
 }
 
-func chat(ctx context.Context, c openai.Client) error {
-	_, err := c.Chat.Completions.New(pacer.WithCost(ctx, maxTokens), openai.ChatCompletionNewParams{
+// llmJob is one call to an LLM API: its prompt and the most tokens it lets
+// the model write (max_completion_tokens, max_tokens).
+type llmJob struct {
+	prompt string
+	maxOut int
+}
+
+// hi is the call most tests make: a one-token prompt.
+var hi = llmJob{prompt: "hi", maxOut: maxTokens}
+
+// promptTokens is the prompt's size as the providers (and the fake)
+// estimate it: a token per 4 characters.
+func (j llmJob) promptTokens() int { return (len(j.prompt) + 3) / 4 }
+
+// cost is what the job costs OpenAI's tokens quota: its prompt and its
+// whole completion, counted up front.
+func (j llmJob) cost() int { return j.promptTokens() + j.maxOut }
+
+// chat is the recommended call: no cost stated (pacer learns it from the
+// token quota's headers).
+func chat(ctx context.Context, c openai.Client) error { return chatJob(ctx, c, hi) }
+
+func chatJob(ctx context.Context, c openai.Client, j llmJob) error {
+	_, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
 		Model:               openai.ChatModelGPT4oMini,
-		MaxCompletionTokens: openai.Int(maxTokens),
-		Messages:            []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
+		MaxCompletionTokens: openai.Int(int64(j.maxOut)),
+		Messages:            []openai.ChatCompletionMessageParamUnion{openai.UserMessage(j.prompt)},
 	})
 	return err
 }
 
 // The recommended setup: the SDK's retries off, pacer retrying (chat
-// completions are safe to replay after a 429), and each call's token estimate
-// given with pacer.WithCost, which reaches the Transport through the SDK.
+// completions are safe to replay after a 429), and no cost stated: pacer
+// learns what a call costs the token quota from its x-ratelimit-*-tokens
+// headers (here the request quota binds; TestTokenQuotaSaturated has the
+// token quota bind).
 func TestOpenAIFanOut(t *testing.T) {
 	for _, sc := range []struct {
 		name       string
@@ -54,7 +81,7 @@ func TestOpenAIFanOut(t *testing.T) {
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				f := &fake{provider: openAI, limit: limit, window: window, latency: latency}
+				f := &fake{provider: openAI, limit: limit, window: window, latency: latency, tokenLimit: ampleTokens}
 				tr := pacer.NewTransport(inMemory{f}, sc.opts...)
 				c := openAIClient(tr, sc.sdkRetries)
 				o := fanOut(calls, workers, func(int) error { return chat(background(), c) })
