@@ -177,7 +177,11 @@ func (a *Adaptive) learn(o outcome, quotas []Quota, own bool, cost float64, now 
 		}
 	}
 	a.reports = a.reports[:0]
+	derived := derivedQuota(quotas)
 	for _, q := range quotas {
+		if derived != "" && q.Name == derived {
+			continue
+		}
 		a.reports = append(a.reports, quota.Named{
 			Name: q.Name, Tokens: isTokenQuota(q.Name),
 			Report: quota.Report{Limit: q.Limit, Remaining: q.Remaining, Reset: q.Reset, Window: q.Window},
@@ -285,6 +289,29 @@ func (a *Adaptive) counts(unseen float64) quota.Counts {
 		Admitted: float64(a.admitted.Load()), AdmittedCost: float64(a.admittedCost.Load()) / quota.Milli,
 		Blind: float64(a.blindAdmits.Load()), BlindInflight: float64(a.blind.Load()),
 	}
+}
+
+// derivedQuota names the quota of quotas that only restates others, "" when
+// none does: Anthropic's tokens-* fields state "the most restrictive token
+// limit currently in effect", the input-tokens or the output-tokens one, so
+// beside both they flip between two buckets whose costs per request differ
+// sixfold, and a model of them learns neither.
+func derivedQuota(quotas []Quota) string {
+	var in, out, all bool
+	for _, q := range quotas {
+		switch q.Name {
+		case "input-tokens":
+			in = true
+		case "output-tokens":
+			out = true
+		case "tokens":
+			all = true
+		}
+	}
+	if in && out && all {
+		return "tokens"
+	}
+	return ""
 }
 
 // isTokenQuota reports whether a quota is counted in tokens.

@@ -204,3 +204,28 @@ func TestTokenQuotaScenarios(t *testing.T) {
 		}
 	}
 }
+
+// Anthropic's tokens-* fields restate the input or the output token quota,
+// whichever binds: beside both, they are not a quota of their own.
+func TestDerivedQuotaIsAnthropicsMostRestrictive(t *testing.T) {
+	q := func(names ...string) []Quota {
+		var qs []Quota
+		for _, n := range names {
+			qs = append(qs, Quota{Name: n})
+		}
+		return qs
+	}
+	for _, tc := range []struct {
+		quotas []Quota
+		want   string
+	}{
+		{q("requests", "tokens", "input-tokens", "output-tokens"), "tokens"},
+		{q("requests", "tokens"), ""},                 // OpenAI's, or Anthropic's alone: a quota
+		{q("requests", "tokens", "input-tokens"), ""}, // the output quota unstated: tokens may be it
+		{q("", ""), ""}, // unnamed quotas are never dropped
+	} {
+		if got := derivedQuota(tc.quotas); got != tc.want {
+			t.Errorf("derivedQuota(%v) = %q, want %q", tc.quotas, got, tc.want)
+		}
+	}
+}

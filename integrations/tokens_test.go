@@ -173,15 +173,7 @@ func TestTokenQuotaSaturated(t *testing.T) {
 		{"openai-go", openAI, 16, false, ""},
 		{"openai-go", openAI, 64, false, ""},
 		{"anthropic-sdk-go", anthropicAPI, 16, false, ""},
-		// 64 calls at once overrun the output-tokens bucket (16,000) before
-		// two responses have shown its reset to be the time to full; the
-		// 429 then states Remaining 0 (Anthropic rounds to the thousand)
-		// and the core takes the quota for a fixed window for good
-		// (internal/quota, Window.observe: a refused look on a smooth
-		// quota with no time to full read), learns no cost for it and
-		// meets 2-24% 429s after the first minute, in about 1 run of 6.
-		// With Remaining stated exactly, 30 of 30 runs pass.
-		{"anthropic-sdk-go", anthropicAPI, 64, false, "a refused look makes the output-tokens quota a fixed window (core)"},
+		{"anthropic-sdk-go", anthropicAPI, 64, false, ""},
 		{"openai-go", openAI, 16, true, ""},
 		{"openai-go", openAI, 64, true, ""},
 	} {

@@ -273,7 +273,11 @@ func TestSituations(t *testing.T) {
 		t.Fatal("-situations.md: generate without -race, which skips the peers")
 	}
 	var md, gaps strings.Builder
+	gapWhat := map[string]string{}
 	md.WriteString(situationsHeader)
+	if runs() > 1 {
+		fmt.Fprintf(&md, "pacer's rows ran %d times each (each its own goroutine ordering): every figure is the median and, in brackets where it differs, the worst run's; pacer is held to the targets in every run. The peers ran once.\n\n", runs())
+	}
 	md.WriteString("| situation | client | goodput | refusals after the first response | caller errors | situation's own figure |\n")
 	md.WriteString("| --- | --- | ---: | ---: | ---: | --- |\n")
 	for _, sit := range situations() {
@@ -285,21 +289,39 @@ func TestSituations(t *testing.T) {
 					// (net/http: 2.4 million with 50 clients) take minutes.
 					t.Skip("peers run without -race")
 				}
-				r := runSituation(t, sit, kind)
-				row := sitRow(sit, r)
+				rs := make([]sitRun, runs())
+				if kind != clientPacer {
+					rs = rs[:1] // measured, not held: once (net/http's 50 clients take a minute)
+				}
+				missed := map[string]int{} // a known gap's target: the runs that missed it
+				var gapText []string
+				for i := range rs {
+					rs[i] = runSituation(t, sit, kind)
+					if kind != clientPacer {
+						continue
+					}
+					for _, c := range sitTargets(sit, rs[i]) {
+						switch {
+						case !c.held:
+							t.Errorf("run %d of %d: %s (%s)", i+1, len(rs), c.what, c.want)
+						case !c.met:
+							t.Logf("run %d of %d: known gap: %s (issue 12's target %s, held to %s)", i+1, len(rs), c.what, c.want, c.bound)
+							key := c.want + "|" + c.bound
+							if missed[key] == 0 {
+								gapText = append(gapText, key)
+							}
+							missed[key]++
+							gapWhat[sit.name+key] = c.what
+						}
+					}
+				}
+				row := sitRow(sit, rs)
 				t.Logf("%s", strings.Join(row, ", "))
 				fmt.Fprintf(&md, "| %s | %s | %s |\n", sit.name, kind, strings.Join(row, " | "))
-				if kind != clientPacer {
-					return
-				}
-				for _, c := range sitTargets(sit, r) {
-					switch {
-					case !c.held:
-						t.Errorf("%s (%s)", c.what, c.want)
-					case !c.met:
-						t.Logf("known gap: %s (issue 12's target %s, held to %s)", c.what, c.want, c.bound)
-						fmt.Fprintf(&gaps, "- %s: %s; issue 12's target is %s, the test holds pacer to %s.\n", sit.name, c.what, c.want, c.bound)
-					}
+				for _, key := range gapText {
+					want, bound, _ := strings.Cut(key, "|")
+					fmt.Fprintf(&gaps, "- %s: %s (missed in %d of %d runs; the last shown); issue 12's target is %s, the test holds pacer to %s.\n",
+						sit.name, gapWhat[sit.name+key], missed[key], len(rs), want, bound)
 				}
 			})
 		}
@@ -320,29 +342,37 @@ func TestSituations(t *testing.T) {
 	}
 }
 
-// sitRow is a run's cells after the client's: goodput, refusals after the
-// first response, caller errors, the situation's own figure.
-func sitRow(sit situation, r sitRun) []string {
+// sitRow is the runs' cells after the client's: goodput, refusals after the
+// first response, caller errors, the situation's own figure; each the
+// median and, where it differs, the worst (see spread).
+func sitRow(sit situation, rs []sitRun) []string {
+	f := func(format string, w worse, fig func(sitRun) float64) string { return spread(format, each(rs, fig), w) }
+	median := func(fig func(sitRun) float64) float64 { m, _ := medianWorst(each(rs, fig), higherWorse); return m }
 	goodput := "n/a"
-	if r.allowed > 0 {
-		goodput = fmt.Sprintf("%.2f", r.goodput())
+	if rs[0].allowed > 0 {
+		goodput = f("%.2f", lowerWorse, sitRun.goodput)
 	}
-	errors := fmt.Sprintf("%d of %d", r.errors, r.calls)
+	errors := f("%.0f", higherWorse, func(r sitRun) float64 { return float64(r.errors) }) +
+		fmt.Sprintf(" of %.0f", median(func(r sitRun) float64 { return float64(r.calls) }))
 	var own string
 	switch {
 	case sit.server.QuotaGone:
-		own = fmt.Sprintf("%.2f; %v; %d of %d", float64(r.requests)/float64(max(1, r.calls)),
-			(r.held / time.Duration(max(1, r.calls))).Round(time.Millisecond), r.bodies, r.calls)
+		own = f("%.2f", higherWorse, func(r sitRun) float64 { return float64(r.requests) / float64(max(1, r.calls)) }) + "; " +
+			f("%.3fs", higherWorse, func(r sitRun) float64 { return (r.held / time.Duration(max(1, r.calls))).Seconds() }) + "; " +
+			f("%.0f", lowerWorse, func(r sitRun) float64 { return float64(r.bodies) }) +
+			fmt.Sprintf(" of %.0f", median(func(r sitRun) float64 { return float64(r.calls) }))
 	case sit.server.SecondaryLimit > 0:
-		own = fmt.Sprint(r.secondary)
+		own = f("%.0f", higherWorse, func(r sitRun) float64 { return float64(r.secondary) })
 	case sit.server.ShedShare > 0:
-		own = fmt.Sprintf("%d of %d", r.shedSeen, r.shed)
+		own = f("%.0f", higherWorse, func(r sitRun) float64 { return float64(r.shedSeen) }) +
+			fmt.Sprintf(" of %.0f", median(func(r sitRun) float64 { return float64(r.shed) }))
 	case sit.clients > 1:
-		own = fmt.Sprintf("%.2f%%; %.2f", 100*float64(r.throttled)/float64(max(1, r.requests)), r.jain())
+		own = f("%.2f%%", higherWorse, func(r sitRun) float64 { return 100 * float64(r.throttled) / float64(max(1, r.requests)) }) + "; " +
+			f("%.2f", lowerWorse, sitRun.jain)
 	default:
-		own = fmt.Sprint(r.throttled)
+		own = f("%.0f", higherWorse, func(r sitRun) float64 { return float64(r.throttled) })
 	}
-	return []string{goodput, fmt.Sprint(r.refusedLate), errors, own}
+	return []string{goodput, f("%.0f", higherWorse, func(r sitRun) float64 { return float64(r.refusedLate) }), errors, own}
 }
 
 // sitCheck is one of issue 12's targets for one pacer run: whether it was

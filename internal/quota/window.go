@@ -433,9 +433,10 @@ func (w *Window) observe(q Report, now time.Time, seen Seen) {
 			// that fell short is refused with room left for another.)
 			w.shared = true
 		}
-		if w.kind == kindSmooth && !w.toFull && q.Reset.After(now) {
+		if w.kind == kindSmooth && !w.toFull && !w.tokens && q.Reset.After(now) {
 			// (One whose reset states its time to full refills as it
-			// goes, whatever refused a request.)
+			// goes, whatever refused a request; and a token quota's
+			// refusal is first of all a cost estimate that fell short.)
 			// A quota taken to refill as it goes refused a look: it does
 			// not (it was another client that emptied it at its reset,
 			// not a sliding window's tail). Wait for the reset, not the
