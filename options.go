@@ -208,6 +208,14 @@ func marksOf(ctx context.Context) marks {
 // has learnt such a quota admits the request only when n units are left.
 // Request quotas are charged one per request regardless. A negative or NaN
 // cost counts as 0.
+//
+// It is an override, not a requirement: a request with no stated cost is
+// charged what the endpoint's requests were learnt to cost each token quota
+// (from how its remaining tokens fall between responses; see
+// [Stats.Costs]), and every response trues the charge up. State a cost
+// when it is known before the request goes and the quotas count it alike:
+// n is charged to every token quota, so where they count different tokens
+// (Anthropic's input and output token limits) leave it unstated.
 func WithCost(ctx context.Context, n float64) context.Context {
 	if !(n > 0) {
 		n = 0

@@ -3,9 +3,11 @@
 //
 // It runs a simulated OpenAI API (internal/apisim, StyleOpenAI, with a token
 // quota) on a loopback httptest server and sends 60 chat completions from 6
-// workers. Each request tells pacer its token estimate with pacer.WithCost;
-// pacer learns both quotas from the x-ratelimit-* headers and holds a request
-// back until the token quota can cover it, instead of sending it into a 429.
+// workers. No request states its token cost: pacer learns both quotas from
+// the x-ratelimit-* headers, learns what a completion costs the token quota
+// from how its remaining tokens fall, and holds a request back until the
+// token quota can cover it, instead of sending it into a 429. (A caller
+// that knows a request's cost can state it with pacer.WithCost.)
 //
 //	go run ./examples/openai
 package main
@@ -80,6 +82,10 @@ func run(w io.Writer) error {
 	for _, s := range tr.Stats() {
 		fmt.Fprintf(w, "pacer endpoint %s: requests=%d throttled=%d retries=%d mode=%s\n",
 			s.Key, s.Requests, s.Throttled, s.Retries, s.Mode)
+		for _, c := range s.Costs {
+			fmt.Fprintf(w, "  a completion costs the %s quota %.0f on average, as learnt (charged %.0f at admission)\n",
+				c.Quota, c.Mean, c.Charged)
+		}
 	}
 	if failed.Load() > 0 {
 		return fmt.Errorf("%d of 60 completions failed", failed.Load())
@@ -90,9 +96,7 @@ func run(w io.Writer) error {
 // complete sends one chat completion whose prompt and answer take about
 // maxTokens tokens, and returns the tokens it used.
 func complete(client *http.Client, base string, maxTokens int) (int, error) {
-	// The estimate pacer charges against the token quota before sending:
-	// prompt tokens plus max_tokens, as OpenAI counts them.
-	ctx := pacer.WithCost(context.Background(), float64(maxTokens))
+	ctx := context.Background()
 	body := fmt.Sprintf(`{"model":"gpt-sim","max_tokens":%d,"messages":[{"role":"user","content":"hi"}]}`, maxTokens)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/chat/completions", strings.NewReader(body))
 	if err != nil {
