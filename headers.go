@@ -21,12 +21,13 @@ type Quota struct {
 	Name string
 	// Limit is the quota per window; 0 if unknown.
 	Limit float64
-	// Remaining is what is left in the current window. It is never negative
-	// and never above Limit when Limit is known. When the server stated the
-	// limit but not what remains (an IETF policy with no matching RateLimit
-	// item, or a limit field alone), Remaining equals Limit and Reset is zero:
-	// the quota then describes a policy, Limit per Window, rather than the
-	// state of the current window.
+	// Remaining is what is left in the current window, never above Limit
+	// when Limit is known; -1 when the server did not say. That is the case
+	// when it stated the limit alone (an IETF policy with no RateLimit item
+	// for it, a limit field without a remaining one): the quota then
+	// describes a policy, Limit per Window, and nothing of the current
+	// window, which is neither full nor empty as far as anyone knows. A
+	// Remaining that was stated is never negative.
 	Remaining float64
 	// Reset is the absolute time the window resets (or, for the IETF fields,
 	// the time more quota becomes available); zero if unknown. It is computed
@@ -77,6 +78,9 @@ const (
 	maxWindowSeconds = 366 * 24 * 3600
 	maxQuotas        = 16
 	maxNameLen       = 256
+	// remainingUnknown is the Remaining of a quota whose server stated its
+	// limit but not what is left (see Quota.Remaining).
+	remainingUnknown = -1
 )
 
 // ParseHeaders reads the rate-limit information in the response headers h,
@@ -106,7 +110,8 @@ const (
 //     RFC 9651, as a whole. IETF policies in units other than requests
 //     (qu=content-bytes, concurrent-requests) are not reported.
 //   - Remaining above Limit is clamped to Limit. Where only Used and one of
-//     Limit or Remaining are given, the other is derived.
+//     Limit or Remaining are given, the other is derived. A limit given
+//     without either is a policy: Remaining is -1, unknown, not Limit.
 //   - A numeric reset is an epoch in seconds, else an epoch in milliseconds,
 //     if it lands within MaxResetHorizon of now; otherwise, if below 1e9, it
 //     is seconds from now; otherwise it is ignored, never guessed into a
@@ -335,7 +340,7 @@ func (p *headerParser) emit(q quotaState) {
 	}
 	switch {
 	case !q.hasRemaining:
-		out.Remaining = out.Limit
+		out.Remaining = remainingUnknown
 	case q.hasLimit && q.remaining > q.limit:
 		out.Remaining = q.limit
 	default:

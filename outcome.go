@@ -68,7 +68,7 @@ func throttledBy(status int, info *Info, sig signal) bool {
 			return true
 		}
 		for _, q := range info.Quotas {
-			if q.Remaining < 1 {
+			if q.drained() {
 				return true
 			}
 		}
