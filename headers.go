@@ -99,7 +99,10 @@ const (
 // dictionary; RateLimit-Limit, -Remaining and -Reset with list values such as
 // `10, 10;w=1, 50;w=60`); X-RateLimit-* and X-Rate-Limit-* (GitHub, X,
 // Reddit, Discord: -Limit, -Remaining, -Reset, -Reset-After, -Used,
-// -Resource, -Bucket, -Global, -Scope); OpenAI's x-ratelimit-*-requests and
+// -Resource, -Bucket, -Global, -Scope; Brave: -Policy, and every field a
+// comma list read by position, `X-RateLimit-Remaining: 1, 1000` stating
+// what is left of the first and the second quota, lists of different
+// lengths paired as far as they go); OpenAI's x-ratelimit-*-requests and
 // -tokens; anthropic-ratelimit-*; X-Shopify-Shop-Api-Call-Limit;
 // Retry-After-Ms, X-Ms-Retry-After-Ms and Retry-After, read in that order.
 //
@@ -367,9 +370,15 @@ func (p *headerParser) counts(name, limit, remaining, reset string) {
 }
 
 // xRateLimit handles X-RateLimit-* and X-Rate-Limit-*. The limit may be a
-// list (`100, 100;window=60, 10000;window=86400`) as in the older IETF drafts.
+// list (`100, 100;window=60, 10000;window=86400`) as in the older IETF
+// drafts; or every field may be a list read by position, as Brave sends
+// them (xRateLimitLists).
 func (p *headerParser) xRateLimit(fs *fieldSet) {
-	if fs.vals[fXLimit] == nil && fs.vals[fXRemaining] == nil && fs.vals[fXUsed] == nil {
+	if fs.vals[fXLimit] == nil && fs.vals[fXRemaining] == nil && fs.vals[fXUsed] == nil && fs.vals[fXPolicy] == nil {
+		return
+	}
+	if isXList(fs) {
+		p.xRateLimitLists(fs)
 		return
 	}
 	// Only a list needs room for its policies (776 bytes to clear): the

@@ -32,6 +32,18 @@ type policies struct {
 // add records the policy m describes and reports whether there is room for
 // more.
 func (ps *policies) add(m sfv.Member) bool {
+	pol, ok := policyOf(m)
+	if !ok {
+		return true
+	}
+	ps.list[ps.n] = pol
+	ps.n++
+	return ps.n < maxQuotas
+}
+
+// policyOf reads the policy m describes; false when m describes none (an
+// item that is neither a number nor a name, or an overlong name).
+func policyOf(m sfv.Member) (policy, bool) {
 	var pol policy
 	params := ietfParamsOf(m.Params)
 	switch m.Value.Kind {
@@ -39,21 +51,19 @@ func (ps *policies) add(m sfv.Member) bool {
 		pol.q, pol.hasQ = m.Value.Num, m.Value.Num >= 0
 	case sfv.String, sfv.Token:
 		if pol.name = m.Value.Str; len(pol.name) > maxNameLen {
-			return true
+			return policy{}, false
 		}
 		n, isNum := params.q.Number()
 		pol.q, pol.hasQ = n, isNum && n >= 0
 	default:
-		return true
+		return policy{}, false
 	}
 	if params.qu.Kind != 0 {
 		unit, _ := params.qu.Name()
 		pol.skip = unit != "requests"
 	}
 	pol.window = params.windowLen()
-	ps.list[ps.n] = pol
-	ps.n++
-	return ps.n < maxQuotas
+	return pol, true
 }
 
 // ietfParams holds the parameters the IETF drafts define, each the zero
