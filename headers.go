@@ -95,8 +95,9 @@ const (
 // fields split over several lines are joined, as RFC 9651 says.
 //
 // Conventions read: the IETF RateLimit and RateLimit-Policy fields of every
-// draft (draft-08+ named policies with q, qu, w, r, t; the draft-07
-// dictionary; RateLimit-Limit, -Remaining and -Reset with list values such as
+// draft (draft-08+ named policies with q, qu, w, r, t, and the a and w
+// proposed in 2026 to replace r and t; the draft-07 dictionary;
+// RateLimit-Limit, -Remaining and -Reset with list values such as
 // `10, 10;w=1, 50;w=60`); X-RateLimit-* and X-Rate-Limit-* (GitHub, X,
 // Reddit, Discord: -Limit, -Remaining, -Reset, -Reset-After, -Used,
 // -Resource, -Bucket, -Global, -Scope; Brave: -Policy, and every field a

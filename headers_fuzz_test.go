@@ -25,6 +25,7 @@ var fuzzSeeds = []string{
 	"X-RateLimit-Limit: 1\nX-RateLimit-Remaining: 1, 1000, 5\nX-RateLimit-Used: 0, 1\nX-RateLimit-Reset-After: 0.5, 99999999999999999999\nX-RateLimit-Reset: Tue, 16 Jan 2024 16:00:00 GMT",
 	"x-ratelimit-policy: \"a\";q=5;w=60, 7;qu=\"content-bytes\", ?1\nx-ratelimit-remaining: 9, -1, 3\nx-ratelimit-reset: 1,",
 	"RateLimit: \"default\";r=50;t=30\nRateLimit-Policy: \"burst\";q=100;w=60,\"daily\";q=1000;w=86400",
+	"RateLimit: \"default\";a=50;w=30;c=2, x;a=-1;w=\"z\", \"y\";r=1;a=2;t=3;w=4\nRateLimit-Policy: \"default\";q=100;w=60",
 	"RateLimit-Policy: \"burst\";q=100;w=60\nRateLimit-Policy: \"daily\";q=1000;w=86400;qu=\"requests\";pk=:cHJvamVjdDEyMw==:",
 	"RateLimit: limit=100, remaining=50, reset=5\nRateLimit-Policy: 100;w=10",
 	"RateLimit-Limit: 10, 10;w=1, 50;w=60\nRateLimit-Remaining: 9\nRateLimit-Reset: 1",

@@ -67,9 +67,10 @@ func policyOf(m sfv.Member) (policy, bool) {
 }
 
 // ietfParams holds the parameters the IETF drafts define, each the zero
-// sfv.Item when absent: q, qu and w (window in the first draft) of a policy, r
-// and t of a RateLimit item.
-type ietfParams struct{ q, qu, w, window, r, t sfv.Item }
+// sfv.Item when absent: q, qu and w (window in the first draft) of a policy;
+// r and t of a RateLimit item, or a and w as the working group proposes to
+// rename them (see draft08).
+type ietfParams struct{ q, qu, w, window, r, t, a sfv.Item }
 
 // ietfParamsOf reads all of them in one pass over the parameters.
 func ietfParamsOf(ps sfv.Params) ietfParams {
@@ -88,6 +89,8 @@ func ietfParamsOf(ps sfv.Params) ietfParams {
 			ip.r = v
 		case "t":
 			ip.t = v
+		case "a":
+			ip.a = v
 		}
 	})
 	return ip
@@ -154,7 +157,17 @@ func (p *headerParser) draft07(v string, ps *policies) bool {
 }
 
 // draft08 handles the list `RateLimit: "default";r=50;t=30`, whose items name
-// the RateLimit-Policy policies they report on.
+// the RateLimit-Policy policies they report on: r is what is left of the
+// policy (draft-11: the available quota), t the seconds until more is
+// available (draft-11: the effective window, within which the client may
+// use no more than r).
+//
+// It also reads `RateLimit: "default";a=50;w=30`: a (available) for r and
+// w (the effective window, named like the policy's window) for t, as one of
+// the draft's authors proposed in 2026 (in the discussion of pull request
+// 164 of ietf-wg-httpapi/ratelimit-headers); drafts 08 to 11 define only r
+// and t. Where an item has both names, r and t win. Any other parameter (a
+// per-request cost c, a partition key pk) is a comment, as the draft says.
 func (p *headerParser) draft08(v string, ps *policies) bool {
 	type item struct {
 		name      string
@@ -172,9 +185,16 @@ func (p *headerParser) draft08(v string, ps *policies) bool {
 		}
 		it := item{name: name}
 		params := ietfParamsOf(m.Params)
-		x, isNum := params.r.Number()
+		left, window := params.r, params.t
+		if left.Kind == 0 {
+			left = params.a
+		}
+		if window.Kind == 0 {
+			window = params.w
+		}
+		x, isNum := left.Number()
 		it.remaining, it.hasR = x, isNum && x >= 0
-		if x, isNum := params.t.Number(); isNum {
+		if x, isNum := window.Number(); isNum {
 			it.reset, _ = p.resetNumber(x)
 		}
 		items[n] = it

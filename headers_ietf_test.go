@@ -89,6 +89,48 @@ func TestParseHeadersIETFDraft08AndLater(t *testing.T) {
 	})
 }
 
+// The renaming proposed in 2026 for the RateLimit field: a (available
+// quota) for r, w (effective window, seconds) for t. Drafts 08 to 11 still
+// define r and t; both forms are read, and they mean the same.
+func TestParseHeadersIETFProposedAvailableAndWindow(t *testing.T) {
+	now := ietfNow
+	in30s := now.Add(30 * time.Second)
+	policy := http.Header{"Ratelimit-Policy": {`"default";q=100;w=60`}}
+	with := func(rl string) http.Header {
+		h := policy.Clone()
+		h["Ratelimit"] = []string{rl}
+		return h
+	}
+	state := quotas(q("default", 100, 50, in30s, time.Minute))
+	runHeaderCases(t, []headerCase{
+		{"older form, for comparison", now, with(`"default";r=50;t=30`), state},
+		{"new form: a is what is left, w when more is available", now, with(`"default";a=50;w=30`), state},
+		{"the proposal's own example", now, http.Header{
+			"Ratelimit-Policy": {`"burst";q=100;w=60`}, "Ratelimit": {`"burst";a=80;w=45`},
+		}, quotas(q("burst", 100, 80, now.Add(45*time.Second), time.Minute))},
+		{"a per-request cost c is a comment", now, with(`"default";a=50;w=30;c=2`), state},
+		{"new form without a policy: no limit, no policy window", now, http.Header{"Ratelimit": {`"default";a=50;w=30`}},
+			quotas(q("default", 0, 50, in30s, 0))},
+		{"Cloudflare-style token name", now, http.Header{
+			"ratelimit": {`default;a=50;w=30`}, "ratelimit-policy": {`default;q=100;w=60`},
+		}, state},
+		{"both forms in one item: r and t, the drafts' names, win", now, with(`"default";r=40;t=20;a=50;w=30`),
+			quotas(q("default", 100, 40, now.Add(20*time.Second), time.Minute))},
+		{"forms mixed: r with w", now, with(`"default";r=50;w=30`), state},
+		{"nothing left, more in 0 s: the window is over", now, with(`"default";a=0;w=0`),
+			quotas(q("default", 100, 0, now, time.Minute))},
+		// Malformed variants.
+		{"a wrongly typed a leaves what is left unknown", now, with(`"default";a="50";w=30`),
+			quotas(q("default", 100, unstated, in30s, time.Minute))},
+		{"negative a and w ignored", now, with(`"default";a=-5;w=-30`),
+			quotas(q("default", 100, unstated, noReset, time.Minute))},
+		{"a above the quota clamped", now, with(`"default";a=500;w=30`),
+			quotas(q("default", 100, 100, in30s, time.Minute))},
+		{"a boolean w ignored", now, with(`"default";a=50;w`),
+			quotas(q("default", 100, 50, noReset, time.Minute))},
+	})
+}
+
 func TestParseHeadersIETFOlderDrafts(t *testing.T) {
 	now := ietfNow
 	runHeaderCases(t, []headerCase{
