@@ -54,7 +54,11 @@ type Info struct {
 	// Retry-After (delta-seconds or HTTP-date), Retry-After-Ms or a provider
 	// equivalent; 0 if none. When present it wins over the quotas. It is
 	// never negative and never above the parser's cap (DefaultMaxDelay for
-	// ParseHeaders).
+	// ParseHeaders). The Transport and Permit.Done also read a 403's or
+	// 429's body, and a wait stated only there (the retryDelay of Google's
+	// google.rpc.RetryInfo, which Gemini sends) is the RetryAfter of the
+	// Info they report when the headers ask for none; ParseHeaders, seeing
+	// headers alone, never reports it.
 	RetryAfter time.Duration
 	// Bucket is a server-named bucket (X-RateLimit-Bucket,
 	// X-RateLimit-Resource): endpoints the server puts in one bucket share one

@@ -6,7 +6,7 @@ import (
 )
 
 // signal is what a response's body says about the rate limit, beyond its
-// headers (bodySignal).
+// headers (classifyBody).
 type signal uint8
 
 const (
