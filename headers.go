@@ -119,7 +119,8 @@ const (
 //     (qu=content-bytes, concurrent-requests) are not reported.
 //   - Remaining above Limit is clamped to Limit. Where only Used and one of
 //     Limit or Remaining are given, the other is derived. A limit given
-//     without either is a policy: Remaining is -1, unknown, not Limit.
+//     with neither Remaining nor Used is a policy: Remaining is -1
+//     (unknown), not Limit.
 //   - A numeric reset is an epoch in seconds, else an epoch in milliseconds,
 //     if it lands within MaxResetHorizon of now; otherwise, if below 1e9, it
 //     is seconds from now; otherwise it is ignored, never guessed into a

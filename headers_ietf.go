@@ -68,8 +68,8 @@ func policyOf(m sfv.Member) (policy, bool) {
 
 // ietfParams holds the parameters the IETF drafts define, each the zero
 // sfv.Item when absent: q, qu and w (window in the first draft) of a policy;
-// r and t of a RateLimit item, or a and w as the working group proposes to
-// rename them (see draft08).
+// r and t of a RateLimit item, or a and w as proposed in 2026 to rename
+// them (see draft08).
 type ietfParams struct{ q, qu, w, window, r, t, a sfv.Item }
 
 // ietfParamsOf reads all of them in one pass over the parameters.
