@@ -14,21 +14,22 @@ import (
 // hundred bytes. 4 KiB bounds what a hostile or huge body can cost.
 const bodyPeek = 4 << 10
 
-// bodySignal reads what a 403 or 429 says only in its body: a limit no
-// header states (GitHub's secondary rate limits, abuse detection) or a quota
-// gone for good (OpenAI's insufficient_quota and billing limits). It reads
-// at most bodyPeek bytes and puts them back: the caller gets the body byte
-// for byte. Other statuses, and bodies that say neither, give signalNone.
-func bodySignal(resp *http.Response) signal {
+// peekBody returns the first bytes of a 403's or 429's body, where it may
+// say what no header does: a limit (GitHub's secondary rate limits, abuse
+// detection), a quota gone for good (OpenAI's insufficient_quota and
+// billing limits), a wait (Google's RetryInfo). It reads at most bodyPeek
+// bytes and puts them back: the caller gets the body byte for byte. Other
+// statuses, and empty bodies, give nil, unread.
+func peekBody(resp *http.Response) []byte {
 	if resp.StatusCode != http.StatusForbidden && resp.StatusCode != http.StatusTooManyRequests {
-		return signalNone
+		return nil
 	}
 	if resp.Body == nil || resp.Body == http.NoBody {
-		return signalNone
+		return nil
 	}
 	prefix, err := io.ReadAll(io.LimitReader(resp.Body, bodyPeek))
 	resp.Body = &peekedBody{Reader: io.MultiReader(bytes.NewReader(prefix), errReader{err}, resp.Body), closer: resp.Body}
-	return classifyBody(prefix)
+	return prefix
 }
 
 // readResponse is what a response arriving at now means for the rate
@@ -38,17 +39,29 @@ func bodySignal(resp *http.Response) signal {
 // throttled (throttledBy). The Transport (per host) and Permit.Done (per
 // limiter) read responses this one way, and everything after reads the
 // outcome. The quotas go to qs, not to Info.Quotas (see quotaBuf).
+//
+// A wait the body states (bodyRetryDelay) is the response's RetryAfter
+// when its headers ask for none, clamped to maxDelay as a Retry-After is.
 func readResponse(co *clockOffset, resp *http.Response, now time.Time, maxDelay time.Duration, qs *quotaBuf) outcome {
 	co.observe(dateOf(resp.Header), now)
-	o := outcome{Status: resp.StatusCode, signal: bodySignal(resp)}
+	body := peekBody(resp)
+	o := outcome{Status: resp.StatusCode, signal: classifyBody(body)}
 	o.Info, _ = parseHeadersInto(resp.Header, now, maxDelay, co.offset(now), qs)
+	if o.Info.RetryAfter == 0 {
+		if s, ok := bodyRetryDelay(body); ok {
+			if maxDelay <= 0 {
+				maxDelay = DefaultMaxDelay
+			}
+			o.Info.RetryAfter = clampSeconds(s, maxDelay)
+		}
+	}
 	info := o.Info
 	info.Quotas = qs.slice()
 	o.throttled = throttledBy(resp.StatusCode, &info, o.signal)
 	return o
 }
 
-// classifyBody is bodySignal's decision on a body prefix.
+// classifyBody is what a body's peeked prefix (peekBody) says of the limit.
 func classifyBody(b []byte) signal {
 	lower := bytes.ToLower(b)
 	for _, gone := range [...]string{"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"} {
@@ -62,6 +75,51 @@ func classifyBody(b []byte) signal {
 		}
 	}
 	return signalNone
+}
+
+// bodyRetryDelay finds the wait a Google API error (Gemini's 429
+// RESOURCE_EXHAUSTED) states only in its body, in seconds: the retryDelay
+// of a google.rpc.RetryInfo detail, a protobuf Duration in its JSON form,
+// decimal seconds and an "s" ("37s", "1.5s"):
+//
+//	{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","details":[
+//	  {"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"37s"}]}}
+//
+// b is the body's peeked prefix; false when it holds no RetryInfo, or a
+// retryDelay that is not such a duration (a negative one, a number).
+func bodyRetryDelay(b []byte) (float64, bool) {
+	if !bytes.Contains(b, []byte("google.rpc.RetryInfo")) {
+		return 0, false
+	}
+	const key = `"retryDelay"`
+	i := bytes.Index(b, []byte(key))
+	if i < 0 {
+		return 0, false
+	}
+	v, ok := bytes.CutPrefix(trimJSONSpace(b[i+len(key):]), []byte(":"))
+	if !ok {
+		return 0, false
+	}
+	if v, ok = bytes.CutPrefix(trimJSONSpace(v), []byte(`"`)); !ok {
+		return 0, false
+	}
+	end := bytes.IndexByte(v, '"')
+	if end < 0 {
+		return 0, false
+	}
+	secs, ok := bytes.CutSuffix(v[:end], []byte("s"))
+	if !ok {
+		return 0, false
+	}
+	return parseDecimal(string(secs))
+}
+
+// trimJSONSpace drops the whitespace JSON allows before a token.
+func trimJSONSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\n' || b[0] == '\r') {
+		b = b[1:]
+	}
+	return b
 }
 
 // peekedBody is a response body whose first bytes were read by the

@@ -6,7 +6,8 @@
 // that keeps a limiter per endpoint (per host by default, per route pattern
 // when configured) and reads every rate-limit header convention real APIs
 // send (IETF RateLimit/RateLimit-Policy, X-RateLimit-*, OpenAI, Anthropic,
-// GitHub, Discord, Shopify, Retry-After). A request the quota affords goes
+// GitHub, Discord, Shopify, Brave, Retry-After), and the wait Google's APIs
+// state only in a 429's body. A request the quota affords goes
 // at once, as without a limiter; only demand that would run a quota out
 // before its reset waits (see [Adaptive] for the rule). A server that states
 // no quota but answers 429 with a Retry-After has its window inferred from

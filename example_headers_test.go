@@ -37,7 +37,13 @@ func ExampleParseHeaders_ietf() {
 
 	info, _ := pacer.ParseHeaders(h, now)
 	for _, q := range info.Quotas {
-		fmt.Printf("%s: %v/%v per %v", q.Name, q.Remaining, q.Limit, q.Window)
+		if q.Remaining < 0 {
+			// A policy the RateLimit field did not speak of: the server
+			// said nothing of what is left.
+			fmt.Printf("%s: ?/%v per %v", q.Name, q.Limit, q.Window)
+		} else {
+			fmt.Printf("%s: %v/%v per %v", q.Name, q.Remaining, q.Limit, q.Window)
+		}
 		if !q.Reset.IsZero() {
 			fmt.Printf(", more in %v", q.Reset.Sub(now))
 		}
@@ -45,7 +51,7 @@ func ExampleParseHeaders_ietf() {
 	}
 	// Output:
 	// burst: 50/100 per 1m0s, more in 30s
-	// daily: 1000/1000 per 24h0m0s
+	// daily: ?/1000 per 24h0m0s
 }
 
 func ExampleParseHeaders_openAI() {

@@ -21,12 +21,13 @@ type Quota struct {
 	Name string
 	// Limit is the quota per window; 0 if unknown.
 	Limit float64
-	// Remaining is what is left in the current window. It is never negative
-	// and never above Limit when Limit is known. When the server stated the
-	// limit but not what remains (an IETF policy with no matching RateLimit
-	// item, or a limit field alone), Remaining equals Limit and Reset is zero:
-	// the quota then describes a policy, Limit per Window, rather than the
-	// state of the current window.
+	// Remaining is what is left in the current window, never above Limit
+	// when Limit is known; -1 when the server did not say. That is the case
+	// when it stated the limit alone (an IETF policy with no RateLimit item
+	// for it, a limit field without a remaining one): the quota then
+	// describes a policy, Limit per Window, and nothing of the current
+	// window, which is neither full nor empty as far as anyone knows. A
+	// Remaining that was stated is never negative.
 	Remaining float64
 	// Reset is the absolute time the window resets (or, for the IETF fields,
 	// the time more quota becomes available); zero if unknown. It is computed
@@ -53,7 +54,11 @@ type Info struct {
 	// Retry-After (delta-seconds or HTTP-date), Retry-After-Ms or a provider
 	// equivalent; 0 if none. When present it wins over the quotas. It is
 	// never negative and never above the parser's cap (DefaultMaxDelay for
-	// ParseHeaders).
+	// ParseHeaders). The Transport and Permit.Done also read a 403's or
+	// 429's body, and a wait stated only there (the retryDelay of Google's
+	// google.rpc.RetryInfo, which Gemini sends) is the RetryAfter of the
+	// Info they report when the headers ask for none; ParseHeaders, seeing
+	// headers alone, never reports it.
 	RetryAfter time.Duration
 	// Bucket is a server-named bucket (X-RateLimit-Bucket,
 	// X-RateLimit-Resource): endpoints the server puts in one bucket share one
@@ -77,6 +82,9 @@ const (
 	maxWindowSeconds = 366 * 24 * 3600
 	maxQuotas        = 16
 	maxNameLen       = 256
+	// remainingUnknown is the Remaining of a quota whose server stated its
+	// limit but not what is left (see Quota.Remaining).
+	remainingUnknown = -1
 )
 
 // ParseHeaders reads the rate-limit information in the response headers h,
@@ -91,11 +99,15 @@ const (
 // fields split over several lines are joined, as RFC 9651 says.
 //
 // Conventions read: the IETF RateLimit and RateLimit-Policy fields of every
-// draft (draft-08+ named policies with q, qu, w, r, t; the draft-07
-// dictionary; RateLimit-Limit, -Remaining and -Reset with list values such as
+// draft (draft-08+ named policies with q, qu, w, r, t, and the a and w
+// proposed in 2026 to replace r and t; the draft-07 dictionary;
+// RateLimit-Limit, -Remaining and -Reset with list values such as
 // `10, 10;w=1, 50;w=60`); X-RateLimit-* and X-Rate-Limit-* (GitHub, X,
 // Reddit, Discord: -Limit, -Remaining, -Reset, -Reset-After, -Used,
-// -Resource, -Bucket, -Global, -Scope); OpenAI's x-ratelimit-*-requests and
+// -Resource, -Bucket, -Global, -Scope; Brave: -Policy, and every field a
+// comma list read by position, `X-RateLimit-Remaining: 1, 1000` stating
+// what is left of the first and the second quota, lists of different
+// lengths paired as far as they go); OpenAI's x-ratelimit-*-requests and
 // -tokens; anthropic-ratelimit-*; X-Shopify-Shop-Api-Call-Limit;
 // Retry-After-Ms, X-Ms-Retry-After-Ms and Retry-After, read in that order.
 //
@@ -106,7 +118,9 @@ const (
 //     RFC 9651, as a whole. IETF policies in units other than requests
 //     (qu=content-bytes, concurrent-requests) are not reported.
 //   - Remaining above Limit is clamped to Limit. Where only Used and one of
-//     Limit or Remaining are given, the other is derived.
+//     Limit or Remaining are given, the other is derived. A limit given
+//     with neither Remaining nor Used is a policy: Remaining is -1
+//     (unknown), not Limit.
 //   - A numeric reset is an epoch in seconds, else an epoch in milliseconds,
 //     if it lands within MaxResetHorizon of now; otherwise, if below 1e9, it
 //     is seconds from now; otherwise it is ignored, never guessed into a
@@ -335,7 +349,7 @@ func (p *headerParser) emit(q quotaState) {
 	}
 	switch {
 	case !q.hasRemaining:
-		out.Remaining = out.Limit
+		out.Remaining = remainingUnknown
 	case q.hasLimit && q.remaining > q.limit:
 		out.Remaining = q.limit
 	default:
@@ -362,9 +376,15 @@ func (p *headerParser) counts(name, limit, remaining, reset string) {
 }
 
 // xRateLimit handles X-RateLimit-* and X-Rate-Limit-*. The limit may be a
-// list (`100, 100;window=60, 10000;window=86400`) as in the older IETF drafts.
+// list (`100, 100;window=60, 10000;window=86400`) as in the older IETF
+// drafts; or every field may be a list read by position, as Brave sends
+// them (xRateLimitLists).
 func (p *headerParser) xRateLimit(fs *fieldSet) {
-	if fs.vals[fXLimit] == nil && fs.vals[fXRemaining] == nil && fs.vals[fXUsed] == nil {
+	if fs.vals[fXLimit] == nil && fs.vals[fXRemaining] == nil && fs.vals[fXUsed] == nil && fs.vals[fXPolicy] == nil {
+		return
+	}
+	if isXList(fs) {
+		p.xRateLimitLists(fs)
 		return
 	}
 	// Only a list needs room for its policies (776 bytes to clear): the

@@ -27,6 +27,7 @@ const (
 	fXBucket
 	fXGlobal
 	fXScope
+	fXPolicy
 	fOpenAI                  // limit, remaining, reset of requests, then of tokens
 	fAnthropic = fOpenAI + 6 // limit, remaining, reset of each of anthropicQuotas
 	fShopify   = fAnthropic + 12
@@ -97,6 +98,8 @@ func classifyXCanonical(rest string) (field, bool) {
 		return fXGlobal, true
 	case "Scope":
 		return fXScope, true
+	case "Policy":
+		return fXPolicy, true
 	case "Limit-Requests":
 		return fOpenAI, true
 	case "Remaining-Requests":
@@ -240,6 +243,8 @@ func classifyX(b []byte) (field, bool) {
 		return fXGlobal, true
 	case "scope":
 		return fXScope, true
+	case "policy":
+		return fXPolicy, true
 	case "limit-requests":
 		return fOpenAI, true
 	case "remaining-requests":

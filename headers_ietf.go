@@ -32,6 +32,18 @@ type policies struct {
 // add records the policy m describes and reports whether there is room for
 // more.
 func (ps *policies) add(m sfv.Member) bool {
+	pol, ok := policyOf(m)
+	if !ok {
+		return true
+	}
+	ps.list[ps.n] = pol
+	ps.n++
+	return ps.n < maxQuotas
+}
+
+// policyOf reads the policy m describes; false when m describes none (an
+// item that is neither a number nor a name, or an overlong name).
+func policyOf(m sfv.Member) (policy, bool) {
 	var pol policy
 	params := ietfParamsOf(m.Params)
 	switch m.Value.Kind {
@@ -39,27 +51,26 @@ func (ps *policies) add(m sfv.Member) bool {
 		pol.q, pol.hasQ = m.Value.Num, m.Value.Num >= 0
 	case sfv.String, sfv.Token:
 		if pol.name = m.Value.Str; len(pol.name) > maxNameLen {
-			return true
+			return policy{}, false
 		}
 		n, isNum := params.q.Number()
 		pol.q, pol.hasQ = n, isNum && n >= 0
 	default:
-		return true
+		return policy{}, false
 	}
 	if params.qu.Kind != 0 {
 		unit, _ := params.qu.Name()
 		pol.skip = unit != "requests"
 	}
 	pol.window = params.windowLen()
-	ps.list[ps.n] = pol
-	ps.n++
-	return ps.n < maxQuotas
+	return pol, true
 }
 
 // ietfParams holds the parameters the IETF drafts define, each the zero
-// sfv.Item when absent: q, qu and w (window in the first draft) of a policy, r
-// and t of a RateLimit item.
-type ietfParams struct{ q, qu, w, window, r, t sfv.Item }
+// sfv.Item when absent: q, qu and w (window in the first draft) of a policy;
+// r and t of a RateLimit item, or a and w as proposed in 2026 to rename
+// them (see draft08).
+type ietfParams struct{ q, qu, w, window, r, t, a sfv.Item }
 
 // ietfParamsOf reads all of them in one pass over the parameters.
 func ietfParamsOf(ps sfv.Params) ietfParams {
@@ -78,6 +89,8 @@ func ietfParamsOf(ps sfv.Params) ietfParams {
 			ip.r = v
 		case "t":
 			ip.t = v
+		case "a":
+			ip.a = v
 		}
 	})
 	return ip
@@ -144,7 +157,17 @@ func (p *headerParser) draft07(v string, ps *policies) bool {
 }
 
 // draft08 handles the list `RateLimit: "default";r=50;t=30`, whose items name
-// the RateLimit-Policy policies they report on.
+// the RateLimit-Policy policies they report on: r is what is left of the
+// policy (draft-11: the available quota), t the seconds until more is
+// available (draft-11: the effective window, within which the client may
+// use no more than r).
+//
+// It also reads `RateLimit: "default";a=50;w=30`: a (available) for r and
+// w (the effective window, named like the policy's window) for t, as one of
+// the draft's authors proposed in 2026 (in the discussion of pull request
+// 164 of ietf-wg-httpapi/ratelimit-headers); drafts 08 to 11 define only r
+// and t. Where an item has both names, r and t win. Any other parameter (a
+// per-request cost c, a partition key pk) is a comment, as the draft says.
 func (p *headerParser) draft08(v string, ps *policies) bool {
 	type item struct {
 		name      string
@@ -162,9 +185,16 @@ func (p *headerParser) draft08(v string, ps *policies) bool {
 		}
 		it := item{name: name}
 		params := ietfParamsOf(m.Params)
-		x, isNum := params.r.Number()
+		left, window := params.r, params.t
+		if left.Kind == 0 {
+			left = params.a
+		}
+		if window.Kind == 0 {
+			window = params.w
+		}
+		x, isNum := left.Number()
 		it.remaining, it.hasR = x, isNum && x >= 0
-		if x, isNum := params.t.Number(); isNum {
+		if x, isNum := window.Number(); isNum {
 			it.reset, _ = p.resetNumber(x)
 		}
 		items[n] = it

@@ -19,13 +19,13 @@ func TestParseHeadersIETFDraft08AndLater(t *testing.T) {
 		}, quotas(q("default", 100, 50, in30s, time.Minute))},
 		{"two policies, state for one", now, http.Header{
 			"Ratelimit": {`"burst";r=50;t=30`}, "Ratelimit-Policy": {burstDaily},
-		}, quotas(q("burst", 100, 50, in30s, time.Minute), q("daily", 1000, 1000, noReset, 24*time.Hour))},
+		}, quotas(q("burst", 100, 50, in30s, time.Minute), q("daily", 1000, unstated, noReset, 24*time.Hour))},
 		{"state for both, in the other order", now, http.Header{
 			"Ratelimit": {`"daily";r=900;t=3000, "burst";r=50;t=30`}, "Ratelimit-Policy": {burstDaily},
 		}, quotas(q("burst", 100, 50, in30s, time.Minute), q("daily", 1000, 900, now.Add(50*time.Minute), 24*time.Hour))},
 		{"state naming no known policy", now, http.Header{
 			"Ratelimit": {`"default";r=50;t=30`}, "Ratelimit-Policy": {burstDaily},
-		}, quotas(q("burst", 100, 100, noReset, time.Minute), q("daily", 1000, 1000, noReset, 24*time.Hour),
+		}, quotas(q("burst", 100, unstated, noReset, time.Minute), q("daily", 1000, unstated, noReset, 24*time.Hour),
 			q("default", 0, 50, in30s, 0))},
 		{"Cloudflare lower-case names and token policy names", now, http.Header{
 			"ratelimit": {`default;r=50;t=30`}, "ratelimit-policy": {`default;q=100;w=60`},
@@ -33,7 +33,7 @@ func TestParseHeadersIETFDraft08AndLater(t *testing.T) {
 		{"policy split over two lines", now, http.Header{
 			"Ratelimit":        {`"burst";r=50;t=30`},
 			"Ratelimit-Policy": {`"burst";q=100;w=60`, `"daily";q=1000;w=86400`},
-		}, quotas(q("burst", 100, 50, in30s, time.Minute), q("daily", 1000, 1000, noReset, 24*time.Hour))},
+		}, quotas(q("burst", 100, 50, in30s, time.Minute), q("daily", 1000, unstated, noReset, 24*time.Hour))},
 		{"state split over two lines", now, http.Header{
 			"Ratelimit":        {`"burst";r=50;t=30`, `"daily";r=10;t=30`},
 			"Ratelimit-Policy": {burstDaily},
@@ -46,8 +46,9 @@ func TestParseHeadersIETFDraft08AndLater(t *testing.T) {
 			"Ratelimit":        {`"bytes";r=5000;t=1, "conc";r=2`},
 			"Ratelimit-Policy": {`"bytes";q=10000;w=1;qu="content-bytes", "conc";q=10;qu="concurrent-requests"`},
 		}, Info{}},
+		// The server said nothing of what is left: not full, not empty.
 		{"policy alone", now, http.Header{"Ratelimit-Policy": {burstDaily}},
-			quotas(q("burst", 100, 100, noReset, time.Minute), q("daily", 1000, 1000, noReset, 24*time.Hour))},
+			quotas(q("burst", 100, unstated, noReset, time.Minute), q("daily", 1000, unstated, noReset, 24*time.Hour))},
 		{"escaped policy name", now, http.Header{
 			"Ratelimit": {`"a\"b\\c";r=1`}, "Ratelimit-Policy": {`"a\"b\\c";q=2`},
 		}, quotas(q(`a"b\c`, 2, 1, noReset, 0))},
@@ -57,7 +58,7 @@ func TestParseHeadersIETFDraft08AndLater(t *testing.T) {
 		// Malformed variants.
 		{"state with a trailing comma ignored as a whole", now, http.Header{
 			"Ratelimit": {`"burst";r=50;t=30,`}, "Ratelimit-Policy": {`"burst";q=100;w=60`},
-		}, quotas(q("burst", 100, 100, noReset, time.Minute))},
+		}, quotas(q("burst", 100, unstated, noReset, time.Minute))},
 		{"policy with an exponent ignored as a whole", now, http.Header{
 			"Ratelimit": {`"burst";r=50;t=30`}, "Ratelimit-Policy": {`"burst";q=1e3;w=60`},
 		}, quotas(q("burst", 0, 50, in30s, 0))},
@@ -66,13 +67,13 @@ func TestParseHeadersIETFDraft08AndLater(t *testing.T) {
 		}, Info{}},
 		{"wrongly typed parameters ignored", now, http.Header{
 			"Ratelimit": {`"burst";r="50";t=30`}, "Ratelimit-Policy": {`"burst";q=100;w="60"`},
-		}, quotas(q("burst", 100, 100, in30s, 0))},
+		}, quotas(q("burst", 100, unstated, in30s, 0))},
 		{"wrongly typed or negative reset ignored", now, http.Header{
 			"Ratelimit": {`"a";r=1;t="30", "b";r=2;t=-30, "c";r=3;t=?1`},
 		}, quotas(q("a", 0, 1, noReset, 0), q("b", 0, 2, noReset, 0), q("c", 0, 3, noReset, 0))},
 		{"zero and absurd windows ignored", now, http.Header{
 			"Ratelimit-Policy": {`"a";q=1;w=0, "b";q=2;w=999999999999`},
-		}, quotas(q("a", 1, 1, noReset, 0), q("b", 2, 2, noReset, 0))},
+		}, quotas(q("a", 1, unstated, noReset, 0), q("b", 2, unstated, noReset, 0))},
 		{"state a day ahead reported as stated", now, http.Header{"Ratelimit": {`"x";r=1;t=86399`}},
 			quotas(q("x", 0, 1, now.Add(86399*time.Second), 0))},
 		{"remaining above the quota clamped", now, http.Header{
@@ -88,6 +89,48 @@ func TestParseHeadersIETFDraft08AndLater(t *testing.T) {
 	})
 }
 
+// The renaming proposed in 2026 for the RateLimit field: a (available
+// quota) for r, w (effective window, seconds) for t. Drafts 08 to 11 still
+// define r and t; both forms are read, and they mean the same.
+func TestParseHeadersIETFProposedAvailableAndWindow(t *testing.T) {
+	now := ietfNow
+	in30s := now.Add(30 * time.Second)
+	policy := http.Header{"Ratelimit-Policy": {`"default";q=100;w=60`}}
+	with := func(rl string) http.Header {
+		h := policy.Clone()
+		h["Ratelimit"] = []string{rl}
+		return h
+	}
+	state := quotas(q("default", 100, 50, in30s, time.Minute))
+	runHeaderCases(t, []headerCase{
+		{"older form, for comparison", now, with(`"default";r=50;t=30`), state},
+		{"new form: a is what is left, w when more is available", now, with(`"default";a=50;w=30`), state},
+		{"the proposal's own example", now, http.Header{
+			"Ratelimit-Policy": {`"burst";q=100;w=60`}, "Ratelimit": {`"burst";a=80;w=45`},
+		}, quotas(q("burst", 100, 80, now.Add(45*time.Second), time.Minute))},
+		{"a per-request cost c is a comment", now, with(`"default";a=50;w=30;c=2`), state},
+		{"new form without a policy: no limit, no policy window", now, http.Header{"Ratelimit": {`"default";a=50;w=30`}},
+			quotas(q("default", 0, 50, in30s, 0))},
+		{"Cloudflare-style token name", now, http.Header{
+			"ratelimit": {`default;a=50;w=30`}, "ratelimit-policy": {`default;q=100;w=60`},
+		}, state},
+		{"both forms in one item: r and t, the drafts' names, win", now, with(`"default";r=40;t=20;a=50;w=30`),
+			quotas(q("default", 100, 40, now.Add(20*time.Second), time.Minute))},
+		{"forms mixed: r with w", now, with(`"default";r=50;w=30`), state},
+		{"nothing left, more in 0 s: the window is over", now, with(`"default";a=0;w=0`),
+			quotas(q("default", 100, 0, now, time.Minute))},
+		// Malformed variants.
+		{"a wrongly typed a leaves what is left unknown", now, with(`"default";a="50";w=30`),
+			quotas(q("default", 100, unstated, in30s, time.Minute))},
+		{"negative a and w ignored", now, with(`"default";a=-5;w=-30`),
+			quotas(q("default", 100, unstated, noReset, time.Minute))},
+		{"a above the quota clamped", now, with(`"default";a=500;w=30`),
+			quotas(q("default", 100, 100, in30s, time.Minute))},
+		{"a boolean w ignored", now, with(`"default";a=50;w`),
+			quotas(q("default", 100, 50, noReset, time.Minute))},
+	})
+}
+
 func TestParseHeadersIETFOlderDrafts(t *testing.T) {
 	now := ietfNow
 	runHeaderCases(t, []headerCase{
@@ -96,7 +139,7 @@ func TestParseHeadersIETFOlderDrafts(t *testing.T) {
 		}, quotas(q("", 100, 50, now.Add(5*time.Second), 10*time.Second))},
 		{"draft-07 with a second policy", now, http.Header{
 			"Ratelimit": {"limit=10, remaining=5, reset=1"}, "Ratelimit-Policy": {"10;w=1, 50;w=60"},
-		}, quotas(q("", 10, 5, now.Add(time.Second), time.Second), q("#2", 50, 50, noReset, time.Minute))},
+		}, quotas(q("", 10, 5, now.Add(time.Second), time.Second), q("#2", 50, unstated, noReset, time.Minute))},
 		{"draft-07 naming its policy", now, http.Header{
 			"Ratelimit": {"limit=100, remaining=50, reset=5"}, "Ratelimit-Policy": {`"default";q=100;w=10`},
 		}, quotas(q("default", 100, 50, now.Add(5*time.Second), 10*time.Second))},
@@ -106,19 +149,19 @@ func TestParseHeadersIETFOlderDrafts(t *testing.T) {
 		{"draft-04 separate fields with a policy", now, http.Header{
 			"Ratelimit-Limit": {"10"}, "Ratelimit-Remaining": {"5"}, "Ratelimit-Reset": {"7"},
 			"Ratelimit-Policy": {"10;w=1, 50;w=60"},
-		}, quotas(q("", 10, 5, now.Add(7*time.Second), time.Second), q("#2", 50, 50, noReset, time.Minute))},
+		}, quotas(q("", 10, 5, now.Add(7*time.Second), time.Second), q("#2", 50, unstated, noReset, time.Minute))},
 		{"draft-00 separate fields", now, http.Header{
 			"Ratelimit-Limit": {"100"}, "Ratelimit-Remaining": {"50"}, "Ratelimit-Reset": {"50"},
 		}, quotas(q("", 100, 50, now.Add(50*time.Second), 0))},
 		{"draft-01 list limit", now, http.Header{
 			"Ratelimit-Limit": {"10, 10;w=1, 50;w=60"}, "Ratelimit-Remaining": {"9"}, "Ratelimit-Reset": {"1"},
-		}, quotas(q("", 10, 9, now.Add(time.Second), time.Second), q("#2", 50, 50, noReset, time.Minute))},
+		}, quotas(q("", 10, 9, now.Add(time.Second), time.Second), q("#2", 50, unstated, noReset, time.Minute))},
 		{"polli-00 window parameter and HTTP-date reset", now, http.Header{
 			"Ratelimit-Limit": {"100, 100;window=10"}, "Ratelimit-Remaining": {"50"},
 			"Ratelimit-Reset": {"Mon, 21 Oct 2024 09:00:10 GMT"},
 		}, quotas(q("", 100, 50, now.Add(10*time.Second), 10*time.Second))},
 		{"limit with its own window", now, http.Header{"Ratelimit-Limit": {"100;w=10"}},
-			quotas(q("", 100, 100, noReset, 10*time.Second))},
+			quotas(q("", 100, unstated, noReset, 10*time.Second))},
 		{"newest draft wins over the older fields", now, http.Header{
 			"Ratelimit": {`"default";r=50;t=30`}, "Ratelimit-Policy": {`"default";q=100;w=60`},
 			"Ratelimit-Limit": {"7"}, "Ratelimit-Remaining": {"1"},
@@ -126,7 +169,7 @@ func TestParseHeadersIETFOlderDrafts(t *testing.T) {
 		// Malformed variants.
 		{"draft-07 with a 16-digit integer ignored", now, http.Header{
 			"Ratelimit": {"limit=1000000000000000, remaining=50"}, "Ratelimit-Limit": {"100"},
-		}, quotas(q("", 100, 100, noReset, 0))},
+		}, quotas(q("", 100, unstated, noReset, 0))},
 		{"draft-07 with negative and boolean members", now, http.Header{
 			"Ratelimit": {"limit=-1, remaining=5, reset"},
 		}, quotas(q("", 0, 5, noReset, 0))},

@@ -50,6 +50,9 @@ func quotas(qs ...Quota) Info { return Info{Quotas: qs} }
 
 var noReset time.Time
 
+// unstated is the Remaining of a quota whose server stated its limit alone.
+const unstated = -1
+
 func TestParseHeadersGitHub(t *testing.T) {
 	reset := ghNow.Add(33 * time.Minute)
 	github := func(kv ...string) http.Header {
@@ -133,13 +136,13 @@ func TestParseHeadersXRedditWhoopLemlist(t *testing.T) {
 		{"Whoop list limit with windows", xNow, http.Header{
 			"X-Ratelimit-Limit": {"100, 100;window=60, 10000;window=86400"}, "X-Ratelimit-Remaining": {"98"},
 			"X-Ratelimit-Reset": {"45"},
-		}, quotas(q("", 100, 98, xNow.Add(45*time.Second), time.Minute), q("#2", 10000, 10000, noReset, 24*time.Hour))},
+		}, quotas(q("", 100, 98, xNow.Add(45*time.Second), time.Minute), q("#2", 10000, unstated, noReset, 24*time.Hour))},
 		{"Whoop list split over lines", xNow, http.Header{
 			"X-Ratelimit-Limit": {"100", "100;window=60"}, "X-Ratelimit-Remaining": {"98"},
 		}, quotas(q("", 100, 98, noReset, time.Minute))},
 		{"list limit whose first member is not a number", xNow, http.Header{
 			"X-Ratelimit-Limit": {"many, 100;window=60"}, "X-Ratelimit-Remaining": {"98"},
-		}, quotas(q("", 0, 98, noReset, 0), q("#2", 100, 100, noReset, time.Minute))},
+		}, quotas(q("", 0, 98, noReset, 0), q("#2", 100, unstated, noReset, time.Minute))},
 		{"Lemlist JavaScript date reset", xNow, http.Header{
 			"X-Ratelimit-Limit": {"20"}, "X-Ratelimit-Remaining": {"19"},
 			"X-Ratelimit-Reset": {"Tue Jan 16 2024 17:00:00 GMT+0100 (Central European Standard Time)"},
@@ -149,10 +152,10 @@ func TestParseHeadersXRedditWhoopLemlist(t *testing.T) {
 		}, quotas(q("", 0, 19, xNow.Add(10*time.Minute), 0))},
 		{"both spellings: the canonical one wins", xNow, http.Header{
 			"X-Ratelimit-Limit": {"900"}, "x-ratelimit-limit": {"1"}, "X-RATELIMIT-LIMIT": {"2"},
-		}, quotas(q("", 900, 900, noReset, 0))},
+		}, quotas(q("", 900, unstated, noReset, 0))},
 		{"both families: the smaller name wins", xNow, http.Header{
 			"X-Ratelimit-Limit": {"900"}, "X-Rate-Limit-Limit": {"15"},
-		}, quotas(q("", 15, 15, noReset, 0))},
+		}, quotas(q("", 15, unstated, noReset, 0))},
 		{"reset alone is not a quota", xNow, http.Header{"X-Ratelimit-Reset": {"60"}}, Info{}},
 	})
 }
@@ -241,6 +244,11 @@ func TestParseHeadersOpenAI(t *testing.T) {
 		{"unknown unit", now, openAI("1x", "1d"), resets(noReset, noReset)},
 		{"unit without number and number with two dots", now, openAI("s", "1.2.3s"), resets(noReset, noReset)},
 		{"tokens only", now, http.Header{"X-Ratelimit-Remaining-Tokens": {"100"}}, quotas(q("tokens", 0, 100, noReset, 0))},
+		// A reset says when the window ends, not what it holds: the
+		// server said nothing of what is left.
+		{"limit and reset without remaining", now, http.Header{
+			"X-Ratelimit-Limit-Requests": {"60"}, "X-Ratelimit-Reset-Requests": {"1s"},
+		}, quotas(q("requests", 60, unstated, now.Add(time.Second), 0))},
 		{"garbage counts", now, http.Header{"X-Ratelimit-Limit-Requests": {"sixty"}, "X-Ratelimit-Remaining-Requests": {"1e3"}}, Info{}},
 	})
 }
@@ -371,7 +379,7 @@ func TestParseHeadersOrdersConventionsAndKeepsAtMost16Quotas(t *testing.T) {
 		got = append(got, q.Remaining)
 		names = append(names, q.Name)
 	}
-	assert.Equal(t, []float64{1, 2, 3, 5, 4, 7, 6, 7}, got)
+	assert.Equal(t, []float64{unstated, unstated, 3, 5, 4, 7, 6, 7}, got)
 	assert.Equal(t, []string{"a", "b", "", "requests", "tokens", "requests#2", "output-tokens", "#2"}, names,
 		"names are made unique in order")
 

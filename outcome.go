@@ -6,7 +6,7 @@ import (
 )
 
 // signal is what a response's body says about the rate limit, beyond its
-// headers (bodySignal).
+// headers (classifyBody).
 type signal uint8
 
 const (
@@ -68,7 +68,7 @@ func throttledBy(status int, info *Info, sig signal) bool {
 			return true
 		}
 		for _, q := range info.Quotas {
-			if q.Remaining < 1 {
+			if q.drained() {
 				return true
 			}
 		}

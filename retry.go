@@ -293,7 +293,11 @@ func overloaded(status int, info *Info) bool {
 // than one unit remaining. The limiter (an exhausted quota explains a
 // throttle) and the retry decision (a 5xx is overload unless one is spent)
 // read it the same way.
-func (q Quota) spent() bool { return q.Remaining < 1 && !q.Reset.IsZero() }
+func (q Quota) spent() bool { return q.drained() && !q.Reset.IsZero() }
+
+// drained reports whether the server said less than one unit of q is left;
+// never when it did not say (Remaining -1).
+func (q Quota) drained() bool { return 0 <= q.Remaining && q.Remaining < 1 }
 
 // retryBudget bounds the retries of shed requests (overloaded) to a share
 // of an endpoint's traffic, as gRPC's retry throttling and Finagle's retry

@@ -186,9 +186,10 @@ func TestTokenQuotaScenarios(t *testing.T) {
 					for i, e := range r.estErr[min(2, len(r.estErr)):] {
 						// Samples of 8 requests costing ±50% vary by 10%,
 						// and Anthropic rounds its figures to the thousand;
-						// the estimate averages about four samples.
-						if !(math.Abs(e) <= 0.2) {
-							t.Errorf("minute %d: the learnt cost is off by %+.0f%%, want within 20%%", i+3, 100*e)
+						// the estimate averages about two samples (at most
+						// 19% off from minute 3 in 220 runs).
+						if !(math.Abs(e) <= 0.25) {
+							t.Errorf("minute %d: the learnt cost is off by %+.0f%%, want within 25%%", i+3, 100*e)
 						}
 					}
 					if r.goodput < 0.9 {

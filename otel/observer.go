@@ -329,7 +329,9 @@ func (o *Observer) observe(obs metric.Observer, stats []pacer.Stats) {
 				name = "default"
 			}
 			qa := o.opts(setKey{endpoint: s.Key, quota: name}).obs
-			obs.ObserveFloat64(o.quotaRemaining, q.Remaining, qa...)
+			if q.Remaining >= 0 { // -1: the server stated the limit alone
+				obs.ObserveFloat64(o.quotaRemaining, q.Remaining, qa...)
+			}
 			if q.Limit > 0 {
 				obs.ObserveFloat64(o.quotaLimit, q.Limit, qa...)
 			}

@@ -111,6 +111,30 @@ func TestRecordsThrottledRequestItsRetriesAndTheWaits(t *testing.T) {
 	})
 }
 
+// A RateLimit-Policy with no RateLimit field states the quota's limit and
+// nothing of what is left (pacer reports its Remaining as -1): the limit
+// gauge shows the policy, the remaining gauge shows nothing rather than -1
+// or a full quota.
+func TestAPolicyAloneHasALimitButNoRemainingGauge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		base := &responder{fn: func(_ int64, req *http.Request) (*http.Response, error) {
+			return reply(req, http.StatusOK, "RateLimit-Policy", `"daily";q=1000;w=86400`), nil
+		}}
+		tr := pacer.NewTransport(base, pacer.WithObserver(h.obs.Record))
+		reg, err := h.obs.Watch(tr)
+		require.NoError(t, err)
+		defer reg.Unregister()
+
+		_, err = get(t, &http.Client{Transport: tr}, t.Context())
+		require.NoError(t, err)
+		c := h.collect(t)
+		quota := series(ep, pacerotel.AttrQuotaName.String("daily"))
+		assert.Equal(t, map[string]float64{quota: 1000}, c.gauge(pacerotel.MetricQuotaLimit))
+		assert.Empty(t, c.gauge(pacerotel.MetricQuotaRemaining))
+	})
+}
+
 // After a 429 with Retry-After: 30, a request whose deadline is nearer is
 // refused at once (a refusal, waiting 0 s), and one whose context is
 // canceled after 5 s of waiting is a canceled wait of 5 s: neither is a

@@ -91,10 +91,10 @@ func (c Counts) admitted(w *Window) float64 {
 // spent (nothing left before a stated reset).
 //
 // Reports the model cannot use are dropped: counts that are not finite or
-// are negative, and quotas beyond MaxQuotas. Remaining is clamped to Limit,
-// the reset to Horizon. A quota that rolled over blind (a look is due)
-// and that this response did not describe is forgotten: the server stopped
-// speaking of it.
+// are negative (but for an Unstated Remaining), and quotas beyond
+// MaxQuotas. Remaining is clamped to Limit, the reset to Horizon. A quota
+// that rolled over blind (a look is due) and that this response did not
+// describe is forgotten: the server stopped speaking of it.
 func (b *Book) Observe(rs []Named, now time.Time, c Counts, seen Seen) (spent bool) {
 	var mentioned uint64 // bit i: b.windows[i] was described (MaxQuotas ≤ 64)
 	for _, r := range rs {
@@ -110,7 +110,7 @@ func (b *Book) Observe(rs []Named, now time.Time, c Counts, seen Seen) (spent bo
 		if b.cfg.Fleet {
 			w.ForgetDrift()
 		}
-		if q.Remaining < 1 && !q.Reset.IsZero() {
+		if q.Remaining != Unstated && q.Remaining < 1 && !q.Reset.IsZero() {
 			spent = true
 		}
 	}
@@ -131,7 +131,7 @@ func (b *Book) Observe(rs []Named, now time.Time, c Counts, seen Seen) (spent bo
 func (b *Book) sane(r Named, now time.Time) (Report, bool) {
 	q := r.Report
 	finite := func(v float64) bool { return v >= 0 && !math.IsInf(v, 1) } // false for NaN
-	if !finite(q.Remaining) || !finite(q.Limit) || len(b.windows) >= MaxQuotas && b.Find(r.Name) == nil {
+	if !finite(q.Remaining) && q.Remaining != Unstated || !finite(q.Limit) || len(b.windows) >= MaxQuotas && b.Find(r.Name) == nil {
 		return q, false
 	}
 	if q.Limit > 0 {

@@ -132,7 +132,7 @@ func TestBook(t *testing.T) {
 				"comparison, +Inf would open the gate for good, a negative count is no state",
 			pages: []page{said(0, Counts{}, Seen{},
 				req("nan remaining", 100, math.NaN(), minute),
-				req("negative remaining", 100, -1, minute),
+				req("negative remaining", 100, -5, minute),
 				req("infinite remaining", 100, math.Inf(1), minute),
 				req("nan limit", math.NaN(), 50, minute),
 				req("negative limit", -1, 50, minute),
@@ -160,6 +160,15 @@ func TestBook(t *testing.T) {
 			pages:  []page{said(0, Counts{}, Seen{}, req("a", 100, 50, minute), req("b", 100, 0, minute))},
 			quotas: []quotaState{{name: "a", units: 50, reset: minute}, {name: "b", reset: minute}},
 			spent:  true,
+		},
+		{
+			name: "a quota whose Remaining is unstated is followed, never spent",
+			why: "the server stated the limit and a reset but not what is left: the book " +
+				"follows the quota (its limit is learnt) with no budget, neither full nor " +
+				"spent, so a 403 or 429 is not explained by it",
+			pages: []page{said(0, Counts{}, Seen{Refused: true},
+				Named{Name: "policy", Report: Report{Limit: 100, Remaining: Unstated, Reset: minute, Window: time.Minute}})},
+			quotas: []quotaState{{name: "policy"}},
 		},
 		{
 			name:   "a quota with no reset is never reported spent",

@@ -34,11 +34,11 @@ const costSample = 8
 const firstSample = 2
 
 // costMemory is how many blind requests the estimate averages over: the
-// weight of a request's sample halves about every 22 requests after it
+// weight of a request's sample halves about every 11 requests after it
 // (prompts grow through a conversation, and a stale estimate costs 429s
 // when it is low), and a sample weighs as many requests as it spans, so a
 // small first one is soon outweighed.
-const costMemory = 32
+const costMemory = 16
 
 // costWeight is the weight of each new sample in the variance's moving
 // average: about four samples.

@@ -82,6 +82,30 @@ func TestObserve(t *testing.T) {
 			want:   observed{length: time.Minute},
 		},
 		{
+			name: "an unstated Remaining sets limit and window, not a budget",
+			why: "the server stated Limit per Window and nothing of what is left (an IETF " +
+				"policy with no RateLimit item): the window is neither full nor empty",
+			events: []event{obs(0, 0, Report{Limit: L, Remaining: Unstated, Window: time.Minute}, Seen{})},
+			want:   observed{length: time.Minute},
+		},
+		{
+			name: "an unstated Remaining with a reset is not a full window",
+			why: "a reset with no figure says when a window ends, not what it holds: taking " +
+				"it for Limit would spend a window that may be empty",
+			events: []event{obs(0, 0, Report{Limit: L, Remaining: Unstated, Reset: minute, Window: time.Minute}, Seen{})},
+			want:   observed{length: time.Minute},
+		},
+		{
+			name: "a refusal with Remaining unstated says nothing of others' spending",
+			why: "a 429 whose report states no figure is not 'nothing left while the budget " +
+				"had room': the budget and the quota's standing stay as the last figure set them",
+			events: []event{
+				obs(0, 0, Report{Limit: L, Remaining: 80, Reset: minute}, Seen{}),
+				obs(100*time.Millisecond, 0, Report{Limit: L, Remaining: Unstated, Window: time.Minute}, Seen{Refused: true}),
+			},
+			want: observed{units: 80, known: true, reset: minute, length: time.Minute, rate: inf},
+		},
+		{
 			name: "a report whose reset has passed is ignored",
 			why: "parsers map past resets to now: the window it describes is over, so its low " +
 				"figure (10) says nothing of the current one",

@@ -322,8 +322,11 @@ func (w *Window) ForgetDrift() {
 }
 
 // Report is what one response said of one quota: Limit per Window, and
-// Remaining until Reset. Zero fields are unknown; the caller has clamped
-// them (finite, not negative, Remaining at most Limit, Reset within the
+// Remaining until Reset. Zero fields are unknown, except Remaining, which
+// is unknown when Unstated: the server stated Limit per Window alone, a
+// policy, and the report teaches the limit and window but no budget,
+// neither full nor empty. The caller has clamped the fields (finite, not
+// negative but for Unstated, Remaining at most Limit, Reset within the
 // horizon it accepts).
 type Report struct {
 	Limit     float64
@@ -331,6 +334,10 @@ type Report struct {
 	Reset     time.Time
 	Window    time.Duration
 }
+
+// Unstated is the Remaining of a Report whose server did not say what is
+// left.
+const Unstated = -1
 
 // Seen is what the limiter around the model knew when a response came in,
 // in the quota's unit (requests, or estimated tokens).
@@ -426,7 +433,8 @@ func (w *Window) Observe(q Report, now time.Time, seen Seen) {
 
 func (w *Window) observe(q Report, now time.Time, seen Seen) {
 	unseen, fed, admitted, horizon, age := seen.Unseen, seen.Fed, seen.Admitted, seen.Horizon, seen.Age
-	if seen.Refused && q.Remaining < 1 {
+	hasRemaining := q.Remaining != Unstated
+	if seen.Refused && hasRemaining && q.Remaining < 1 {
 		if !w.tokens && w.known && !w.probing && !w.rolled && w.Units() >= 1 {
 			// Refused with room left by the budget: someone else spent it.
 			// (Not a token quota's: its charges are estimates, and one
@@ -454,8 +462,10 @@ func (w *Window) observe(q Report, now time.Time, seen Seen) {
 	}
 	timed := !q.Reset.IsZero()
 	switch {
-	case !timed && q.Limit > 0 && q.Remaining >= q.Limit:
-		// A policy (Limit per Window), not the state of a window.
+	case !hasRemaining, !timed && q.Limit > 0 && q.Remaining >= q.Limit:
+		// A policy (Limit per Window), not the state of a window: the
+		// limit and window are learnt, no budget is set, and a reset
+		// stated with it has nothing to count down.
 		return
 	case timed && !q.Reset.After(now):
 		// The window it describes is over (parsers map past resets to now).
