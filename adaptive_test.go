@@ -373,7 +373,7 @@ func TestAdaptiveChargesCostOnlyToTokenQuotas(t *testing.T) {
 		reset := time.Now().Add(time.Minute)
 		a.observe(http.StatusOK, Info{Quotas: []Quota{
 			{Name: "requests", Limit: 1000, Remaining: 999, Reset: reset},
-			{Name: "tokens", Limit: 100000, Remaining: 90000, Reset: reset},
+			{Name: "tokens", Unit: UnitTokens, Limit: 100000, Remaining: 90000, Reset: reset},
 		}})
 		admit(t, a, 500)
 		assert.Equal(t, 89500.0, budgetOf(a, "tokens"))
@@ -391,12 +391,12 @@ func TestAdaptiveHoldsACostlyRequestUntilTheTokenQuotaResets(t *testing.T) {
 		reset := time.Now().Add(20 * time.Second)
 		a.observe(http.StatusOK, Info{Quotas: []Quota{
 			{Name: "requests", Limit: 1000, Remaining: 999, Reset: reset},
-			{Name: "tokens", Limit: 10000, Remaining: 1500, Reset: reset},
+			{Name: "tokens", Unit: UnitTokens, Limit: 10000, Remaining: 1500, Reset: reset},
 		}})
 		assert.Less(t, waitTook(t, a), time.Second, "requests without a cost are not held by tokens")
 		a.observe(http.StatusOK, Info{Quotas: []Quota{
 			{Name: "requests", Limit: 1000, Remaining: 998, Reset: reset},
-			{Name: "tokens", Limit: 10000, Remaining: 1500, Reset: reset},
+			{Name: "tokens", Unit: UnitTokens, Limit: 10000, Remaining: 1500, Reset: reset},
 		}})
 		took := func() time.Duration {
 			start := time.Now()

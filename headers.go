@@ -40,6 +40,28 @@ type Quota struct {
 	// parameter (w=, window=) sets it: a reset alone says when the current
 	// window ends, not how long windows are.
 	Window time.Duration
+	// Unit is what the quota counts: requests, unless the server's
+	// convention says tokens (OpenAI's and Anthropic's *-tokens fields).
+	Unit Unit
+}
+
+// Unit is what a [Quota] counts.
+type Unit uint8
+
+const (
+	// UnitRequests: every request takes one.
+	UnitRequests Unit = iota
+	// UnitTokens: a request takes its cost, stated with [WithCost] or
+	// learnt from the quota's figures (see [Stats.Costs]).
+	UnitTokens
+)
+
+// String returns "requests" or "tokens".
+func (u Unit) String() string {
+	if u == UnitTokens {
+		return "tokens"
+	}
+	return "requests"
 }
 
 // Info is everything rate-limit related that one response said.
@@ -327,6 +349,7 @@ type headerParser struct {
 // quotaState is a quota being assembled from separate fields.
 type quotaState struct {
 	name                   string
+	unit                   Unit
 	limit, remaining       float64
 	hasLimit, hasRemaining bool
 	reset                  time.Time
@@ -343,7 +366,7 @@ func (p *headerParser) emit(q quotaState) {
 	if p.n == maxQuotas {
 		return
 	}
-	out := Quota{Name: q.name, Reset: q.reset, Window: q.window}
+	out := Quota{Name: q.name, Reset: q.reset, Window: q.window, Unit: q.unit}
 	if q.hasLimit {
 		out.Limit = q.limit
 	}
@@ -369,6 +392,9 @@ func (p *headerParser) counts(name, limit, remaining, reset string) {
 		return
 	}
 	q := quotaState{name: name}
+	if name != "requests" {
+		q.unit = UnitTokens
+	}
 	q.limit, q.hasLimit = parseCount(limit)
 	q.remaining, q.hasRemaining = parseCount(remaining)
 	q.reset, _ = p.reset(reset)

@@ -223,3 +223,18 @@ func TestParseHeadersReportsAZeroRetryAfter(t *testing.T) {
 		assert.Zero(t, info, "Retry-After: %s", v)
 	}
 }
+
+// A quota counts tokens by the server's convention, not by its name: an
+// IETF policy named "tokens" counts requests (the field states no unit).
+func TestParseHeadersUnitIsTheConventionsNotTheName(t *testing.T) {
+	h := http.Header{"Ratelimit-Policy": {`"tokens";q=100;w=60`}, "Ratelimit": {`"tokens";r=50;t=30`},
+		"X-Ratelimit-Limit-Tokens": {"1000"}, "X-Ratelimit-Remaining-Tokens": {"900"}}
+	info, _ := ParseHeaders(h, ietfNow)
+	units := map[string]Unit{}
+	for _, q := range info.Quotas {
+		units[q.Name] = q.Unit
+	}
+	assert.Equal(t, map[string]Unit{"tokens": UnitRequests, "tokens#2": UnitTokens}, units)
+	assert.Equal(t, "tokens", UnitTokens.String())
+	assert.Equal(t, "requests", UnitRequests.String())
+}

@@ -46,6 +46,13 @@ func q(name string, limit, remaining float64, reset time.Time, window time.Durat
 	return Quota{Name: name, Limit: limit, Remaining: remaining, Reset: reset, Window: window}
 }
 
+// tok is q for a quota the server's convention counts in tokens.
+func tok(name string, limit, remaining float64, reset time.Time, window time.Duration) Quota {
+	qt := q(name, limit, remaining, reset, window)
+	qt.Unit = UnitTokens
+	return qt
+}
+
 func quotas(qs ...Quota) Info { return Info{Quotas: qs} }
 
 var noReset time.Time
@@ -222,8 +229,8 @@ func TestParseHeadersOpenAI(t *testing.T) {
 			"x-ratelimit-reset-tokens":       {resetTok},
 		}
 	}
-	resets := func(req, tok time.Time) Info {
-		return quotas(q("requests", 60, 59, req, 0), q("tokens", 150000, 149984, tok, 0))
+	resets := func(req, tokens time.Time) Info {
+		return quotas(q("requests", 60, 59, req, 0), tok("tokens", 150000, 149984, tokens, 0))
 	}
 	both := func(req, tok time.Duration) Info { return resets(now.Add(req), now.Add(tok)) }
 	runHeaderCases(t, []headerCase{
@@ -243,7 +250,7 @@ func TestParseHeadersOpenAI(t *testing.T) {
 		{"negative duration", now, openAI("-1s", "6m0s"), resets(noReset, now.Add(6*time.Minute))},
 		{"unknown unit", now, openAI("1x", "1d"), resets(noReset, noReset)},
 		{"unit without number and number with two dots", now, openAI("s", "1.2.3s"), resets(noReset, noReset)},
-		{"tokens only", now, http.Header{"X-Ratelimit-Remaining-Tokens": {"100"}}, quotas(q("tokens", 0, 100, noReset, 0))},
+		{"tokens only", now, http.Header{"X-Ratelimit-Remaining-Tokens": {"100"}}, quotas(tok("tokens", 0, 100, noReset, 0))},
 		// A reset says when the window ends, not what it holds: the
 		// server said nothing of what is left.
 		{"limit and reset without remaining", now, http.Header{
@@ -273,9 +280,9 @@ func TestParseHeadersAnthropic(t *testing.T) {
 			"Retry-After": {"20"},
 		}, Info{RetryAfter: 20 * time.Second, Quotas: []Quota{
 			q("requests", 50, 49, reset, 0),
-			q("tokens", 90000, 89000, now.Add(31*time.Second), 0),
-			q("input-tokens", 50000, 49000, now.Add(31*time.Second), 0),
-			q("output-tokens", 10000, 10000, now, 0),
+			tok("tokens", 90000, 89000, now.Add(31*time.Second), 0),
+			tok("input-tokens", 50000, 49000, now.Add(31*time.Second), 0),
+			tok("output-tokens", 10000, 10000, now, 0),
 		}}},
 		{"reset with an offset and fractional seconds", now, http.Header{
 			"Anthropic-Ratelimit-Requests-Remaining": {"49"},
@@ -301,7 +308,7 @@ func TestParseHeadersAnthropic(t *testing.T) {
 		{"remaining tokens above the limit", now, http.Header{
 			"Anthropic-Ratelimit-Tokens-Limit":     {"90000"},
 			"Anthropic-Ratelimit-Tokens-Remaining": {"91000"},
-		}, quotas(q("tokens", 90000, 90000, noReset, 0))},
+		}, quotas(tok("tokens", 90000, 90000, noReset, 0))},
 	})
 }
 

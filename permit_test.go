@@ -23,7 +23,7 @@ func TestAdaptivePermitAbandonGivesBackItsCharge(t *testing.T) {
 		reset := time.Now().Add(time.Minute)
 		a.observe(http.StatusOK, Info{Quotas: []Quota{
 			{Name: "requests", Limit: 100, Remaining: 10, Reset: reset},
-			{Name: "tokens", Limit: 10000, Remaining: 5000, Reset: reset},
+			{Name: "tokens", Unit: UnitTokens, Limit: 10000, Remaining: 5000, Reset: reset},
 		}})
 		p, err := a.Acquire(context.Background(), 700)
 		require.NoError(t, err)

@@ -6,7 +6,6 @@ import (
 	"math"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
@@ -183,7 +182,7 @@ func (a *Adaptive) learn(o outcome, quotas []Quota, own bool, cost float64, now 
 			continue
 		}
 		a.reports = append(a.reports, quota.Named{
-			Name: q.Name, Tokens: isTokenQuota(q.Name),
+			Name: q.Name, Tokens: q.Unit == UnitTokens,
 			Report: quota.Report{Limit: q.Limit, Remaining: q.Remaining, Reset: q.Reset, Window: q.Window},
 		})
 	}
@@ -314,8 +313,6 @@ func derivedQuota(quotas []Quota) string {
 	return ""
 }
 
-// isTokenQuota reports whether a quota is counted in tokens.
-func isTokenQuota(name string) bool { return strings.Contains(strings.ToLower(name), "token") }
 
 // trackRTT keeps smoothed figures for Little's law: the round trip is about
 // the mean in-flight count times the mean interval between responses.
