@@ -313,7 +313,6 @@ func derivedQuota(quotas []Quota) string {
 	return ""
 }
 
-
 // trackRTT keeps smoothed figures for Little's law: the round trip is about
 // the mean in-flight count times the mean interval between responses.
 func (a *Adaptive) trackRTT(now time.Time, others int64) {
