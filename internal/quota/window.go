@@ -560,7 +560,11 @@ func (w *Window) observe(q Report, now time.Time, seen Seen) {
 			// epoch seconds it states corrected by it) is the same window,
 			// and read as a window of 10 ms it rolled one client of 50 on a
 			// shared quota a hundred times a second, to twice their share.
-			if d := q.Reset.Sub(w.stamp); !w.stated && w.kind != kindSmooth && !w.stamp.IsZero() && d > 2*w.jitter && (w.window == 0 || (d < w.window+w.window/2 && d > w.window/2)) {
+			// And only once the old reset has passed: before it, a later
+			// reset is the same window's, restated (the server's clock
+			// offset learnt from Date moved it by 3 s, which read as a
+			// window of 3 s).
+			if d := q.Reset.Sub(w.stamp); !w.stated && w.kind != kindSmooth && !w.stamp.IsZero() && (w.rolled || !now.Before(w.stamp)) && d > 2*w.jitter && (w.window == 0 || (d < w.window+w.window/2 && d > w.window/2)) {
 				w.window = d
 			}
 			w.reset, w.stamp = q.Reset, q.Reset
@@ -672,7 +676,7 @@ func (w *Window) fills(q Report) bool {
 // to learn it (probing).
 func (w *Window) Roll(now time.Time, inflight, unit, admitted float64) {
 	w.ApplyDrift(now)
-	if !w.tokens && w.kind == kindRefill && !w.anchorAt.IsZero() && !w.first.IsZero() {
+	if !w.tokens && w.kind != kindSmooth && !w.anchorAt.IsZero() && !w.first.IsZero() {
 		// The window's books: what the server had left at its end falls
 		// short of what its first response said, less what we spent since,
 		// by what others spent. Between responses a slow, steady spender
