@@ -19,6 +19,7 @@ import (
 type tokenRun struct {
 	requests, ok  int
 	late, lateReq int     // 429s, and requests, after the first minute
+	afterFirst    int     // 429s to requests sent once the first response was in
 	goodput       float64 // tokens used ÷ the token quota's capacity over the run
 	// estErr is the learnt cost's error (Stats.Costs' Mean ÷ the true
 	// mean − 1) at the end of each minute, NaN while none was learnt.
@@ -134,7 +135,14 @@ func runTokens(t *testing.T, cfg apisim.Config, workers int, load tokenLoad, run
 			out.goodput = max(float64(st.InputTokensUsed)/srv.InputTokenCapacity(start, end),
 				float64(st.OutputTokensUsed)/srv.OutputTokenCapacity(start, end))
 		}
-		for _, e := range srv.Events() {
+		// The server admits a request as it arrives, and answers it
+		// cfg.Latency later.
+		events := srv.Events()
+		firstAnswer := events[0].At.Add(cfg.Latency)
+		for _, e := range events {
+			if !e.At.Before(firstAnswer) && e.Status == http.StatusTooManyRequests {
+				out.afterFirst++
+			}
 			if e.At.Sub(start) < time.Minute {
 				continue
 			}
@@ -176,9 +184,12 @@ func TestTokenQuotaScenarios(t *testing.T) {
 					t.Log(r)
 					if hinted {
 						// An exact cost leaves nothing to learn but the quota itself,
-						// which the first response states.
-						if r.late > 0 {
-							t.Errorf("%d 429s after the first minute with an exact cost, want 0", r.late)
+						// which the first response states. (In 2 runs of 1,200,
+						// one 429 came in the first 1.4 s: a look, while the
+						// reset was not yet known to be the time to full, went
+						// with the whole quota as its budget. Held to that.)
+						if r.late > 0 || r.afterFirst > 1 {
+							t.Errorf("%d 429s after the first response, %d after the first minute, with an exact cost; want 0", r.afterFirst, r.late)
 						}
 					} else if 100*r.late > r.lateReq {
 						t.Errorf("%d of %d requests met a 429 after the first minute without a cost hint, want at most 1%%", r.late, r.lateReq)

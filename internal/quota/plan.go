@@ -71,7 +71,12 @@ func (w *Window) Plan(now time.Time, unit float64) (rate float64) {
 	safety := w.safety
 	if !w.probeAt.IsZero() && !now.Before(w.probeAt) {
 		w.probeAt = time.Time{}
-		w.StartProbe(unit)
+		if !w.toFull {
+			// (One due from before the reset read as the time to full:
+			// the refill is stated now, and a look at a token quota lets
+			// through whatever is past the gate, whatever it costs.)
+			w.StartProbe(unit)
+		}
 	}
 	keep := 0.0
 	if !w.probing {

@@ -676,7 +676,7 @@ func (w *Window) fills(q Report) bool {
 // to learn it (probing).
 func (w *Window) Roll(now time.Time, inflight, unit, admitted float64) {
 	w.ApplyDrift(now)
-	if !w.tokens && w.kind != kindSmooth && !w.anchorAt.IsZero() && !w.first.IsZero() {
+	if !w.tokens && w.kind == kindRefill && !w.anchorAt.IsZero() && !w.first.IsZero() {
 		// The window's books: what the server had left at its end falls
 		// short of what its first response said, less what we spent since,
 		// by what others spent. Between responses a slow, steady spender
@@ -709,6 +709,13 @@ func (w *Window) Roll(now time.Time, inflight, unit, admitted float64) {
 		// the new one. Starting over would take its budget back, and a
 		// window shorter than the wait for the look (a reset of 12 ms on
 		// every refusal) would roll it away forever.
+		return
+	}
+	if w.toFull {
+		// Its reset was the time until it is full: it is, but for what
+		// is in flight. No look is needed, and one would let through
+		// whatever the gate lets go, whatever it costs.
+		w.budget = ToMilli(max(w.limitOrPeak()-inflight, 0))
 		return
 	}
 	// Even a quota known to refill at its reset is not refilled by the
