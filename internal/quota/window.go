@@ -776,17 +776,15 @@ func (w *Window) reprobe() time.Duration {
 
 // StartProbe lets one request through to learn the quota's state.
 //
-// The in-flight gate lets one request through; the budget must take it
-// whatever it costs. A token quota's look gets the largest single charge the
-// quota can take: with its average cost instead, a look that costs more
-// than average would wait for a response that nothing is out to bring.
+// The in-flight gate lets one request through, and the budget one unit (a
+// token quota's: what a request is taken to cost). A look that costs more
+// finds nothing out to bring a response, and starts the look afresh with
+// its own cost (see the Adaptive's charge). The whole quota as a token
+// look's budget let through every request already past the gate, whatever
+// they cost, into a quota spent a moment before.
 func (w *Window) StartProbe(unit float64) {
 	w.probing = true
 	w.drain = 0
 	w.keep = 0 // nothing is kept back from the look
-	if w.tokens {
-		w.budget = max(ToMilli(unit), w.most)
-		return
-	}
-	w.budget = ToMilli(unit)
+	w.budget = min(ToMilli(unit), max(w.most, Milli))
 }
