@@ -253,3 +253,34 @@ func TestScriptIsReloadedWhenRedisForgetsIt(t *testing.T) {
 	assert.Zero(t, s.Stats().Failures)
 	assert.Zero(t, s.Stats().Fallbacks)
 }
+
+// Redis calls per request at the request rates of one replica (issue 25:
+// at most 0.1 a request at 1,000 a second), with the default lease window,
+// each rate for two seconds of real time, well under the shared limit.
+func TestRedisCallsPerRequestByRate(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, rate := range []int{10, 100, 1000} {
+		s := newStore(t, srv, redisstore.WithPrefix(uniquePrefix()))
+		r := store.Request{Tokens: 1, Limit: 2 * float64(rate), Burst: max(1, rate/5)}
+		const span = 2 * time.Second
+		n := rate * int(span/time.Second)
+		tick := time.NewTicker(time.Second / time.Duration(rate))
+		granted := 0
+		for range n {
+			<-tick.C
+			gr, err := s.Reserve(context.Background(), "k", r)
+			require.NoError(t, err)
+			if gr.OK {
+				granted++
+			}
+		}
+		tick.Stop()
+		st := s.Stats()
+		require.Zero(t, st.Fallbacks, "Redis failed: %+v", st)
+		perRequest := float64(st.Calls) / float64(n)
+		t.Logf("%4d requests/s: %d reservations, %d granted, %d Redis calls: %.3f a request", rate, n, granted, st.Calls, perRequest)
+		if rate >= 1000 {
+			assert.LessOrEqual(t, perRequest, 0.1, "Redis calls per request at %d/s", rate)
+		}
+	}
+}
