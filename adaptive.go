@@ -171,6 +171,11 @@ type Adaptive struct {
 	// gateMu; atomic so that a response with nobody waiting (nearly every
 	// one) does not take gateMu to find out.
 	respWaiters atomic.Int32
+	// changes counts the wake-ups of respWake's waiters (responses
+	// applied, charges given back, windows rolled), whether anyone waited
+	// or not: a caller about to wait compares it with what it read before
+	// it looked at the budgets (see awaitChange).
+	changes atomic.Int64
 
 	mu        sync.Mutex  // guards the learning state; never held across a sleep
 	book      *quota.Book // the quotas the server states (or the inferred one)

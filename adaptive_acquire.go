@@ -72,8 +72,9 @@ func (a *Adaptive) admit(ctx context.Context, cost float64, class Class) ([]need
 			a.unlock()
 		}
 		// What the waits below are computed from: a refusal is final only
-		// if no response changed it since (see settled).
-		mark := a.applied.Load()
+		// if no response changed it since (see settled), and a wait for a
+		// change ends at once if one came since (see awaitChange).
+		mark, seen := a.applied.Load(), a.changes.Load()
 		// The request bucket's wait enforces MaxWait and the deadline by
 		// itself, taking nothing when it fails. A spent budget, or a second
 		// bucket for tokens, needs the whole wait known up front.
@@ -94,7 +95,7 @@ func (a *Adaptive) admit(ctx context.Context, cost float64, class Class) ([]need
 			}
 			if err := a.tooLong(ctx, now, at); err != nil {
 				release()
-				if err := a.refuseOrAwait(ctx, now, at, err, mark); err != nil {
+				if err := a.refuseOrAwait(ctx, now, at, err, mark, seen); err != nil {
 					return nil, err
 				}
 				continue
@@ -104,7 +105,7 @@ func (a *Adaptive) admit(ctx context.Context, cost float64, class Class) ([]need
 				// token taken now would only be spent on a charge the
 				// budget refuses, and pace interactive work behind it.
 				release()
-				if err := a.awaitChange(ctx, spent.Sub(now)); err != nil {
+				if err := a.awaitChange(ctx, spent.Sub(now), seen); err != nil {
 					return nil, err
 				}
 				continue
@@ -156,12 +157,12 @@ func (a *Adaptive) admit(ctx context.Context, cost float64, class Class) ([]need
 					at = now.Add(time.Second)
 				}
 				if err := a.tooLong(ctx, now, at); err != nil {
-					if err := a.refuseOrAwait(ctx, now, at, err, mark); err != nil {
+					if err := a.refuseOrAwait(ctx, now, at, err, mark, seen); err != nil {
 						return nil, err
 					}
 					continue
 				}
-				if err := a.awaitChange(ctx, at.Sub(now)); err != nil {
+				if err := a.awaitChange(ctx, at.Sub(now), seen); err != nil {
 					return nil, err
 				}
 				continue
@@ -183,18 +184,18 @@ func (a *Adaptive) admit(ctx context.Context, cost float64, class Class) ([]need
 		case retryAt.IsZero():
 			continue
 		case !retryAt.After(now):
-			if err := a.awaitChange(ctx, time.Second); err != nil {
+			if err := a.awaitChange(ctx, time.Second, seen); err != nil {
 				return nil, err
 			}
 			continue
 		}
 		if err := a.tooLong(ctx, now, retryAt); err != nil {
-			if err := a.refuseOrAwait(ctx, now, retryAt, err, mark); err != nil {
+			if err := a.refuseOrAwait(ctx, now, retryAt, err, mark, seen); err != nil {
 				return nil, err
 			}
 			continue
 		}
-		if err := a.awaitChange(ctx, retryAt.Sub(now)); err != nil {
+		if err := a.awaitChange(ctx, retryAt.Sub(now), seen); err != nil {
 			return nil, err
 		}
 	}
@@ -374,14 +375,16 @@ func (a *Adaptive) settled(mark int64) (settled, changed bool) {
 // held back while their answers come in (at most a second at a time, then
 // the caller looks again), and returned if ctx's deadline passes meanwhile
 // (the context's error if it is cancelled instead). nil means look again.
-func (a *Adaptive) refuseOrAwait(ctx context.Context, now, at time.Time, refusal error, mark int64) error {
+// mark and seen are the counts the refused wait was computed after
+// (applied, changes).
+func (a *Adaptive) refuseOrAwait(ctx context.Context, now, at time.Time, refusal error, mark, seen int64) error {
 	switch settled, changed := a.settled(mark); {
 	case settled && changed:
 		return nil // look again at what the last answers left
 	case settled:
 		return refusal
 	}
-	if err := a.awaitChange(ctx, min(at.Sub(now), time.Second)); err != nil {
+	if err := a.awaitChange(ctx, min(at.Sub(now), time.Second), seen); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return refusal
 		}
@@ -432,11 +435,28 @@ func (a *Adaptive) annotate(err error) error {
 // budget, or until d passes (so a response that never comes cannot strand
 // the caller). d is at least minAwait: a budget model that keeps promising
 // "any moment now" must not turn Wait's loop into a busy loop.
-func (a *Adaptive) awaitChange(ctx context.Context, d time.Duration) error {
+//
+// seen is a.changes as the caller read it before it looked at the state
+// that made it wait: if a change came since, it returns at once. The
+// caller reads the budgets under mu and registers here after releasing
+// it; a response applied in between (its wake-up finding nobody
+// registered) would otherwise be missed, and the caller would sleep until
+// d although the response freed what it waits for: the last answers of a
+// job that fits the quota exactly give the budget its last unit back, and
+// a caller that missed them (woken by the answer before, it looked while
+// the last ones were applied) waited for the next window, a minute.
+func (a *Adaptive) awaitChange(ctx context.Context, d time.Duration, seen int64) error {
 	d = max(d, minAwait)
 	a.gateMu.Lock()
+	// Registered before changes is read, as wakeResponseWaiters counts a
+	// change before it reads respWaiters: one of the two sees the other.
 	a.respWaiters.Add(1)
 	wake := a.respWake
+	if a.changes.Load() != seen {
+		a.respWaiters.Add(-1) // under gateMu: no wake-up has reset it since
+		a.gateMu.Unlock()
+		return nil
+	}
 	a.gateMu.Unlock()
 	timer := time.NewTimer(d)
 	defer timer.Stop()
@@ -488,11 +508,12 @@ func (a *Adaptive) wakeGate() {
 	a.gateMu.Unlock()
 }
 
-// wakeResponseWaiters releases the callers in awaitChange. Without the
-// lock, a count of 0 read here orders this wake before a waiter's
-// registration exactly as taking gateMu would: that waiter waits for the
-// next one either way.
+// wakeResponseWaiters releases the callers in awaitChange; called after
+// the change it announces is made. It counts the change first: a count of
+// 0 waiters read after that belongs to callers that will see the change
+// counted when they register (awaitChange's seen), and do not wait.
 func (a *Adaptive) wakeResponseWaiters() {
+	a.changes.Add(1)
 	if a.respWaiters.Load() == 0 {
 		return
 	}

@@ -17,8 +17,34 @@ func TestAwaitChangeNeverArmsANearZeroTimer(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{})
 		for _, d := range []time.Duration{-time.Second, 0, time.Nanosecond} {
 			start := time.Now()
-			require.NoError(t, a.awaitChange(context.Background(), d))
+			require.NoError(t, a.awaitChange(context.Background(), d, a.changes.Load()))
 			assert.Equal(t, minAwait, time.Since(start), "d=%v", d)
 		}
+	})
+}
+
+// TestAwaitChangeSeesAChangeMadeBeforeItWaits: a response applied between
+// a caller's look at the budgets and its wait (its wake-up found nobody
+// waiting) ends the wait at once; missed, the caller slept until the
+// reset although the response had given the budget back.
+func TestAwaitChangeSeesAChangeMadeBeforeItWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := NewAdaptive(AdaptiveConfig{})
+		seen := a.changes.Load() // the caller reads the budgets: spent
+		a.wakeResponseWaiters()  // a response gives a unit back; nobody waits yet
+		start := time.Now()
+		require.NoError(t, a.awaitChange(context.Background(), time.Minute, seen))
+		assert.Zero(t, time.Since(start), "the change was seen: no wait")
+		assert.Zero(t, a.respWaiters.Load(), "and no waiter left registered")
+
+		// With nothing new, it waits for the next change, or d.
+		seen = a.changes.Load()
+		go func() {
+			time.Sleep(time.Second)
+			a.wakeResponseWaiters()
+		}()
+		start = time.Now()
+		require.NoError(t, a.awaitChange(context.Background(), time.Minute, seen))
+		assert.Equal(t, time.Second, time.Since(start), "woken by the next change")
 	})
 }

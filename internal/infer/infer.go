@@ -73,6 +73,9 @@ type Model struct {
 	// windows counts the windows seen begin; surprises, the refusals of
 	// windows the count said had room.
 	windows, surprises int
+	// statedAt is windows when the last stated end was learned: the
+	// windows begun since are windows − statedAt (see learnWindow).
+	statedAt int
 }
 
 // maxSurprises is how many early refusals the model is allowed
@@ -184,7 +187,7 @@ func (m *Model) Observe(now time.Time, status int, retryAfter time.Duration) (qu
 	}
 	switch {
 	case !m.stated.IsZero():
-		m.learnWindow(end.Sub(m.stated))
+		m.learnWindow(end.Sub(m.stated), early, m.windows-1-m.statedAt)
 	default:
 		// The first window began at or before the first request, which
 		// was sent a round trip before the first response; the stated
@@ -201,20 +204,36 @@ func (m *Model) Observe(now time.Time, status int, retryAfter time.Duration) (qu
 		m.guess = max(m.guess, end.Sub(m.start)/2)
 	}
 	m.stated, m.reset, m.ok, m.predicted = end, end, 0, false
+	m.statedAt = m.windows
 	return quota.Report{Limit: m.limit, Reset: end, Window: m.window}, true
 }
 
 // learnWindow takes d, the time between two stated ends. A multiple of the
 // known length is a window that went by without a refusal; anything else
-// is a new length.
-func (m *Model) learnWindow(d time.Duration) {
+// is a new length. early marks the refusal that stated the second end as
+// the early end of a prediction (see Observe), begun the windows the model
+// saw begin since the first end, the one the refusal came in included.
+func (m *Model) learnWindow(d time.Duration, early bool, begun int) {
 	if d <= 0 {
 		return
 	}
 	// Windows predicted in between ended without a refusal: d spans k of
 	// them, k judged by the length known (or guessed).
 	if base := cmp.Or(m.window, m.guess); base > 0 {
-		d /= time.Duration(max(math.Round(float64(d)/float64(base)), 1))
+		k := max(math.Round(float64(d)/float64(base)), 1)
+		if early && m.window == 0 {
+			// But a guess is a lower bound, and an early refusal has just
+			// shown it short: the window the refusal came in had not
+			// begun where the guess said. d spans at most the windows
+			// seen begin before it; k counted by the guess alone, a 1 s
+			// window first guessed at 0.5 s, whose stated ends came
+			// 1.51 s apart (whole seconds, rounded up), was learned as
+			// 0.5 s: every other window then refused its look, until
+			// the model gave the server up as one that is no fixed
+			// window.
+			k = max(min(k, float64(begun-1)), 1)
+		}
+		d /= time.Duration(k)
 	}
 	if m.whole && d >= 2*time.Second {
 		d = d.Round(time.Second)

@@ -36,15 +36,15 @@ func TestInferredCountsAWindowFromItsSuccessesAndItsRefusal(t *testing.T) {
 
 func TestInferredLearnsTheWindowLengthInWholeSeconds(t *testing.T) {
 	m := Model{whole: true, stated: time.Unix(0, 0)}
-	m.learnWindow(60*time.Second + 700*time.Millisecond)
+	m.learnWindow(60*time.Second+700*time.Millisecond, false, 0)
 	assert.Equal(t, 61*time.Second, m.window, "rounded: both ends are whole seconds late")
-	m.learnWindow(122 * time.Second)
+	m.learnWindow(122*time.Second, false, 0)
 	assert.Equal(t, 61*time.Second, m.window, "two windows, one ended without a refusal")
-	m.learnWindow(30 * time.Second)
+	m.learnWindow(30*time.Second, false, 0)
 	assert.Equal(t, 30*time.Second, m.window, "a new length")
 
 	sub := Model{}
-	sub.learnWindow(1500 * time.Millisecond)
+	sub.learnWindow(1500*time.Millisecond, false, 0)
 	assert.Equal(t, 1500*time.Millisecond, sub.window, "sub-second Retry-After: not rounded")
 }
 
@@ -68,4 +68,46 @@ func TestInferredGivesUpOnAWindowThatHoldsLessThanHalf(t *testing.T) {
 	_, ok := m.Observe(now, 429, time.Second)
 	assert.False(t, ok)
 	assert.True(t, m.off, "a window after a stated end that held 1 of 100 is not a fixed window")
+}
+
+// A 1 s window of 5, its Retry-After in whole seconds (rounded up): the
+// first guess (0.5 s) ends early, and its refusal states an end 1.51 s
+// after the first. That is one window, not three of the guess: the guess
+// was just shown short. Learned as 0.5 s, every other window refused its
+// look until the model gave the server up (TestZeroConfigPacesEachHostSeparately
+// lost a request to four refusals in a row, about once in 150 runs).
+func TestInferredEarlyRefusalOfAGuessedWindowIsOneWindow(t *testing.T) {
+	var m Model
+	t0 := time.Unix(1000, 0)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	for range 5 {
+		m.Observe(at(0), 200, 0)
+	}
+	_, ok := m.Observe(at(0), 429, time.Second)
+	require.True(t, ok)
+	require.Equal(t, 500*time.Millisecond, m.guess, "the first guess: half the time to the end")
+
+	// The window that began at the stated end (1 s), looked at late.
+	for range 5 {
+		q, ok := m.Observe(at(1410*time.Millisecond), 200, 0)
+		require.True(t, ok)
+		assert.Equal(t, at(1500*time.Millisecond), q.Reset, "predicted by the guess")
+	}
+	// The guess's end was early: the server's window runs to 2 s, and
+	// says so rounded up to a whole second.
+	q, ok := m.Observe(at(1510*time.Millisecond), 429, time.Second)
+	require.True(t, ok)
+	assert.False(t, m.off)
+	assert.Equal(t, 1510*time.Millisecond, q.Window, "one window between the two stated ends")
+	assert.Equal(t, 5.0, q.Limit, "the prediction was early, not the limit wrong")
+
+	// Each later window is spent at its predicted start, with no refusal.
+	for _, start := range []time.Duration{2520 * time.Millisecond, 4030 * time.Millisecond, 5540 * time.Millisecond} {
+		for i := range 5 {
+			q, ok := m.Observe(at(start), 200, 0)
+			require.True(t, ok)
+			assert.Equal(t, float64(4-i), q.Remaining)
+		}
+	}
+	assert.False(t, m.off)
 }
