@@ -144,7 +144,7 @@ type Adaptive struct {
 	gated        atomic.Bool  // in-flight cap active (slow start, or probing a new window)
 	inflight     atomic.Int64 // admitted, not yet observed
 	inflightCost atomic.Int64 // their stated token cost, milli-tokens
-	blind        atomic.Int64 // those with no stated cost (see quota.Counts)
+	hinted       atomic.Int64 // those with a stated cost; the others are blind (see quota.Counts)
 	waiting      atomic.Int64
 	// Per class of work: callers waiting in Acquire, requests admitted.
 	// Admissions ever, and the batch part of them and of the waiting
@@ -159,7 +159,7 @@ type Adaptive struct {
 	snap         atomic.Pointer[admission]
 	admitted     atomic.Int64 // requests admitted, ever
 	admittedCost atomic.Int64 // their stated token cost, milli-tokens
-	blindAdmits  atomic.Int64 // those with no stated cost, less those refused
+	hintedAdmits atomic.Int64 // those with a stated cost, less those refused
 	maxCost      atomic.Int64 // largest cost seen, milli-tokens
 	avgCost      atomic.Int64 // smoothed cost of requests with one, milli-tokens
 

@@ -208,11 +208,12 @@ func (a *Adaptive) admit(ctx context.Context, cost float64, class Class) ([]need
 		a.batchAdmits.Add(1)
 	}
 	if cost > 0 {
+		// Blind requests (no stated cost, nearly all) are the rest of
+		// the counts: they pay for no counter of their own.
 		a.inflightCost.Add(quota.ToMilli(cost))
 		a.admittedCost.Add(quota.ToMilli(cost))
-	} else {
-		a.blind.Add(1)
-		a.blindAdmits.Add(1)
+		a.hinted.Add(1)
+		a.hintedAdmits.Add(1)
 	}
 	return taken, nil
 }
@@ -335,8 +336,7 @@ func (a *Adaptive) abandon(cost float64) {
 	a.admitted.Add(-1)
 	if m := quota.ToMilli(cost); m > 0 {
 		a.admittedCost.Add(-m)
-	} else {
-		a.blindAdmits.Add(-1)
+		a.hintedAdmits.Add(-1)
 	}
 	a.unlock()
 	a.wakeGate()

@@ -90,16 +90,15 @@ func (a *Adaptive) fed() int64 {
 // how many admitted requests are still out besides it.
 //
 // cost is the finished request's cost, 0 for a blind one (no stated cost),
-// or < 0 when unknown: then the average in-flight cost is taken, and it is
-// taken as blind when more blind requests are out than any others.
+// or < 0 when unknown: then the average in-flight cost is taken.
 func (a *Adaptive) settle(cost float64) int64 {
 	others := a.inflight.Add(-1)
 	if others < 0 { // an Observe without a Wait: not ours to count
 		a.inflight.Add(1)
 		others = 0
 	}
-	if b := a.blind.Load(); b > 0 && (cost == 0 || cost < 0 && b > others) {
-		a.blind.Add(-1)
+	if cost > 0 && a.hinted.Load() > 0 {
+		a.hinted.Add(-1)
 	}
 	if c := a.inflightCost.Load(); c > 0 {
 		take := c / (others + 1)
@@ -169,9 +168,13 @@ func (a *Adaptive) learn(o outcome, quotas []Quota, own bool, cost float64, now 
 		// baselines (it would read as a refill otherwise).
 		a.admitted.Add(-1)
 		switch c := a.avgCost.Load(); {
+		case own && cost > 0:
+			a.hintedAdmits.Add(-1)
+			a.admittedCost.Add(-min(quota.ToMilli(cost), a.admittedCost.Load()))
 		case own && cost == 0:
-			a.blindAdmits.Add(-1)
+			// Blind: counted by admitted alone.
 		case c > 0 && a.admittedCost.Load() >= c:
+			// Another limiter's, or of a cost unknown: the average.
 			a.admittedCost.Add(-c)
 		}
 	}
@@ -286,7 +289,8 @@ func (a *Adaptive) counts(unseen float64) quota.Counts {
 	return quota.Counts{
 		Inflight: unseen, InflightCost: float64(a.inflightCost.Load()) / quota.Milli,
 		Admitted: float64(a.admitted.Load()), AdmittedCost: float64(a.admittedCost.Load()) / quota.Milli,
-		Blind: float64(a.blindAdmits.Load()), BlindInflight: float64(a.blind.Load()),
+		Blind:         float64(max(a.admitted.Load()-a.hintedAdmits.Load(), 0)),
+		BlindInflight: float64(max(a.inflight.Load()-a.hinted.Load(), 0)),
 	}
 }
 
