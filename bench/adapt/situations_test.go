@@ -315,7 +315,7 @@ func TestSituations(t *testing.T) {
 						case !c.held:
 							t.Errorf("run %d of %d: %s (%s)", i+1, len(rs), c.what, c.want)
 						case !c.met:
-							t.Logf("run %d of %d: known gap: %s (issue 12's target %s, held to %s)", i+1, len(rs), c.what, c.want, c.bound)
+							t.Logf("run %d of %d: known gap: %s (the issue's target %s, held to %s)", i+1, len(rs), c.what, c.want, c.bound)
 							key := c.want + "|" + c.bound
 							if missed[key] == 0 {
 								gapText = append(gapText, key)
@@ -330,7 +330,7 @@ func TestSituations(t *testing.T) {
 				fmt.Fprintf(&md, "| %s | %s | %s |\n", sit.name, kind, strings.Join(row, " | "))
 				for _, key := range gapText {
 					want, bound, _ := strings.Cut(key, "|")
-					fmt.Fprintf(&gaps, "- %s: %s (missed in %d of %d runs; the last shown); issue 12's target is %s, the test holds pacer to %s.\n",
+					fmt.Fprintf(&gaps, "- %s: %s (missed in %d of %d runs; the last shown); the issue's target is %s, the test holds pacer to %s.\n",
 						sit.name, gapWhat[sit.name+key], missed[key], len(rs), want, bound)
 				}
 			})
@@ -489,7 +489,10 @@ The same test holds pacer to issue 12's targets on every run: clock skew ±3 s, 
 response and ≥ 0.90 of the quota; hidden secondary limit, ≤ 5 secondary-limit responses in 20 minutes at
 ≥ 0.5 of what it allows; insufficient_quota, exactly one request per call, returned at once with its body;
 5% shed, ≥ 0.80 of the quota; 10 and 50 uncoordinated clients, ≥ 0.80 of the quota together, ≤ 2% 429s,
-Jain fairness ≥ 0.90. The peers are measured, not held to anything.
+Jain fairness ≥ 0.90. And to issue 24's: a server that states nothing but Retry-After over a token
+bucket, ≥ 0.93 of its long-run rate with ≤ 1% 429s; a third of the quota spent by a client no one sees,
+with the server's clock 3 s off, 0 429s after the first response and ≥ 0.80 of what that client leaves.
+The peers are measured, not held to anything.
 
 `
 
