@@ -36,6 +36,22 @@
 // taken at once, since two clients that each took what is left at once would
 // take it twice.
 //
+// A bucket that states its reset as the time until it is full again
+// (OpenAI's and Anthropic's token buckets) states its refill too: Limit −
+// Remaining over that time. Once its resets are seen to move as that
+// reading predicts, the refill is read from the responses, not measured,
+// and no look is taken at it: the budget refills at that rate.
+//
+// # Token quotas
+//
+// A request with a stated cost takes that cost from every token quota. One
+// without (a blind request) takes what blind requests were learnt to cost
+// that quota: how far its Remaining fell between responses, plus what it
+// refilled, less the stated costs answered in between, over the blind
+// requests answered in between; charged high (two deviations above the
+// mean), since every response trues the budget up to what the server
+// counted.
+//
 // # Windows
 //
 // A window's kind is learnt at its first reset: a fixed window jumps back to
