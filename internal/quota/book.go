@@ -72,7 +72,7 @@ type Counts struct {
 
 func (c Counts) unseen(w *Window) float64 {
 	if w.tokens {
-		return c.InflightCost + c.BlindInflight*w.est
+		return c.InflightCost + c.BlindInflight*w.Estimate()
 	}
 	return c.Inflight
 }
@@ -259,9 +259,7 @@ func (b *Book) Charge(cost float64, now int64, share float64) (short *Window) {
 	for i, w := range b.charged {
 		amount := w.Amount(cost)
 		if amount == 0 || w.Charge(amount, now, share) {
-			if !(cost > 0) && w.tokens {
-				w.blindCharged += amount
-			}
+			w.countBlind(cost, amount)
 			continue
 		}
 		for _, u := range b.charged[:i] {
@@ -285,9 +283,7 @@ func (b *Book) Refund(cost float64) {
 func (b *Book) refund(w *Window, cost float64) {
 	amount := w.Amount(cost)
 	w.Refund(amount)
-	if !(cost > 0) && w.tokens {
-		w.blindCharged -= amount
-	}
+	w.countBlind(cost, -amount)
 }
 
 // SpentUntil is when the budgets could take a request of this cost: the

@@ -62,10 +62,24 @@ type costAnchor struct {
 
 // Estimate is the learnt mean cost of a blind request, in units; 0 while
 // unknown and for a request quota.
-func (w *Window) Estimate() float64 { return w.est }
+func (w *Window) Estimate() float64 {
+	if w.estN == 0 {
+		return 0
+	}
+	return w.estSum / w.estN
+}
 
 // Deviation is the learnt standard deviation of a blind request's cost.
 func (w *Window) Deviation() float64 { return math.Sqrt(w.estVar) }
+
+// countBlind adds amount (milli-units; negative for a refund) to what blind
+// requests were charged, when cost says the request was blind and the
+// quota counts tokens.
+func (w *Window) countBlind(cost float64, amount int64) {
+	if !(cost > 0) && w.tokens {
+		w.blindCharged += amount
+	}
+}
 
 // BlindCharge is what a blind request is charged, in units (see
 // blindAmount).
@@ -76,10 +90,11 @@ func (w *Window) BlindCharge() float64 { return float64(w.blindAmount()) / Milli
 // more than the quota holds; 0 while nothing is learnt (the request is
 // charged to the request quotas only, as before any response).
 func (w *Window) blindAmount() int64 {
-	if w.est <= 0 {
+	est := w.Estimate()
+	if est <= 0 {
 		return 0
 	}
-	return min(max(ToMilli(w.est+costSpread*w.Deviation()), Milli), w.most)
+	return min(max(ToMilli(est+costSpread*w.Deviation()), Milli), w.most)
 }
 
 // sampleCost folds what q says into the estimate of a blind request's cost.
@@ -107,7 +122,7 @@ func (w *Window) sampleCost(q Report, now time.Time, seen Seen, fresh bool) {
 	default:
 		n := next.blind - a.blind
 		least := float64(costSample)
-		if w.est == 0 {
+		if w.Estimate() == 0 {
 			// The first estimate is wanted soon: with nothing charged,
 			// blind requests meet 429s until it comes. Its doubt is
 			// in the deviation assumed (see addSample).
@@ -139,15 +154,15 @@ func (w *Window) sampleCost(q Report, now time.Time, seen Seen, fresh bool) {
 // one request's variance: n times its squared deviation estimates the
 // latter.
 func (w *Window) addSample(c, n float64) {
-	if w.est == 0 {
+	est := w.Estimate()
+	if est == 0 {
 		// Until samples show the spread, a deviation of half the mean
 		// is assumed (a cost anywhere within ±87% of it).
-		w.est, w.estVar, w.estSum, w.estN = c, c*c/4, c*n, n
+		w.estVar, w.estSum, w.estN = c*c/4, c*n, n
 		return
 	}
-	d := c - w.est
+	d := c - est
 	keep := math.Exp(-n / costMemory)
 	w.estSum, w.estN = w.estSum*keep+c*n, w.estN*keep+n
-	w.est = w.estSum / w.estN
 	w.estVar += costWeight * (n*d*d - w.estVar)
 }

@@ -90,11 +90,12 @@ type Window struct {
 	fullD, fullT    float64 // decayed sums of deficits and times to full
 	fullRuns        int
 
-	// est is the learnt cost of a blind request (no stated cost) to this
-	// token quota, estVar its variance, estFrom the sample under way (see
-	// cost.go); blindCharged is what blind requests were charged, ever.
-	est, estVar  float64
-	estSum, estN float64 // the decayed sums est averages (see addSample)
+	// estSum over estN is the learnt cost of a blind request (no stated
+	// cost) to this token quota (decayed sums, see addSample), estVar its
+	// variance, estFrom the sample under way (see cost.go); blindCharged
+	// is what blind requests were charged, ever.
+	estSum, estN float64
+	estVar       float64
 	estFrom      costAnchor
 	blindCharged int64
 
@@ -217,7 +218,7 @@ func (w *Window) Probing() bool { return w.probing }
 func (w *Window) String() string {
 	return fmt.Sprintf("%s: kind=%d shared=%v drift=%.3f budget=%.1f window=%v reset=%v probing=%v",
 		w.name, w.kind, w.shared, w.drift, w.Units(), w.window, w.reset, w.probing) +
-		fmt.Sprintf(" toFull=%v est=%.0f±%.0f", w.toFull, w.est, w.Deviation())
+		fmt.Sprintf(" toFull=%v est=%.0f±%.0f", w.toFull, w.Estimate(), w.Deviation())
 }
 
 // Rolled reports that the window's reset passed with no response from the
