@@ -49,10 +49,7 @@ func readResponse(co *clockOffset, resp *http.Response, now time.Time, maxDelay 
 	o.Info, _ = parseHeadersInto(resp.Header, now, maxDelay, co.offset(now), qs)
 	if o.Info.RetryAfter == 0 {
 		if s, ok := bodyRetryDelay(body); ok {
-			if maxDelay <= 0 {
-				maxDelay = DefaultMaxDelay
-			}
-			o.Info.RetryAfter = clampSeconds(s, maxDelay)
+			o.Info.RetryAfter = clampSeconds(s, delayCap(maxDelay))
 		}
 	}
 	info := o.Info
@@ -96,11 +93,11 @@ func bodyRetryDelay(b []byte) (float64, bool) {
 	if i < 0 {
 		return 0, false
 	}
-	v, ok := bytes.CutPrefix(trimJSONSpace(b[i+len(key):]), []byte(":"))
+	v, ok := bytes.CutPrefix(bytes.TrimLeft(b[i+len(key):], jsonSpace), []byte(":"))
 	if !ok {
 		return 0, false
 	}
-	if v, ok = bytes.CutPrefix(trimJSONSpace(v), []byte(`"`)); !ok {
+	if v, ok = bytes.CutPrefix(bytes.TrimLeft(v, jsonSpace), []byte(`"`)); !ok {
 		return 0, false
 	}
 	end := bytes.IndexByte(v, '"')
@@ -114,13 +111,8 @@ func bodyRetryDelay(b []byte) (float64, bool) {
 	return parseDecimal(string(secs))
 }
 
-// trimJSONSpace drops the whitespace JSON allows before a token.
-func trimJSONSpace(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\n' || b[0] == '\r') {
-		b = b[1:]
-	}
-	return b
-}
+// jsonSpace is the whitespace JSON allows before a token.
+const jsonSpace = " \t\n\r"
 
 // peekedBody is a response body whose first bytes were read by the
 // classifier and are served again before the rest.

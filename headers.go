@@ -235,9 +235,7 @@ func parseHeadersInto(h http.Header, now time.Time, maxDelay, offset time.Durati
 	if dup != 0 {
 		fs.prefer(h, dup)
 	}
-	if maxDelay <= 0 {
-		maxDelay = DefaultMaxDelay
-	}
+	maxDelay = delayCap(maxDelay)
 	// Field by field: in CPU profiles the composite literal of this 1 KB
 	// struct cost twice as much as clearing it and setting its fields.
 	var p headerParser

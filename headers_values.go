@@ -14,6 +14,15 @@ import (
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 func isLower(c byte) bool { return 'a' <= c && c <= 'z' }
 
+// delayCap is the longest wait a parse believes: maxDelay, or
+// DefaultMaxDelay for maxDelay ≤ 0.
+func delayCap(maxDelay time.Duration) time.Duration {
+	if maxDelay <= 0 {
+		return DefaultMaxDelay
+	}
+	return maxDelay
+}
+
 // clampSeconds converts s seconds (possibly +Inf) to a Duration in
 // [0, maxDelay]; NaN gives 0.
 func clampSeconds(s float64, maxDelay time.Duration) time.Duration {
