@@ -266,14 +266,10 @@ func (rt *roundTrip) run(prev *attemptOutcome, a *attemptState) {
 	if t.longWait.fn != nil {
 		t.longWait.report(a.lim, req.Method, time.Now())
 	}
-	var err error
-	if a.permit, err = a.lim.lim.acquire(rt.ctx, rt.cost, rt.class); err != nil {
-		a.err = err
-		if isRateLimitError(err) {
-			a.refusedBy = a.lim
-		}
+	if !rt.admit(a) {
 		return
 	}
+	var err error
 	if prev != nil {
 		if a.out, err = replay(req); err == nil && t.prepareRetry != nil {
 			err = t.prepareRetry(a.out)
@@ -305,6 +301,46 @@ func (rt *roundTrip) run(prev *attemptOutcome, a *attemptState) {
 	a.now = time.Now()
 	a.read = readResponse(&a.ep.clock, resp, a.now, t.maxDelay, &a.qs)
 }
+
+// admit waits for a's limiter to admit the request. It reports false, with
+// a.err set, when it does not. A request that waited while a response
+// bound its route to a server-named bucket (the first look's answer named
+// it) goes on to wait on that bucket's limiter instead: admitted by the
+// one it started on, it would spend that one's budget beside the
+// bucket's, one server bucket spent by two limiters.
+func (rt *roundTrip) admit(a *attemptState) bool {
+	for n := 0; ; n++ {
+		p, err := a.lim.lim.acquire(rt.ctx, rt.cost, rt.class)
+		if err != nil {
+			a.err = err
+			if isRateLimitError(err) {
+				a.refusedBy = a.lim
+			}
+			return false
+		}
+		a.permit = p
+		if a.ep.routes.Load() == a.seen.routes || n == maxRebinds {
+			return true // the common case: no binding changed meanwhile
+		}
+		lim := rt.t.limiterBound(a.ep, &rt.u, &a.seen)
+		if lim == a.lim {
+			if lim != a.ep {
+				rt.t.eps.release(lim) // limiterBound's reference: a holds one
+			}
+			return true
+		}
+		a.permit.Abandon()
+		if a.lim != a.ep {
+			rt.t.eps.release(a.lim)
+		}
+		a.lim, a.key = lim, lim.key
+	}
+}
+
+// maxRebinds bounds how often one attempt moves to another limiter after a
+// wait: a route is rebound when its server names another bucket, which a
+// server does not do from one answer to the next.
+const maxRebinds = 2
 
 // awaitRetry waits until the retry prev asked for may start. It reports
 // false, with a.err set, when the retry is refused (it would start past

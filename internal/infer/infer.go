@@ -48,16 +48,20 @@ import (
 // rounded to whole seconds when the Retry-After was whole: the errors of
 // the two readings would otherwise add up window after window.
 type Model struct {
-	limit  float64       // successes the last window that ended in a 429 admitted; 0: none yet
-	ok     float64       // successes since the current window began
-	total  float64       // successes since start
-	start  time.Time     // first response: the first window began no later
-	reset  time.Time     // end of the current window: stated, or predicted from window
-	stated time.Time     // the last end a Retry-After stated
-	window time.Duration // learned length; 0 while unknown
-	guess  time.Duration // lower bound of window before it is learned
-	whole  bool          // Retry-After values come in whole seconds
-	off    bool          // the server stated a quota, or the model did not fit: it has no say (Stop)
+	limit float64   // successes the last window that ended in a 429 admitted; 0: none yet
+	ok    float64   // successes since the current window began
+	total float64   // successes since start
+	start time.Time // first response: the first window began no later
+	// refused and before: the first refusal, and the successes up to it
+	// (see Capacity).
+	refused time.Time
+	before  float64
+	reset   time.Time     // end of the current window: stated, or predicted from window
+	stated  time.Time     // the last end a Retry-After stated
+	window  time.Duration // learned length; 0 while unknown
+	guess   time.Duration // lower bound of window before it is learned
+	whole   bool          // Retry-After values come in whole seconds
+	off     bool          // the server stated a quota, or the model did not fit: it has no say (Stop)
 	// confirmed: a window after a stated end held at least half of the
 	// last, as a fixed window does. Until then a window is spent with at
 	// most TrialInFlight requests out, so a server the model misreads
@@ -141,6 +145,9 @@ func (m *Model) Observe(now time.Time, status int, retryAfter time.Duration) (qu
 		retryAfter = time.Second
 	}
 	end := now.Add(retryAfter)
+	if m.refused.IsZero() {
+		m.refused, m.before = now, m.total
+	}
 	if closed {
 		// One more refusal of the closed spell: requests that were in
 		// flight when the window ran out. The earliest end is the
@@ -291,12 +298,25 @@ func (m *Model) quota(now time.Time) (quota.Report, bool) {
 	return quota.Report{Limit: m.limit, Remaining: left, Reset: m.reset, Window: m.window}, true
 }
 
-// Capacity is what the server admitted per second since the first
-// response: the rate the probe starts from when the model gives up.
+// Capacity is what the server admitted per second: the rate the probe
+// starts from when the model gives up. When the model gives up soon after
+// the first refusal (within twice the time the first window took to run
+// out), the server refills as it goes and what it admitted since that
+// refusal is its refill: the first window held what the server had saved
+// up, a token bucket's whole burst (600 in a second from one that refills
+// 10 a second), and the probe started from the whole history ran twenty
+// times too fast, a refusal for each request in flight on its first
+// cycle. When it gives up later (a sliding window closed for most of a
+// window after its first burst), the whole history since the first
+// response spans about a window, and is the rate.
 func (m *Model) Capacity(now time.Time) (rate float64, span time.Duration) {
-	span = now.Sub(m.start)
-	if span <= 0 || m.total == 0 {
+	from, ok := m.start, m.total
+	if first := m.refused.Sub(m.start); !m.refused.IsZero() && m.total > m.before && now.Sub(m.refused) <= 2*first {
+		from, ok = m.refused, m.total-m.before
+	}
+	span = now.Sub(from)
+	if span <= 0 || ok == 0 {
 		return 0, 0
 	}
-	return m.total / span.Seconds(), span
+	return ok / span.Seconds(), span
 }
