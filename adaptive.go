@@ -34,7 +34,7 @@ type AdaptiveConfig struct {
 	Ceiling Limit
 	// CeilingBurst is the burst that goes with Ceiling; 0 means 1.
 	CeilingBurst int
-	// MaxWait bounds how long Wait may block: a longer wait fails at once with
+	// MaxWait bounds how long Acquire may block: a longer wait fails at once with
 	// *RateLimitError, before any sleeping. 0 means only the context bounds it.
 	MaxWait time.Duration
 	// MaxDelay bounds every wait: a Retry-After longer than it is capped to

@@ -20,8 +20,8 @@ import (
 // token, and cost tokens of any token-denominated quota (cost ≤ 0 charges
 // request quotas only); Acquire's body. It returns a nil error when the
 // caller may send, and the caller must then settle the request exactly
-// once (observe, or abandon). On cancellation it returns ctx.Err() promptly and refunds
-// what it took. When the wait would exceed MaxWait, MaxDelay or ctx's
+// once (its Permit's Done or Abandon). On cancellation it returns ctx.Err()
+// promptly and refunds what it took. When the wait would exceed MaxWait, MaxDelay or ctx's
 // deadline it returns a *RateLimitError without consuming anything: at
 // once, or, while requests of ours are in flight, once their answers show
 // the quota is spent (see settled).
@@ -218,12 +218,6 @@ func (a *Adaptive) admit(ctx context.Context, cost float64, class Class) ([]need
 	return taken, nil
 }
 
-// wait is admit for a caller that needs no time.
-func (a *Adaptive) wait(ctx context.Context, cost float64) error {
-	_, err := a.admit(ctx, cost, ClassOf(ctx))
-	return err
-}
-
 // waitBucketAt waits for n tokens of b, planning at now on the package
 // clock: from b itself without a store (a grant at once is now itself),
 // else from the store's bucket of the same key (the store reads its own
@@ -289,32 +283,28 @@ func (p *Permit) Done(resp *http.Response) {
 	if !p.live {
 		return
 	}
+	now := time.Now()
 	if resp == nil {
-		p.doneAt(outcome{}, time.Now())
+		p.doneWith(outcome{}, nil, now)
 		return
 	}
-	now := time.Now()
 	var qs quotaBuf
 	p.doneWith(readResponse(&p.a.clock, resp, now, p.a.cfg.MaxDelay, &qs), qs.slice(), now)
 }
 
-// doneAt is Done for a response that arrived at now (the Transport's one
-// clock reading per response), the zero time to read the clock.
-func (p *Permit) doneAt(o outcome, now time.Time) { p.doneWith(o, o.Info.Quotas, now) }
-
-// doneWith is doneAt with the response's quotas apart: they stand for
-// o.Info.Quotas, which is ignored (see quotaBuf). The limiter copies what
-// it keeps of them.
+// doneWith is Done for a response read as o, which arrived at now (the
+// Transport's one clock reading per response); outcome{} for none. The
+// response's quotas are apart: they stand for o.Info.Quotas, which is
+// ignored (see quotaBuf). The limiter copies what it keeps of them.
 func (p *Permit) doneWith(o outcome, quotas []Quota, now time.Time) {
 	if !p.live {
 		return
 	}
 	p.live = false
-	if now.IsZero() {
-		now = time.Now()
-	}
 	p.a.fleet.answered(p.fleet, quotas, now)
-	p.a.observeCost(o, quotas, p.cost, now)
+	p.a.learn(o, quotas, true, p.cost, now)
+	// Only now, with what the response said applied, may a held caller go.
+	p.a.wakeGate()
 }
 
 // Abandon settles the permit of a request that was not sent: its charge is
@@ -434,7 +424,7 @@ func (a *Adaptive) annotate(err error) error {
 // awaitChange blocks until the next response or retune that may free a
 // budget, or until d passes (so a response that never comes cannot strand
 // the caller). d is at least minAwait: a budget model that keeps promising
-// "any moment now" must not turn Wait's loop into a busy loop.
+// "any moment now" must not turn Acquire's loop into a busy loop.
 //
 // seen is a.changes as the caller read it before it looked at the state
 // that made it wait: if a change came since, it returns at once. The
@@ -470,7 +460,7 @@ func (a *Adaptive) awaitChange(ctx context.Context, d time.Duration, seen int64)
 	}
 }
 
-// minAwait is the shortest pause of Wait's loop on a spent budget.
+// minAwait is the shortest pause of Acquire's loop on a spent budget.
 const minAwait = time.Millisecond
 
 // enterGate waits for an in-flight slot while the gate is up. held reports

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestAwaitChangeNeverArmsANearZeroTimer: a Wait loop told the budget frees
+// TestAwaitChangeNeverArmsANearZeroTimer: an Acquire loop told the budget frees
 // "now" (or in the past) still sleeps minAwait, so it cannot busy-loop.
 func TestAwaitChangeNeverArmsANearZeroTimer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
