@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"net/http"
 	"slices"
 	"time"
 
@@ -21,10 +20,10 @@ import (
 // request quotas only); Acquire's body. It returns a nil error when the
 // caller may send, and the caller must then settle the request exactly
 // once (its Permit's Done or Abandon). On cancellation it returns ctx.Err()
-// promptly and refunds what it took. When the wait would exceed MaxWait, MaxDelay or ctx's
-// deadline it returns a *RateLimitError without consuming anything: at
-// once, or, while requests of ours are in flight, once their answers show
-// the quota is spent (see settled).
+// promptly and refunds what it took. When the wait would exceed MaxWait,
+// MaxDelay or ctx's deadline it returns a *RateLimitError without
+// consuming anything: at once, or, while requests of ours are in flight,
+// once their answers show the quota is spent (see settled).
 func (a *Adaptive) admit(ctx context.Context, cost float64, class Class) ([]need, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -43,8 +42,10 @@ func (a *Adaptive) admit(ctx context.Context, cost float64, class Class) ([]need
 	release := func() {
 		if held {
 			held = false
+			a.mu.Lock()
 			a.inflight.Add(-1)
-			a.wakeGate()
+			a.wakeGateLocked()
+			a.mu.Unlock()
 		}
 	}
 	cost = a.noteCost(cost)
@@ -230,18 +231,6 @@ func (a *Adaptive) waitBucketAt(ctx context.Context, b *Bucket, n int, now int64
 	return clock.Of(at), err
 }
 
-// Permit is one request's admission by [Adaptive.Acquire]. The request
-// counts as in flight, and its cost as charged, until the permit is settled
-// by exactly one call of Done (the request was sent) or Abandon (it was
-// not). Later calls on the same Permit do nothing; a Permit must not be
-// copied before it is settled.
-type Permit struct {
-	a     *Adaptive
-	cost  float64
-	live  bool
-	fleet []need // what the request took of the fleet's budgets
-}
-
 // Acquire waits until one request of the given cost may start and returns
 // its Permit. The request goes at once while every quota the server states
 // affords it; see [Adaptive] for when it waits. cost is the request's
@@ -267,70 +256,6 @@ func (a *Adaptive) acquire(ctx context.Context, cost float64, class Class) (Perm
 		cost = 0
 	}
 	return Permit{a: a, cost: cost, live: true, fleet: fleet}, nil
-}
-
-// Done settles the permit of a request that was sent, with the response it
-// got: nil when none was obtained (the request stops counting as in flight,
-// nothing is learned, and its cost stays charged, since the server may have
-// counted it). The limiter learns at once what the response says about the
-// rate limit: every header convention [ParseHeaders] reads, absolute resets
-// corrected by the server's Date, and, for a 403 or 429, what its body
-// states (a limit only the body names, such as GitHub's secondary limits; a
-// quota gone for good, such as OpenAI's insufficient_quota). For that it
-// reads at most 4 KiB of such a body, which stays readable byte for byte;
-// resp is otherwise untouched, and the caller still closes its body.
-func (p *Permit) Done(resp *http.Response) {
-	if !p.live {
-		return
-	}
-	now := time.Now()
-	if resp == nil {
-		p.doneWith(outcome{}, nil, now)
-		return
-	}
-	var qs quotaBuf
-	p.doneWith(readResponse(&p.a.clock, resp, now, p.a.cfg.MaxDelay, &qs), qs.slice(), now)
-}
-
-// doneWith is Done for a response read as o, which arrived at now (the
-// Transport's one clock reading per response); outcome{} for none. The
-// response's quotas are apart: they stand for o.Info.Quotas, which is
-// ignored (see quotaBuf). The limiter copies what it keeps of them.
-func (p *Permit) doneWith(o outcome, quotas []Quota, now time.Time) {
-	if !p.live {
-		return
-	}
-	p.live = false
-	p.a.fleet.answered(p.fleet, quotas, now)
-	p.a.learn(o, quotas, true, p.cost, now)
-	// Only now, with what the response said applied, may a held caller go.
-	p.a.wakeGate()
-}
-
-// Abandon settles the permit of a request that was not sent: its charge is
-// given back to every quota and it stops counting as in flight.
-func (p *Permit) Abandon() {
-	if !p.live {
-		return
-	}
-	p.live = false
-	p.a.fleet.giveBack(p.fleet)
-	p.a.abandon(p.cost)
-}
-
-// abandon undoes an admission whose request was never sent.
-func (a *Adaptive) abandon(cost float64) {
-	a.mu.Lock()
-	a.refund(cost)
-	a.settle(cost)
-	a.admitted.Add(-1)
-	if m := quota.ToMilli(cost); m > 0 {
-		a.admittedCost.Add(-m)
-		a.hintedAdmits.Add(-1)
-	}
-	a.unlock()
-	a.wakeGate()
-	a.wakeResponseWaiters()
 }
 
 // heldSlots is the in-flight count a caller holding a slow-start or look
@@ -426,28 +351,27 @@ func (a *Adaptive) annotate(err error) error {
 // the caller). d is at least minAwait: a budget model that keeps promising
 // "any moment now" must not turn Acquire's loop into a busy loop.
 //
-// seen is a.changes as the caller read it before it looked at the state
-// that made it wait: if a change came since, it returns at once. The
-// caller reads the budgets under mu and registers here after releasing
-// it; a response applied in between (its wake-up finding nobody
+// seen is the count of changes (changedLocked) as the caller read it
+// before it looked at the state that made it wait: if a change came since,
+// it returns at once. The caller looks at the budgets and registers here
+// in two steps; a response applied in between (its wake-up finding nobody
 // registered) would otherwise be missed, and the caller would sleep until
 // d although the response freed what it waits for: the last answers of a
 // job that fits the quota exactly give the budget its last unit back, and
 // a caller that missed them (woken by the answer before, it looked while
 // the last ones were applied) waited for the next window, a minute.
+// Changes are counted under the lock this registers under, so the check
+// is exact: a change is either counted before it, or wakes the caller.
 func (a *Adaptive) awaitChange(ctx context.Context, d time.Duration, seen int64) error {
 	d = max(d, minAwait)
-	a.gateMu.Lock()
-	// Registered before changes is read, as wakeResponseWaiters counts a
-	// change before it reads respWaiters: one of the two sees the other.
-	a.respWaiters.Add(1)
-	wake := a.respWake
+	a.mu.Lock()
 	if a.changes.Load() != seen {
-		a.respWaiters.Add(-1) // under gateMu: no wake-up has reset it since
-		a.gateMu.Unlock()
+		a.mu.Unlock()
 		return nil
 	}
-	a.gateMu.Unlock()
+	a.respWaiters++
+	wake := a.respWake
+	a.mu.Unlock()
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
@@ -467,18 +391,18 @@ const minAwait = time.Millisecond
 // whether a slot was taken (the in-flight count already includes it).
 func (a *Adaptive) enterGate(ctx context.Context) (held bool, err error) {
 	for {
-		a.gateMu.Lock()
+		a.mu.Lock()
 		if !a.gated.Load() {
-			a.gateMu.Unlock()
+			a.mu.Unlock()
 			return false, nil
 		}
 		if a.inflight.Load() < a.gateCap {
 			a.inflight.Add(1)
-			a.gateMu.Unlock()
+			a.mu.Unlock()
 			return true, nil
 		}
 		wake := a.gateWake
-		a.gateMu.Unlock()
+		a.mu.Unlock()
 		select {
 		case <-wake:
 		case <-ctx.Done():
@@ -487,45 +411,31 @@ func (a *Adaptive) enterGate(ctx context.Context) (held bool, err error) {
 	}
 }
 
-// wakeGate lets gate waiters look again (a slot freed or the gate changed).
-func (a *Adaptive) wakeGate() {
-	if !a.gated.Load() {
-		return
+// wakeGateLocked lets the callers waiting at the gate look again: a slot
+// freed. Called with the lock held.
+func (a *Adaptive) wakeGateLocked() {
+	if a.gated.Load() {
+		close(a.gateWake)
+		a.gateWake = make(chan struct{})
 	}
-	a.gateMu.Lock()
-	close(a.gateWake)
-	a.gateWake = make(chan struct{})
-	a.gateMu.Unlock()
 }
 
-// wakeResponseWaiters releases the callers in awaitChange; called after
-// the change it announces is made. It counts the change first: a count of
-// 0 waiters read after that belongs to callers that will see the change
-// counted when they register (awaitChange's seen), and do not wait.
-func (a *Adaptive) wakeResponseWaiters() {
+// changedLocked counts a change that may free a budget (a response
+// applied, a charge given back, a window rolled) and wakes the callers
+// waiting for one (awaitChange). Called with the lock held, once the
+// change is made: a caller registering later sees it counted.
+func (a *Adaptive) changedLocked() {
 	a.changes.Add(1)
-	if a.respWaiters.Load() == 0 {
-		return
-	}
-	a.gateMu.Lock()
-	if a.respWaiters.Load() > 0 {
-		a.respWaiters.Store(0)
+	if a.respWaiters > 0 {
+		a.respWaiters = 0
 		close(a.respWake)
 		a.respWake = make(chan struct{})
 	}
-	a.gateMu.Unlock()
 }
 
-// setGate raises (cap > 0) or lowers (cap 0) the in-flight cap.
-func (a *Adaptive) setGate(cap int64) {
-	if cap == 0 && !a.gated.Load() {
-		// Already open, as after every response once slow start is over:
-		// gated changes only under gateMu, from retune, which runs under
-		// mu as this call does, so nothing can raise it meanwhile.
-		return
-	}
-	a.gateMu.Lock()
-	defer a.gateMu.Unlock()
+// setGateLocked raises (cap > 0) or lowers (cap 0) the in-flight cap.
+// Called with the lock held (by retune).
+func (a *Adaptive) setGateLocked(cap int64) {
 	if cap > 0 {
 		a.gateCap = cap
 		a.gated.Store(true)

@@ -100,21 +100,22 @@ func (a *Adaptive) settle(cost float64) int64 {
 // others: a drift baseline off by up to the whole in-flight count.
 func (a *Adaptive) learn(o outcome, quotas []Quota, own bool, cost float64, now time.Time) {
 	status, info, sig := o.Status, o.Info, o.signal
+	if status != 0 && now.IsZero() {
+		now = time.Now()
+	}
+	a.mu.Lock()
+	defer a.unlock()
+	// Once the response is applied (deferred, this runs before the
+	// unlock), the callers waiting for a change look again, and for a
+	// request of ours, which freed its slot, a caller held at the gate.
+	defer a.appliedLocked(own)
+	a.applied.Add(1)
 	if status == 0 {
 		if own {
 			a.settle(cost)
 		}
-		a.applied.Add(1)
-		a.wakeResponseWaiters()
 		return
 	}
-	if now.IsZero() {
-		now = time.Now()
-	}
-	a.mu.Lock()
-	defer a.wakeResponseWaiters()
-	defer a.unlock()
-	a.applied.Add(1)
 	fed := a.fed()
 	others := a.inflight.Load() + fed
 	if own {
@@ -250,6 +251,15 @@ func (a *Adaptive) learn(o outcome, quotas []Quota, own bool, cost float64, now 
 	a.retune(now)
 }
 
+// appliedLocked announces a response applied (learn). Called with the lock
+// held.
+func (a *Adaptive) appliedLocked(own bool) {
+	a.changedLocked()
+	if own {
+		a.wakeGateLocked()
+	}
+}
+
 // stopInferring hands the endpoint over to the quotas its server now
 // states. Called with a.mu held.
 func (a *Adaptive) stopInferring() {
@@ -341,7 +351,7 @@ func (a *Adaptive) retune(now time.Time) {
 		a.snap.Store(&admission{charged: p.Known > 0, tokens: p.Tokens, checkAt: next})
 	}
 	if p.Rolled {
-		a.wakeResponseWaiters()
+		a.changedLocked()
 	}
 	known, blind := p.Known, p.Blind
 	reqRate, reqBudget, tokRate, tokBudget := p.ReqRate, p.ReqBudget, p.TokRate, p.TokBudget
@@ -366,7 +376,7 @@ func (a *Adaptive) retune(now time.Time) {
 	a.apply(a.req, d.ReqLimit, d.ReqBurst, 1, "requests", d.Reason)
 	a.apply(a.tok, d.TokLimit, d.TokBurst, d.TokNeed, "tokens", "quota")
 	if !d.KeepGate {
-		a.setGate(d.Gate)
+		a.setGateLocked(d.Gate)
 	}
 }
 
@@ -398,8 +408,9 @@ func (a *Adaptive) apply(b *Bucket, rate float64, burst, need int, what, reason 
 		b.SetBurst(burst)
 	}
 	if b == a.req && a.share != nil {
-		limit, burst := b.Limit(), b.Burst()
-		a.later(func() { a.share.learned(limit, burst) })
+		if limit, burst := b.Limit(), b.Burst(); a.share.learnedLocked(limit, burst) {
+			a.later(func() { a.share.publish(limit, burst) })
+		}
 	}
 }
 
