@@ -183,18 +183,24 @@ func (a *Adaptive) learn(o outcome, quotas []Quota, own bool, cost float64, now 
 			a.reports = append(a.reports, quota.Named{Name: infer.Name, Report: r})
 		}
 	}
-	seen := quota.Seen{
-		Horizon: a.horizon(), Age: a.rtt(),
-		Refused: status == http.StatusTooManyRequests,
+	var exhausted bool
+	if len(a.reports) > 0 || a.book.Len() > 0 {
+		// (Else nothing to tell the model, which holds nothing: every
+		// answer of a server that states no quota.)
+		seen := quota.Seen{
+			Horizon: a.horizon(), Age: a.rtt(),
+			Refused: status == http.StatusTooManyRequests,
+		}
+		if a.feeders.Load() != nil {
+			// With feeding limiters, requests charged elsewhere land in
+			// this quota at any time: less left than the budget proves
+			// nothing.
+			seen.Fed = math.Inf(1)
+		} else {
+			seen.Fed = float64(fed)
+		}
+		exhausted = a.book.Observe(a.reports, now, a.counts(float64(others)), seen)
 	}
-	if a.feeders.Load() != nil {
-		// With feeding limiters, requests charged elsewhere land in this
-		// quota at any time: less left than the budget proves nothing.
-		seen.Fed = math.Inf(1)
-	} else {
-		seen.Fed = float64(fed)
-	}
-	exhausted := a.book.Observe(a.reports, now, a.counts(float64(others)), seen)
 
 	if info.RetryAfter > 0 && status >= 400 { // negative: ignored
 		a.pauseLocked(now.Add(min(info.RetryAfter, a.cfg.MaxDelay)))
