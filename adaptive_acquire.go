@@ -12,8 +12,8 @@ import (
 	"github.com/pacer-go/pacer/store"
 )
 
-// Admission: Acquire and its Permit, the wait for a request's slot, budget
-// and token, and every bound on that wait.
+// Admission: Acquire, the wait for a request's slot, budget and token, and
+// every bound on that wait (its Permit is settled in permit.go).
 
 // admit blocks until one request may start: a slow-start slot, a request
 // token, and cost tokens of any token-denominated quota (cost ≤ 0 charges
