@@ -34,7 +34,7 @@ type AdaptiveConfig struct {
 	Ceiling Limit
 	// CeilingBurst is the burst that goes with Ceiling; 0 means 1.
 	CeilingBurst int
-	// MaxWait bounds how long Wait may block: a longer wait fails at once with
+	// MaxWait bounds how long Acquire may block: a longer wait fails at once with
 	// *RateLimitError, before any sleeping. 0 means only the context bounds it.
 	MaxWait time.Duration
 	// MaxDelay bounds every wait: a Retry-After longer than it is capped to
@@ -112,16 +112,18 @@ type AdaptiveConfig struct {
 // sent (its charge is given back). The request counts as in flight until
 // then.
 //
-// Locks. mu guards the learned state (the quotas, their budgets' updates,
-// the probe, the pause); a request's admission (its charges and its entry in
-// the in-flight count) and a response's application both happen under it,
-// so every request is either counted as in flight or already applied. gateMu
-// guards only the in-flight gate and the wake-up channels. The lock order is
-// mu, then any one of gateMu, the store share's lock (adaptive_store.go) or
-// a Bucket's own lock: retune sets the gate and the buckets under mu, and
-// none of the three is ever held while taking mu or another of them. No
-// logging or Store call runs under mu (they are queued and run after it is
-// released). Read methods (Stats) change nothing.
+// Concurrency. The limiter's state (the quotas and their budgets, the
+// probe, the pause, the in-flight gate, the callers waiting for a change,
+// what it shares through a Store) sits behind one lock. Admission reads
+// what it needs of that state from an immutable snapshot each change
+// publishes, and the counters it reads without the lock are atomic. A
+// request's admission (its charges and its entry in the in-flight count)
+// and a response's application both happen under the lock, so every
+// request is either counted as in flight or already applied. The lock is
+// never held across a sleep, a Store call, logging or a user callback:
+// those are queued and run once it is released. A Bucket's own lock may be
+// taken under it (a retune sets the buckets), never the other way round.
+// Read methods (Stats) change nothing.
 //
 // All methods are safe for concurrent use.
 type Adaptive struct {
@@ -137,8 +139,13 @@ type Adaptive struct {
 	feeders atomic.Pointer[[]*Adaptive] // limiters whose requests may land in this quota (feed)
 
 	// outbox holds what must happen once mu is released: log records and
-	// Store publishes (user code and I/O never run under mu). Guarded by mu.
+	// Store publishes (user code and I/O never run under mu). Guarded by
+	// mu, and empty whenever mu is free (unlock runs it): a section that
+	// queues nothing may release mu plainly.
 	outbox []func()
+
+	// The atomics are what is read without mu; gated, applied, changes and
+	// snap change only under it.
 
 	started      atomic.Bool  // a response arrived: slow start is over
 	gated        atomic.Bool  // in-flight cap active (slow start, or probing a new window)
@@ -163,21 +170,24 @@ type Adaptive struct {
 	maxCost      atomic.Int64 // largest cost seen, milli-tokens
 	avgCost      atomic.Int64 // smoothed cost of requests with one, milli-tokens
 
-	gateMu   sync.Mutex
-	gateCap  int64
-	gateWake chan struct{} // closed when a slot frees or the gate opens
-	respWake chan struct{} // closed at the next response, if respWaiters > 0
-	// respWaiters counts the callers waiting on respWake. Written under
-	// gateMu; atomic so that a response with nobody waiting (nearly every
-	// one) does not take gateMu to find out.
-	respWaiters atomic.Int32
-	// changes counts the wake-ups of respWake's waiters (responses
+	// changes counts the changes that may free a budget (responses
 	// applied, charges given back, windows rolled), whether anyone waited
-	// or not: a caller about to wait compares it with what it read before
-	// it looked at the budgets (see awaitChange).
+	// for one or not: a caller about to wait compares it with what it read
+	// before it looked at the budgets (see awaitChange).
 	changes atomic.Int64
 
-	mu        sync.Mutex  // guards the learning state; never held across a sleep
+	// mu guards what follows, and the state of share and fleet; it is
+	// never held across a sleep or a call out (Store, logger, callbacks).
+	mu sync.Mutex
+
+	// The in-flight gate: while gated, at most gateCap requests in flight.
+	gateCap  int64
+	gateWake chan struct{} // closed when a slot frees or the gate opens
+	// The callers waiting for a change (awaitChange) wait on respWake,
+	// closed at the next change if respWaiters > 0.
+	respWake    chan struct{}
+	respWaiters int
+
 	book      *quota.Book // the quotas the server states (or the inferred one)
 	probe     *cubic.Probe
 	clock     clockOffset   // the server's clock, for Permit.Done (the Transport keeps one per host)
@@ -224,8 +234,8 @@ func NewAdaptive(cfg AdaptiveConfig) *Adaptive {
 		probe:    cubic.New(float64(cfg.MinLimit)),
 		mode:     ModeSlowStart,
 		share:    newStoreShare(cfg),
-		fleet:    newFleetShare(cfg),
 	}
+	a.fleet = newFleetShare(cfg, &a.mu)
 	a.book = quota.NewBook(quota.BookConfig{
 		Safety: cfg.SafetyFactor, MaxDelay: cfg.MaxDelay, Horizon: MaxResetHorizon,
 		// With a Store that keeps budgets the fleet spends each quota

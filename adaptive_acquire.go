@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"net/http"
 	"slices"
 	"time"
 
@@ -13,18 +12,18 @@ import (
 	"github.com/pacer-go/pacer/store"
 )
 
-// Admission: Acquire and its Permit, the wait for a request's slot, budget
-// and token, and every bound on that wait.
+// Admission: Acquire, the wait for a request's slot, budget and token, and
+// every bound on that wait (its Permit is settled in permit.go).
 
 // admit blocks until one request may start: a slow-start slot, a request
 // token, and cost tokens of any token-denominated quota (cost ≤ 0 charges
 // request quotas only); Acquire's body. It returns a nil error when the
 // caller may send, and the caller must then settle the request exactly
-// once (observe, or abandon). On cancellation it returns ctx.Err() promptly and refunds
-// what it took. When the wait would exceed MaxWait, MaxDelay or ctx's
-// deadline it returns a *RateLimitError without consuming anything: at
-// once, or, while requests of ours are in flight, once their answers show
-// the quota is spent (see settled).
+// once (its Permit's Done or Abandon). On cancellation it returns ctx.Err()
+// promptly and refunds what it took. When the wait would exceed MaxWait,
+// MaxDelay or ctx's deadline it returns a *RateLimitError without
+// consuming anything: at once, or, while requests of ours are in flight,
+// once their answers show the quota is spent (see settled).
 func (a *Adaptive) admit(ctx context.Context, cost float64, class Class) ([]need, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -32,19 +31,36 @@ func (a *Adaptive) admit(ctx context.Context, cost float64, class Class) ([]need
 	if !(cost > 0) || math.IsInf(cost, 1) {
 		cost = 0
 	}
+	// The caller counts as waiting until it is admitted or refused. One
+	// deferred call before one return is compiled inline; in the loop's
+	// function, with its many returns, the two it took were kept on the
+	// stack and run by the runtime: 2% of a request's cost.
 	a.waiting.Add(1)
-	defer a.waiting.Add(-1)
 	if class == Batch {
 		a.batchWaiting.Add(1)
-		defer a.batchWaiting.Add(-1)
 	}
+	defer a.doneWaiting(class)
+	return a.admitWaiting(ctx, cost, class)
+}
 
+// doneWaiting counts a caller of the class out of the waiting ones.
+func (a *Adaptive) doneWaiting(class Class) {
+	a.waiting.Add(-1)
+	if class == Batch {
+		a.batchWaiting.Add(-1)
+	}
+}
+
+// admitWaiting is admit's loop, for a caller counted as waiting.
+func (a *Adaptive) admitWaiting(ctx context.Context, cost float64, class Class) ([]need, error) {
 	held := false // in-flight slot taken through the gate
 	release := func() {
 		if held {
 			held = false
+			a.mu.Lock()
 			a.inflight.Add(-1)
-			a.wakeGate()
+			a.wakeGateLocked()
+			a.mu.Unlock()
 		}
 	}
 	cost = a.noteCost(cost)
@@ -218,12 +234,6 @@ func (a *Adaptive) admit(ctx context.Context, cost float64, class Class) ([]need
 	return taken, nil
 }
 
-// wait is admit for a caller that needs no time.
-func (a *Adaptive) wait(ctx context.Context, cost float64) error {
-	_, err := a.admit(ctx, cost, ClassOf(ctx))
-	return err
-}
-
 // waitBucketAt waits for n tokens of b, planning at now on the package
 // clock: from b itself without a store (a grant at once is now itself),
 // else from the store's bucket of the same key (the store reads its own
@@ -234,18 +244,6 @@ func (a *Adaptive) waitBucketAt(ctx context.Context, b *Bucket, n int, now int64
 	}
 	at, err := a.share.wait(ctx, a, b, n, b == a.tok)
 	return clock.Of(at), err
-}
-
-// Permit is one request's admission by [Adaptive.Acquire]. The request
-// counts as in flight, and its cost as charged, until the permit is settled
-// by exactly one call of Done (the request was sent) or Abandon (it was
-// not). Later calls on the same Permit do nothing; a Permit must not be
-// copied before it is settled.
-type Permit struct {
-	a     *Adaptive
-	cost  float64
-	live  bool
-	fleet []need // what the request took of the fleet's budgets
 }
 
 // Acquire waits until one request of the given cost may start and returns
@@ -273,74 +271,6 @@ func (a *Adaptive) acquire(ctx context.Context, cost float64, class Class) (Perm
 		cost = 0
 	}
 	return Permit{a: a, cost: cost, live: true, fleet: fleet}, nil
-}
-
-// Done settles the permit of a request that was sent, with the response it
-// got: nil when none was obtained (the request stops counting as in flight,
-// nothing is learned, and its cost stays charged, since the server may have
-// counted it). The limiter learns at once what the response says about the
-// rate limit: every header convention [ParseHeaders] reads, absolute resets
-// corrected by the server's Date, and, for a 403 or 429, what its body
-// states (a limit only the body names, such as GitHub's secondary limits; a
-// quota gone for good, such as OpenAI's insufficient_quota). For that it
-// reads at most 4 KiB of such a body, which stays readable byte for byte;
-// resp is otherwise untouched, and the caller still closes its body.
-func (p *Permit) Done(resp *http.Response) {
-	if !p.live {
-		return
-	}
-	if resp == nil {
-		p.doneAt(outcome{}, time.Now())
-		return
-	}
-	now := time.Now()
-	var qs quotaBuf
-	p.doneWith(readResponse(&p.a.clock, resp, now, p.a.cfg.MaxDelay, &qs), qs.slice(), now)
-}
-
-// doneAt is Done for a response that arrived at now (the Transport's one
-// clock reading per response), the zero time to read the clock.
-func (p *Permit) doneAt(o outcome, now time.Time) { p.doneWith(o, o.Info.Quotas, now) }
-
-// doneWith is doneAt with the response's quotas apart: they stand for
-// o.Info.Quotas, which is ignored (see quotaBuf). The limiter copies what
-// it keeps of them.
-func (p *Permit) doneWith(o outcome, quotas []Quota, now time.Time) {
-	if !p.live {
-		return
-	}
-	p.live = false
-	if now.IsZero() {
-		now = time.Now()
-	}
-	p.a.fleet.answered(p.fleet, quotas, now)
-	p.a.observeCost(o, quotas, p.cost, now)
-}
-
-// Abandon settles the permit of a request that was not sent: its charge is
-// given back to every quota and it stops counting as in flight.
-func (p *Permit) Abandon() {
-	if !p.live {
-		return
-	}
-	p.live = false
-	p.a.fleet.giveBack(p.fleet)
-	p.a.abandon(p.cost)
-}
-
-// abandon undoes an admission whose request was never sent.
-func (a *Adaptive) abandon(cost float64) {
-	a.mu.Lock()
-	a.refund(cost)
-	a.settle(cost)
-	a.admitted.Add(-1)
-	if m := quota.ToMilli(cost); m > 0 {
-		a.admittedCost.Add(-m)
-		a.hintedAdmits.Add(-1)
-	}
-	a.unlock()
-	a.wakeGate()
-	a.wakeResponseWaiters()
 }
 
 // heldSlots is the in-flight count a caller holding a slow-start or look
@@ -434,30 +364,29 @@ func (a *Adaptive) annotate(err error) error {
 // awaitChange blocks until the next response or retune that may free a
 // budget, or until d passes (so a response that never comes cannot strand
 // the caller). d is at least minAwait: a budget model that keeps promising
-// "any moment now" must not turn Wait's loop into a busy loop.
+// "any moment now" must not turn Acquire's loop into a busy loop.
 //
-// seen is a.changes as the caller read it before it looked at the state
-// that made it wait: if a change came since, it returns at once. The
-// caller reads the budgets under mu and registers here after releasing
-// it; a response applied in between (its wake-up finding nobody
+// seen is the count of changes (changedLocked) as the caller read it
+// before it looked at the state that made it wait: if a change came since,
+// it returns at once. The caller looks at the budgets and registers here
+// in two steps; a response applied in between (its wake-up finding nobody
 // registered) would otherwise be missed, and the caller would sleep until
 // d although the response freed what it waits for: the last answers of a
 // job that fits the quota exactly give the budget its last unit back, and
 // a caller that missed them (woken by the answer before, it looked while
 // the last ones were applied) waited for the next window, a minute.
+// Changes are counted under the lock this registers under, so the check
+// is exact: a change is either counted before it, or wakes the caller.
 func (a *Adaptive) awaitChange(ctx context.Context, d time.Duration, seen int64) error {
 	d = max(d, minAwait)
-	a.gateMu.Lock()
-	// Registered before changes is read, as wakeResponseWaiters counts a
-	// change before it reads respWaiters: one of the two sees the other.
-	a.respWaiters.Add(1)
-	wake := a.respWake
+	a.mu.Lock()
 	if a.changes.Load() != seen {
-		a.respWaiters.Add(-1) // under gateMu: no wake-up has reset it since
-		a.gateMu.Unlock()
+		a.mu.Unlock()
 		return nil
 	}
-	a.gateMu.Unlock()
+	a.respWaiters++
+	wake := a.respWake
+	a.mu.Unlock()
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
@@ -470,25 +399,25 @@ func (a *Adaptive) awaitChange(ctx context.Context, d time.Duration, seen int64)
 	}
 }
 
-// minAwait is the shortest pause of Wait's loop on a spent budget.
+// minAwait is the shortest pause of Acquire's loop on a spent budget.
 const minAwait = time.Millisecond
 
 // enterGate waits for an in-flight slot while the gate is up. held reports
 // whether a slot was taken (the in-flight count already includes it).
 func (a *Adaptive) enterGate(ctx context.Context) (held bool, err error) {
 	for {
-		a.gateMu.Lock()
+		a.mu.Lock()
 		if !a.gated.Load() {
-			a.gateMu.Unlock()
+			a.mu.Unlock()
 			return false, nil
 		}
 		if a.inflight.Load() < a.gateCap {
 			a.inflight.Add(1)
-			a.gateMu.Unlock()
+			a.mu.Unlock()
 			return true, nil
 		}
 		wake := a.gateWake
-		a.gateMu.Unlock()
+		a.mu.Unlock()
 		select {
 		case <-wake:
 		case <-ctx.Done():
@@ -497,45 +426,31 @@ func (a *Adaptive) enterGate(ctx context.Context) (held bool, err error) {
 	}
 }
 
-// wakeGate lets gate waiters look again (a slot freed or the gate changed).
-func (a *Adaptive) wakeGate() {
-	if !a.gated.Load() {
-		return
+// wakeGateLocked lets the callers waiting at the gate look again: a slot
+// freed. Called with the lock held.
+func (a *Adaptive) wakeGateLocked() {
+	if a.gated.Load() {
+		close(a.gateWake)
+		a.gateWake = make(chan struct{})
 	}
-	a.gateMu.Lock()
-	close(a.gateWake)
-	a.gateWake = make(chan struct{})
-	a.gateMu.Unlock()
 }
 
-// wakeResponseWaiters releases the callers in awaitChange; called after
-// the change it announces is made. It counts the change first: a count of
-// 0 waiters read after that belongs to callers that will see the change
-// counted when they register (awaitChange's seen), and do not wait.
-func (a *Adaptive) wakeResponseWaiters() {
+// changedLocked counts a change that may free a budget (a response
+// applied, a charge given back, a window rolled) and wakes the callers
+// waiting for one (awaitChange). Called with the lock held, once the
+// change is made: a caller registering later sees it counted.
+func (a *Adaptive) changedLocked() {
 	a.changes.Add(1)
-	if a.respWaiters.Load() == 0 {
-		return
-	}
-	a.gateMu.Lock()
-	if a.respWaiters.Load() > 0 {
-		a.respWaiters.Store(0)
+	if a.respWaiters > 0 {
+		a.respWaiters = 0
 		close(a.respWake)
 		a.respWake = make(chan struct{})
 	}
-	a.gateMu.Unlock()
 }
 
-// setGate raises (cap > 0) or lowers (cap 0) the in-flight cap.
-func (a *Adaptive) setGate(cap int64) {
-	if cap == 0 && !a.gated.Load() {
-		// Already open, as after every response once slow start is over:
-		// gated changes only under gateMu, from retune, which runs under
-		// mu as this call does, so nothing can raise it meanwhile.
-		return
-	}
-	a.gateMu.Lock()
-	defer a.gateMu.Unlock()
+// setGateLocked raises (cap > 0) or lowers (cap 0) the in-flight cap.
+// Called with the lock held (by retune).
+func (a *Adaptive) setGateLocked(cap int64) {
 	if cap > 0 {
 		a.gateCap = cap
 		a.gated.Store(true)

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestAwaitChangeNeverArmsANearZeroTimer: a Wait loop told the budget frees
+// TestAwaitChangeNeverArmsANearZeroTimer: an Acquire loop told the budget frees
 // "now" (or in the past) still sleeps minAwait, so it cannot busy-loop.
 func TestAwaitChangeNeverArmsANearZeroTimer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -30,18 +30,25 @@ func TestAwaitChangeNeverArmsANearZeroTimer(t *testing.T) {
 func TestAwaitChangeSeesAChangeMadeBeforeItWaits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{})
+		change := func() { // as a response applied does
+			a.mu.Lock()
+			a.changedLocked()
+			a.unlock()
+		}
 		seen := a.changes.Load() // the caller reads the budgets: spent
-		a.wakeResponseWaiters()  // a response gives a unit back; nobody waits yet
+		change()                 // a response gives a unit back; nobody waits yet
 		start := time.Now()
 		require.NoError(t, a.awaitChange(context.Background(), time.Minute, seen))
 		assert.Zero(t, time.Since(start), "the change was seen: no wait")
-		assert.Zero(t, a.respWaiters.Load(), "and no waiter left registered")
+		a.mu.Lock()
+		assert.Zero(t, a.respWaiters, "and no waiter left registered")
+		a.mu.Unlock()
 
 		// With nothing new, it waits for the next change, or d.
 		seen = a.changes.Load()
 		go func() {
 			time.Sleep(time.Second)
-			a.wakeResponseWaiters()
+			change()
 		}()
 		start = time.Now()
 		require.NoError(t, a.awaitChange(context.Background(), time.Minute, seen))

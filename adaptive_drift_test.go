@@ -32,18 +32,18 @@ func TestTwoAdaptivesSharingAQuotaWithoutAStore(t *testing.T) {
 					for range 16 {
 						wg.Go(func() {
 							for time.Now().Before(end) {
-								if err := a.wait(ctx, 0); err != nil {
+								p, err := a.Acquire(ctx, 0)
+								if err != nil {
 									return
 								}
 								req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/v1/thing", nil)
 								resp, err := rt.RoundTrip(req)
 								if err != nil {
-									a.observe(0, Info{})
+									p.Done(nil)
 									continue
 								}
-								info, _ := parseHeaders(resp.Header, time.Now(), 0)
+								p.Done(resp)
 								resp.Body.Close()
-								a.observe(resp.StatusCode, info)
 							}
 						})
 					}

@@ -28,17 +28,21 @@ import (
 //
 // A member without an answer from the store (the store is down, or knows
 // no budget yet) goes by its own model of the quota.
+//
+// What the member holds is the limiter's state: it is guarded by the
+// limiter's lock, which no Store call is made under. Its methods take that
+// lock; none is called with it held.
 type fleetShare struct {
 	store  store.Budgeter
 	key    string
 	member string
 	ttl    time.Duration
 
-	mu     sync.Mutex
+	mu     *sync.Mutex // the limiter's lock
 	quotas map[string]*fleetQuota
 }
 
-// fleetQuota is one quota's part of a fleetShare. Guarded by fleetShare.mu.
+// fleetQuota is one quota's part of a fleetShare, under its lock.
 type fleetQuota struct {
 	leased   float64   // leased, unspent
 	until    time.Time // the lease's end, by this member's clock
@@ -75,14 +79,16 @@ const leaseSpan = 100 * time.Millisecond
 // the others of a window's last units.
 const leaseShareMax = 1.0 / 16
 
-func newFleetShare(cfg AdaptiveConfig) *fleetShare {
+// newFleetShare returns the fleet membership of a limiter configured with
+// cfg whose lock is mu, nil when its Store keeps no budgets.
+func newFleetShare(cfg AdaptiveConfig, mu *sync.Mutex) *fleetShare {
 	b, ok := cfg.Store.(store.Budgeter)
 	if !ok {
 		return nil
 	}
 	var id [8]byte
 	_, _ = rand.Read(id[:])
-	return &fleetShare{store: b, key: cfg.Key, member: hex.EncodeToString(id[:]), ttl: store.DefaultLeaseTTL, quotas: make(map[string]*fleetQuota)}
+	return &fleetShare{store: b, key: cfg.Key, member: hex.EncodeToString(id[:]), ttl: store.DefaultLeaseTTL, mu: mu, quotas: make(map[string]*fleetQuota)}
 }
 
 // need is one quota a request is charged to: its name, what it takes, and
@@ -219,7 +225,8 @@ func (f *fleetShare) takeOne(ctx context.Context, n need, now time.Time, interac
 // fallback decides a request of amount while the store does not answer, at
 // now: within the window the store last spoke of, from this member's share
 // of the budget it was told then (ok false, with the window's reset, once it
-// is spent); otherwise by the member's own model (ok true). f.mu is held.
+// is spent); otherwise by the member's own model (ok true). Called with the
+// lock held.
 func (q *fleetQuota) fallback(amount float64, now time.Time) (bool, time.Time) {
 	if !q.known || q.resetAt.IsZero() || !now.Before(q.resetAt) {
 		q.inflight += amount
@@ -240,7 +247,8 @@ func (q *fleetQuota) fallback(amount float64, now time.Time) (bool, time.Time) {
 	return true, time.Time{}
 }
 
-// quota returns the named quota's state, creating it; f.mu is held.
+// quota returns the named quota's state, creating it; called with the
+// lock held.
 func (f *fleetShare) quota(name string) *fleetQuota {
 	q := f.quotas[name]
 	if q == nil {
@@ -275,7 +283,8 @@ func (f *fleetShare) giveBack(needs []need) {
 }
 
 // settleLocked takes a request's units out of flight: back into the lease
-// (unused) when the request was not sent, else spent. f.mu is held.
+// (unused) when the request was not sent, else spent. Called with the lock
+// held.
 func (f *fleetShare) settleLocked(needs []need, unused bool) {
 	for _, n := range needs {
 		q := f.quota(n.quota)

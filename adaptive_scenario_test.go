@@ -16,14 +16,14 @@ import (
 )
 
 // scenario is one simulated API and workload: callers goroutines loop
-// Wait → request → Observe against an in-memory apisim server for run.
+// Acquire → request → Permit.Done against an in-memory apisim server for run.
 type scenario struct {
 	name    string
 	server  apisim.Config
 	run     time.Duration
 	callers int
 	// cost, when set, returns a request's estimated token cost (passed to
-	// Wait) and its actual usage (sent to the server).
+	// Acquire) and its actual usage (sent to the server).
 	cost func(r *rand.Rand) (estimate float64, actual int)
 	// at, when set, runs once half-way through the run (a quota change).
 	at func(s *apisim.Server)
@@ -54,8 +54,8 @@ func (o simResult) String() string {
 }
 
 // drive runs sc in a synctest bubble (virtual time) and returns what the
-// server saw. The small driver stands in for the Transport: Wait, send,
-// parseHeaders, Observe.
+// server saw. The small driver stands in for the Transport: Acquire, send,
+// Permit.Done with the response.
 func drive(t *testing.T, sc scenario, acfg AdaptiveConfig) simResult {
 	t.Helper()
 	var out simResult
@@ -76,9 +76,10 @@ func drive(t *testing.T, sc scenario, acfg AdaptiveConfig) simResult {
 					if sc.cost != nil {
 						estimate, actual = sc.cost(rng)
 					}
-					if err := a.wait(ctx, estimate); err != nil {
+					p, err := a.Acquire(ctx, estimate)
+					if err != nil {
 						if ctx.Err() == nil {
-							t.Errorf("Wait: %v", err)
+							t.Errorf("Acquire: %v", err)
 						}
 						return
 					}
@@ -88,12 +89,11 @@ func drive(t *testing.T, sc scenario, acfg AdaptiveConfig) simResult {
 					}
 					resp, err := rt.RoundTrip(req)
 					if err != nil {
-						a.observe(0, Info{})
+						p.Done(nil)
 						continue
 					}
-					info, _ := parseHeaders(resp.Header, time.Now(), 0)
+					p.Done(resp)
 					resp.Body.Close()
-					a.observe(resp.StatusCode, info)
 				}
 			})
 		}

@@ -2,7 +2,6 @@ package pacer
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
@@ -17,11 +16,14 @@ import (
 // The local buckets keep deriving limit and burst from this limiter's own
 // responses and still carry its pauses; they hand out no tokens. A limiter
 // without a Store has no storeShare and pays nothing for this.
+//
+// What it knows of the limits (its own last published, the newest another
+// published) is the limiter's state, under the limiter's lock; the Store is
+// called without it.
 type storeShare struct {
 	store store.Store
 	key   string // request bucket; key+tokensKeySuffix is the token bucket
 
-	mu       sync.Mutex
 	ownAt    time.Time // when this limiter last published its own limit
 	own      Limit     // and what it published
 	ownBurst int
@@ -71,7 +73,7 @@ func (s *storeShare) wait(ctx context.Context, a *Adaptive, b *Bucket, n int, to
 				return time.Now(), nil // no token quota known: nothing to book or share
 			}
 		} else {
-			limit, burst = s.effective(limit, burst, a.cfg)
+			limit, burst = s.effective(a, limit, burst)
 		}
 		horizon := bookingHorizon(limit, n)
 		r := store.Request{Tokens: float64(n), Limit: toStoreLimit(limit), Burst: burst, MaxWait: horizon}
@@ -86,7 +88,7 @@ func (s *storeShare) wait(ctx context.Context, a *Adaptive, b *Bucket, n int, to
 		if !tokens {
 			s.adopt(a, now, g.Shared)
 			if limit == Inf && g.OK {
-				if l, _ := s.effective(b.Limit(), b.Burst(), a.cfg); l != Inf {
+				if l, _ := s.effective(a, b.Limit(), b.Burst()); l != Inf {
 					continue // booked nothing, but others know a limit now: book at it
 				}
 			}
@@ -126,17 +128,18 @@ func bookingHorizon(limit Limit, n int) time.Duration {
 	return h
 }
 
-// effective is the request limit and burst to book at: the newest of this
-// limiter's own and the shared one, within the configured ceiling.
-func (s *storeShare) effective(limit Limit, burst int, cfg AdaptiveConfig) (Limit, int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// effective is the request limit and burst of a's bucket to book at, given
+// as limit and burst: the newest of this limiter's own and the shared one,
+// within the configured ceiling.
+func (s *storeShare) effective(a *Adaptive, limit Limit, burst int) (Limit, int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if s.shared == 0 || !s.sharedAt.After(s.ownAt) {
 		return limit, burst
 	}
 	limit, burst = s.shared, s.burst
-	if cfg.Ceiling > 0 && limit > cfg.Ceiling {
-		limit, burst = cfg.Ceiling, cfg.CeilingBurst
+	if c := a.cfg; c.Ceiling > 0 && limit > c.Ceiling {
+		limit, burst = c.Ceiling, c.CeilingBurst
 	}
 	return limit, burst
 }
@@ -145,40 +148,41 @@ func (s *storeShare) effective(limit Limit, burst int, cfg AdaptiveConfig) (Limi
 // limit, and a pause (applied to the local request bucket so that Stats,
 // NextAllowed and later waits see it).
 func (s *storeShare) adopt(a *Adaptive, now time.Time, st store.State) {
-	s.mu.Lock()
-	if limit := fromStoreLimit(st.Limit); limit > 0 && limit != Inf {
+	limit := fromStoreLimit(st.Limit)
+	if !(limit > 0 && limit != Inf) && !(st.Pause > 0) {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock() // nothing is queued: no unlock flush
+	if limit > 0 && limit != Inf {
 		if at := now.Add(-st.Age); at.After(s.sharedAt) {
 			s.shared, s.burst, s.sharedAt = limit, max(st.Burst, 1), at
 		}
 	}
-	s.mu.Unlock()
 	if st.Pause > 0 {
-		until := now.Add(st.Pause)
-		a.mu.Lock()
-		if until.After(a.paused) {
+		if until := now.Add(st.Pause); until.After(a.paused) {
 			a.paused = until // not pauseLocked: it is already shared
 			a.req.PauseUntil(until)
 		}
-		a.unlock()
 	}
 }
 
-// learned publishes the request limit and burst this limiter derived from
-// its own responses, when they changed. Unknown (Inf) limits are not
-// published: they would erase what others know. Called after a retune,
-// once a.mu is released (Adaptive.later).
-func (s *storeShare) learned(limit Limit, burst int) {
-	if s == nil || limit == Inf || !(limit > 0) {
-		return
+// learnedLocked records the request limit and burst this limiter derived
+// from its own responses, and reports whether they are news to publish
+// (publish, once the lock is released). Unknown (Inf) limits are not
+// published: they would erase what others know. Called with the lock held,
+// by a retune.
+func (s *storeShare) learnedLocked(limit Limit, burst int) bool {
+	if limit == Inf || !(limit > 0) || limit == s.own && burst == s.ownBurst {
+		return false
 	}
-	now := time.Now()
-	s.mu.Lock()
-	if limit == s.own && burst == s.ownBurst {
-		s.mu.Unlock()
-		return
-	}
-	s.ownAt, s.own, s.ownBurst = now, limit, burst
-	s.mu.Unlock()
+	s.ownAt, s.own, s.ownBurst = time.Now(), limit, burst
+	return true
+}
+
+// publish tells the store the request limit and burst this limiter
+// learned (learnedLocked).
+func (s *storeShare) publish(limit Limit, burst int) {
 	_ = s.store.Publish(context.Background(), s.key, store.State{Limit: toStoreLimit(limit), Burst: burst})
 }
 

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -43,25 +44,6 @@ func TestNewAdaptivePanicsOnInvalidConfigNamingTheField(t *testing.T) {
 	}
 }
 
-// quota is a requests quota as parseHeaders reports it.
-func quotaInfo(limit, remaining float64, resetIn time.Duration) Info {
-	return Info{Quotas: []Quota{{Name: "requests", Limit: limit, Remaining: remaining, Reset: time.Now().Add(resetIn)}}}
-}
-
-// admit runs Wait and fails the test on an error.
-func admit(t *testing.T, a *Adaptive, cost float64) {
-	t.Helper()
-	require.NoError(t, a.wait(context.Background(), cost))
-}
-
-// waitTook runs Wait and returns how long it blocked (virtual time).
-func waitTook(t *testing.T, a *Adaptive) time.Duration {
-	t.Helper()
-	start := time.Now()
-	admit(t, a, 0)
-	return time.Since(start)
-}
-
 func budgetOf(a *Adaptive, name string) float64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -75,8 +57,7 @@ func TestAdaptiveIsUnlimitedUntilTheServerSaysOtherwise(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{})
 		assert.Equal(t, ModeSlowStart, a.Stats().Mode)
-		admit(t, a, 0)
-		a.observe(http.StatusOK, Info{})
+		admit(t, a, 0).Done(reply(http.StatusOK))
 		st := a.Stats()
 		assert.Equal(t, Inf, st.Limit)
 		assert.Equal(t, ModeProbing, st.Mode)
@@ -92,8 +73,7 @@ func TestAdaptiveIsUnlimitedUntilTheServerSaysOtherwise(t *testing.T) {
 func TestAdaptiveSpendsWhatTheQuotaAffordsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{SafetyFactor: 0.9})
-		admit(t, a, 0)
-		a.observe(http.StatusOK, quotaInfo(600, 599, time.Minute))
+		admit(t, a, 0).Done(reply(http.StatusOK, requestsLeft(600, 599, time.Minute)))
 		st := a.Stats()
 		assert.Equal(t, ModeHeaders, st.Mode)
 		assert.Equal(t, Inf, st.Limit, "no pacing while the quota affords the work")
@@ -107,7 +87,7 @@ func TestAdaptiveSpendsWhatTheQuotaAffordsAtOnce(t *testing.T) {
 		assert.Zero(t, time.Since(start), "all that is left goes at once")
 		assert.Equal(t, 0.0, budgetOf(a, "requests"))
 		for i := range permits {
-			permits[i].doneAt(outcome{Status: http.StatusOK, Info: quotaInfo(600, float64(598-i), time.Minute)}, time.Time{})
+			permits[i].Done(reply(http.StatusOK, requestsLeft(600, float64(598-i), time.Minute)))
 		}
 		// The next waits for the reset (plus quota.RollGuard): the window is spent.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -122,11 +102,10 @@ func TestAdaptiveSpendsWhatTheQuotaAffordsAtOnce(t *testing.T) {
 func TestAdaptiveSpreadsAQuotaOthersSpendFrom(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{SafetyFactor: 0.9, SlowStart: 2})
-		admit(t, a, 0)
-		admit(t, a, 0)
-		a.observe(http.StatusOK, quotaInfo(600, 598, time.Minute))
+		p1, p2 := admit(t, a, 0), admit(t, a, 0)
+		p1.Done(reply(http.StatusOK, requestsLeft(600, 598, time.Minute)))
 		// 20 fewer than our own requests explain: someone else spends here.
-		a.observe(http.StatusOK, quotaInfo(600, 577, time.Minute))
+		p2.Done(reply(http.StatusOK, requestsLeft(600, 577, time.Minute)))
 		st := a.Stats()
 		assert.NotEqual(t, Inf, st.Limit, "a shared quota is spread to its reset")
 		assert.InDelta(t, 0.9*577/60, float64(st.Limit), 0.5)
@@ -136,12 +115,13 @@ func TestAdaptiveSpreadsAQuotaOthersSpendFrom(t *testing.T) {
 func TestAdaptiveCountsRequestsInFlightAgainstTheRemainingQuota(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{SlowStart: 10})
-		for range 5 {
+		first := admit(t, a, 0)
+		for range 4 {
 			admit(t, a, 0)
 		}
 		// The first response says 100 left; the other four requests may not
 		// have been counted yet.
-		a.observe(http.StatusOK, quotaInfo(200, 100, time.Minute))
+		first.Done(reply(http.StatusOK, requestsLeft(200, 100, time.Minute)))
 		assert.Equal(t, 96.0, budgetOf(a, "requests"))
 		assert.Equal(t, 4, a.Stats().InFlight)
 	})
@@ -150,13 +130,12 @@ func TestAdaptiveCountsRequestsInFlightAgainstTheRemainingQuota(t *testing.T) {
 func TestAdaptiveIgnoresAStaleHigherRemainingFromTheSameWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{SlowStart: 2})
-		admit(t, a, 0)
-		admit(t, a, 0)
-		reset := time.Now().Add(time.Minute)
-		a.observe(http.StatusOK, Info{Quotas: []Quota{{Name: "requests", Limit: 100, Remaining: 50, Reset: reset}}})
+		p1, p2 := admit(t, a, 0), admit(t, a, 0)
+		p1.Done(reply(http.StatusOK, requestsLeft(100, 50, time.Minute)))
 		limit := a.Stats().Limit
-		// An older response, overtaken by the first, arrives late.
-		a.observe(http.StatusOK, Info{Quotas: []Quota{{Name: "requests", Limit: 100, Remaining: 80, Reset: reset}}})
+		// An older response, overtaken by the first, arrives late (the
+		// same instant: the same reset).
+		p2.Done(reply(http.StatusOK, requestsLeft(100, 80, time.Minute)))
 		// With nothing of ours in flight any more, the lowest figure of the
 		// window is exact: 50, not the stale 80.
 		assert.Equal(t, 50.0, budgetOf(a, "requests"))
@@ -167,10 +146,8 @@ func TestAdaptiveIgnoresAStaleHigherRemainingFromTheSameWindow(t *testing.T) {
 func TestAdaptiveBelievesALaterResetAsANewWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{})
-		admit(t, a, 0)
-		a.observe(http.StatusOK, quotaInfo(100, 3, 2*time.Second))
-		admit(t, a, 0)
-		a.observe(http.StatusOK, quotaInfo(100, 99, 62*time.Second))
+		admit(t, a, 0).Done(reply(http.StatusOK, requestsLeft(100, 3, 2*time.Second)))
+		admit(t, a, 0).Done(reply(http.StatusOK, requestsLeft(100, 99, 62*time.Second)))
 		assert.Equal(t, 99.0, budgetOf(a, "requests"))
 	})
 }
@@ -178,9 +155,8 @@ func TestAdaptiveBelievesALaterResetAsANewWindow(t *testing.T) {
 func TestAdaptivePausesUntilResetWhenTheQuotaIsSpent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{})
-		admit(t, a, 0)
 		reset := time.Now().Add(30 * time.Second)
-		a.observe(http.StatusTooManyRequests, Info{Quotas: []Quota{{Name: "requests", Limit: 100, Remaining: 0, Reset: reset}}})
+		admit(t, a, 0).Done(reply(http.StatusTooManyRequests, requestsLeft(100, 0, 30*time.Second)))
 		st := a.Stats()
 		assert.Equal(t, int64(1), st.Throttled)
 		assert.False(t, st.PausedUntil.Before(reset), "paused until the reset")
@@ -196,23 +172,22 @@ func TestAdaptivePausesUntilResetWhenTheQuotaIsSpent(t *testing.T) {
 func TestAdaptiveOpensANewWindowWithOneLook(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{})
-		admit(t, a, 0)
-		q := func(remaining float64, reset time.Time) Info {
-			return Info{Quotas: []Quota{{Name: "default", Limit: 60, Remaining: remaining, Reset: reset, Window: time.Minute}}}
-		}
 		start := time.Now()
-		a.observe(http.StatusOK, q(0, start.Add(10*time.Second)))
+		q := func(remaining float64, reset time.Time) []string {
+			return policyLeft("default", 60, time.Minute, remaining, time.Until(reset))
+		}
+		admit(t, a, 0).Done(reply(http.StatusOK, q(0, start.Add(10*time.Second))))
 		var mu sync.Mutex
 		var at []time.Duration
 		var wg sync.WaitGroup
 		for i := range 5 {
 			wg.Go(func() {
-				admit(t, a, 0)
+				p := admit(t, a, 0)
 				mu.Lock()
 				at = append(at, time.Since(start))
 				mu.Unlock()
 				time.Sleep(100 * time.Millisecond) // the round trip
-				a.observe(http.StatusOK, q(float64(59-i), start.Add(70*time.Second)))
+				p.Done(reply(http.StatusOK, q(float64(59-i), start.Add(70*time.Second))))
 			})
 		}
 		wg.Wait()
@@ -231,8 +206,7 @@ func TestAdaptiveOpensANewWindowWithOneLook(t *testing.T) {
 func TestAdaptiveHonoursRetryAfter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{})
-		admit(t, a, 0)
-		a.observe(http.StatusTooManyRequests, Info{RetryAfter: 10 * time.Second})
+		admit(t, a, 0).Done(reply(http.StatusTooManyRequests, retryAfter(10*time.Second)))
 		assert.WithinRange(t, a.nextAllowed(), time.Now().Add(10*time.Second), time.Now().Add(12*time.Second))
 		assert.GreaterOrEqual(t, waitTook(t, a), 10*time.Second)
 	})
@@ -241,8 +215,7 @@ func TestAdaptiveHonoursRetryAfter(t *testing.T) {
 func TestAdaptiveCapsRetryAfterAtMaxDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{MaxDelay: time.Minute})
-		admit(t, a, 0)
-		a.observe(http.StatusServiceUnavailable, Info{RetryAfter: 484289 * time.Hour})
+		admit(t, a, 0).Done(reply(http.StatusServiceUnavailable, retryAfter(484289*time.Hour)))
 		took := waitTook(t, a)
 		assert.GreaterOrEqual(t, took, time.Minute)
 		assert.Less(t, took, 2*time.Minute)
@@ -251,18 +224,16 @@ func TestAdaptiveCapsRetryAfterAtMaxDelay(t *testing.T) {
 
 func TestAdaptiveFailsFastWhenTheWaitExceedsMaxWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		info := Info{RetryAfter: 10 * time.Minute}
 		a := NewAdaptive(AdaptiveConfig{Key: "https://api.example.com", MaxWait: 30 * time.Second})
-		admit(t, a, 0)
-		a.observe(http.StatusTooManyRequests, info)
+		admit(t, a, 0).Done(reply(http.StatusTooManyRequests, retryAfter(10*time.Minute)))
 		start := time.Now()
-		err := a.wait(context.Background(), 0)
+		_, err := a.Acquire(context.Background(), 0)
 		assert.Zero(t, time.Since(start), "fails at once, no sleeping")
 		var rle *RateLimitError
 		require.ErrorAs(t, err, &rle)
 		assert.Equal(t, "https://api.example.com", rle.Endpoint)
 		assert.WithinRange(t, rle.RetryAt, start.Add(10*time.Minute), start.Add(10*time.Minute+2*time.Second))
-		assert.Equal(t, info, rle.Info)
+		assert.Equal(t, Info{RetryAfter: 10 * time.Minute}, rle.Info, "what the response said")
 		assert.NoError(t, rle.Err)
 		assert.Zero(t, a.Stats().InFlight, "nothing consumed")
 	})
@@ -271,12 +242,11 @@ func TestAdaptiveFailsFastWhenTheWaitExceedsMaxWait(t *testing.T) {
 func TestAdaptiveFailsFastWhenTheWaitPassesTheDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{})
-		admit(t, a, 0)
-		a.observe(http.StatusOK, quotaInfo(10, 0, time.Minute))
+		admit(t, a, 0).Done(reply(http.StatusOK, requestsLeft(10, 0, time.Minute)))
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		start := time.Now()
-		err := a.wait(ctx, 0)
+		_, err := a.Acquire(ctx, 0)
 		assert.Zero(t, time.Since(start))
 		var rle *RateLimitError
 		require.ErrorAs(t, err, &rle)
@@ -288,8 +258,7 @@ func TestAdaptiveFailsFastWhenTheWaitPassesTheDeadline(t *testing.T) {
 func TestAdaptiveWaitReturnsPromptlyOnCancelAndRefunds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{})
-		admit(t, a, 0)
-		a.observe(http.StatusOK, quotaInfo(100, 0, time.Minute))
+		admit(t, a, 0).Done(reply(http.StatusOK, requestsLeft(100, 0, time.Minute)))
 		budget := budgetOf(a, "requests")
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error)
@@ -310,19 +279,21 @@ func TestAdaptiveWaitReturnsPromptlyOnCancelAndRefunds(t *testing.T) {
 func TestAdaptiveSlowStartHoldsRequestsUntilTheFirstResponse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{SlowStart: 2})
-		admit(t, a, 0)
-		admit(t, a, 0)
+		p1, p2 := admit(t, a, 0), admit(t, a, 0)
 		third := make(chan error)
-		go func() { third <- a.wait(context.Background(), 0) }()
+		go func() {
+			_, err := a.Acquire(context.Background(), 0)
+			third <- err
+		}()
 		synctest.Wait()
 		select {
 		case <-third:
 			t.Fatal("a third request started before any response")
 		default:
 		}
-		a.observe(0, Info{}) // a transport error is not a response: one slot frees
+		p1.Done(nil) // a transport error is not a response: one slot frees
 		require.NoError(t, <-third)
-		a.observe(http.StatusOK, Info{})
+		p2.Done(reply(http.StatusOK))
 		for range 100 {
 			admit(t, a, 0)
 		}
@@ -347,17 +318,17 @@ func TestAdaptiveFanOutOntoAnExhaustedQuotaCostsAtMostSlowStart429s(t *testing.T
 		var wg sync.WaitGroup
 		for range 1000 {
 			wg.Go(func() {
-				if a.wait(context.Background(), 0) != nil {
+				p, err := a.Acquire(context.Background(), 0)
+				if err != nil {
 					return
 				}
 				resp, err := send(context.Background())
 				if err != nil {
-					a.observe(0, Info{})
+					p.Done(nil)
 					return
 				}
-				info, _ := parseHeaders(resp.Header, time.Now(), 0)
+				p.Done(resp)
 				resp.Body.Close()
-				a.observe(resp.StatusCode, info)
 			})
 		}
 		wg.Wait()
@@ -369,12 +340,8 @@ func TestAdaptiveFanOutOntoAnExhaustedQuotaCostsAtMostSlowStart429s(t *testing.T
 func TestAdaptiveChargesCostOnlyToTokenQuotas(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{})
-		admit(t, a, 0)
-		reset := time.Now().Add(time.Minute)
-		a.observe(http.StatusOK, Info{Quotas: []Quota{
-			{Name: "requests", Limit: 1000, Remaining: 999, Reset: reset},
-			{Name: "tokens", Unit: UnitTokens, Limit: 100000, Remaining: 90000, Reset: reset},
-		}})
+		admit(t, a, 0).Done(reply(http.StatusOK,
+			requestsLeft(1000, 999, time.Minute), tokensLeft(100000, 90000, time.Minute)))
 		admit(t, a, 500)
 		assert.Equal(t, 89500.0, budgetOf(a, "tokens"))
 		assert.Equal(t, 998.0, budgetOf(a, "requests"))
@@ -387,17 +354,13 @@ func TestAdaptiveChargesCostOnlyToTokenQuotas(t *testing.T) {
 func TestAdaptiveHoldsACostlyRequestUntilTheTokenQuotaResets(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{})
-		admit(t, a, 0)
-		reset := time.Now().Add(20 * time.Second)
-		a.observe(http.StatusOK, Info{Quotas: []Quota{
-			{Name: "requests", Limit: 1000, Remaining: 999, Reset: reset},
-			{Name: "tokens", Unit: UnitTokens, Limit: 10000, Remaining: 1500, Reset: reset},
-		}})
-		assert.Less(t, waitTook(t, a), time.Second, "requests without a cost are not held by tokens")
-		a.observe(http.StatusOK, Info{Quotas: []Quota{
-			{Name: "requests", Limit: 1000, Remaining: 998, Reset: reset},
-			{Name: "tokens", Unit: UnitTokens, Limit: 10000, Remaining: 1500, Reset: reset},
-		}})
+		admit(t, a, 0).Done(reply(http.StatusOK,
+			requestsLeft(1000, 999, 20*time.Second), tokensLeft(10000, 1500, 20*time.Second)))
+		start := time.Now()
+		p := admit(t, a, 0)
+		assert.Less(t, time.Since(start), time.Second, "requests without a cost are not held by tokens")
+		p.Done(reply(http.StatusOK,
+			requestsLeft(1000, 998, 20*time.Second-time.Since(start)), tokensLeft(10000, 1500, 20*time.Second-time.Since(start))))
 		took := func() time.Duration {
 			start := time.Now()
 			admit(t, a, 4000)
@@ -410,8 +373,7 @@ func TestAdaptiveHoldsACostlyRequestUntilTheTokenQuotaResets(t *testing.T) {
 func TestAdaptiveNeverExceedsTheCeiling(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{Ceiling: 5, CeilingBurst: 1})
-		admit(t, a, 0)
-		a.observe(http.StatusOK, quotaInfo(1e6, 1e6-1, time.Hour))
+		admit(t, a, 0).Done(reply(http.StatusOK, requestsLeft(1e6, 1e6-1, time.Hour)))
 		st := a.Stats()
 		assert.Equal(t, Limit(5), st.Limit)
 		assert.Equal(t, 1, st.Burst)
@@ -426,8 +388,7 @@ func TestAdaptiveNeverExceedsTheCeiling(t *testing.T) {
 func TestAdaptiveWithOnlyACeilingIsAStaticBucket(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{Ceiling: 2, CeilingBurst: 4})
-		admit(t, a, 0)
-		a.observe(http.StatusOK, Info{})
+		admit(t, a, 0).Done(reply(http.StatusOK))
 		st := a.Stats()
 		assert.Equal(t, ModeStatic, st.Mode)
 		assert.Equal(t, Limit(2), st.Limit)
@@ -438,30 +399,26 @@ func TestAdaptiveWithOnlyACeilingIsAStaticBucket(t *testing.T) {
 func TestAdaptiveProbingCutsTheRateOnAThrottleAndRecovers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{MinLimit: 0.5})
-		admit(t, a, 0)
-		a.observe(http.StatusOK, Info{})
+		admit(t, a, 0).Done(reply(http.StatusOK))
 		// Send at 10/s for a few seconds, then hit a bare 429.
 		for range 30 {
 			time.Sleep(100 * time.Millisecond)
-			admit(t, a, 0)
-			a.observe(http.StatusOK, Info{})
+			admit(t, a, 0).Done(reply(http.StatusOK))
 		}
-		admit(t, a, 0)
-		admit(t, a, 0)
-		a.observe(http.StatusTooManyRequests, Info{})
+		p1, p2 := admit(t, a, 0), admit(t, a, 0)
+		p1.Done(reply(http.StatusTooManyRequests))
 		st := a.Stats()
 		assert.Equal(t, ModeProbing, st.Mode)
 		assert.InDelta(t, 0.7*10, float64(st.Limit), 1, "multiplicative decrease to 0.7 × the send rate")
 		cut := st.Limit
 
 		// Throttles of requests already in flight belong to the same event.
-		a.observe(http.StatusTooManyRequests, Info{})
+		p2.Done(reply(http.StatusTooManyRequests))
 		assert.Equal(t, cut, a.Stats().Limit)
 
 		// Successes let it climb back towards the rate it was throttled at.
 		for range 100 {
-			admit(t, a, 0)
-			a.observe(http.StatusOK, Info{})
+			admit(t, a, 0).Done(reply(http.StatusOK))
 		}
 		assert.Greater(t, a.Stats().Limit, cut)
 	})
@@ -470,10 +427,10 @@ func TestAdaptiveProbingCutsTheRateOnAThrottleAndRecovers(t *testing.T) {
 func TestAdaptiveProbingNeverGoesBelowMinLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{MinLimit: 2})
-		admit(t, a, 0)
+		p := admit(t, a, 0)
 		for range 50 {
-			a.observe(http.StatusServiceUnavailable, Info{})
-			admit(t, a, 0)
+			p.Done(reply(http.StatusServiceUnavailable))
+			p = admit(t, a, 0)
 		}
 		assert.GreaterOrEqual(t, float64(a.Stats().Limit), 2.0)
 		assert.Equal(t, int64(50), a.Stats().Throttled)
@@ -485,8 +442,10 @@ func TestAdaptiveLearnDoesNotTouchInFlight(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{SlowStart: 3})
 		admit(t, a, 0)
 		admit(t, a, 0)
-		info := quotaInfo(100, 90, time.Minute)
-		a.learnOther(outcome{Status: http.StatusOK, Info: info}, info.Quotas)
+		// What the Transport reads of a response another limiter admitted.
+		var qs quotaBuf
+		o := readResponse(&clockOffset{}, reply(http.StatusOK, requestsLeft(100, 90, time.Minute)), time.Now(), DefaultMaxDelay, &qs)
+		a.learnOther(o, qs.slice())
 		st := a.Stats()
 		assert.Equal(t, 2, st.InFlight)
 		assert.Equal(t, ModeHeaders, st.Mode, "a response ends slow start")
@@ -524,10 +483,8 @@ func TestAdaptiveLogsRetunesAtDebugAndThrottlesAtWarn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &recorder{}
 		a := NewAdaptive(AdaptiveConfig{Key: "api", Logger: slog.New(rec)})
-		admit(t, a, 0)
-		a.observe(http.StatusOK, quotaInfo(100, 99, time.Minute))
-		admit(t, a, 0)
-		a.observe(http.StatusTooManyRequests, Info{RetryAfter: time.Second})
+		admit(t, a, 0).Done(reply(http.StatusOK, requestsLeft(100, 99, time.Minute)))
+		admit(t, a, 0).Done(reply(http.StatusTooManyRequests, retryAfter(time.Second)))
 		levels := rec.levels()
 		assert.Contains(t, levels[slog.LevelDebug], "pacer: retuned")
 		assert.Equal(t, []string{"pacer: throttled"}, levels[slog.LevelWarn])
@@ -544,22 +501,26 @@ func TestAdaptiveIgnoresHostileCosts(t *testing.T) {
 	})
 }
 
-func TestAdaptiveIgnoresHostileInfo(t *testing.T) {
+// A hostile or broken figure in a response never reaches the quota model:
+// the parser drops it (a Quota with NaN, a negative or an infinite count
+// cannot come out of a response; the model's own guard against one is
+// specified in internal/quota, "hostile counts are dropped"). End to end,
+// such a server changes nothing it should not and never panics the limiter.
+func TestAdaptiveIgnoresHostileHeaders(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{SlowStart: 10})
-		for range 6 {
-			admit(t, a, 0)
-		}
-		now := time.Now()
-		for _, q := range []Quota{
-			{Name: "nan", Limit: 10, Remaining: math.NaN(), Reset: now.Add(time.Minute)},
-			{Name: "neg", Limit: 10, Remaining: -5, Reset: now.Add(time.Minute)},
-			{Name: "inf", Limit: math.Inf(1), Remaining: 5, Reset: now.Add(time.Minute)},
-			{Name: "window", Limit: 10, Remaining: 50, Reset: now.Add(time.Minute), Window: -time.Second},
+		for _, fields := range [][]string{
+			{"RateLimit", `"nan";r=NaN;t=60`},                                      // not RFC 9651: the field is dropped
+			{"RateLimit", `"neg";r=-5;t=60`},                                       // a negative count
+			{"RateLimit-Policy", `"inf";q=1` + strings.Repeat("0", 400) + `;w=60`}, // a limit no number holds
+			// More left than the limit, and a negative window.
+			{"RateLimit-Policy", `"window";q=10;w=-1`, "RateLimit", `"window";r=50;t=60`},
 		} {
-			assert.NotPanics(t, func() { a.observe(http.StatusOK, Info{Quotas: []Quota{q}}) })
+			p := admit(t, a, 0)
+			assert.NotPanics(t, func() { p.Done(reply(http.StatusOK, fields)) })
 		}
-		assert.NotPanics(t, func() { a.observe(http.StatusTooManyRequests, Info{RetryAfter: -time.Hour}) })
+		p := admit(t, a, 0)
+		assert.NotPanics(t, func() { p.Done(reply(http.StatusTooManyRequests, []string{"Retry-After", "-3600"})) })
 		assert.True(t, math.IsNaN(budgetOf(a, "nan")), "not tracked")
 		assert.True(t, math.IsNaN(budgetOf(a, "neg")), "not tracked")
 		assert.True(t, math.IsNaN(budgetOf(a, "inf")), "not tracked")
@@ -570,9 +531,8 @@ func TestAdaptiveIgnoresHostileInfo(t *testing.T) {
 func TestAdaptiveClampsAResetBeyondMaxDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{MaxDelay: time.Hour})
-		admit(t, a, 0)
 		now := time.Now()
-		a.observe(http.StatusOK, Info{Quotas: []Quota{{Name: "far", Limit: 10, Remaining: 0, Reset: now.Add(1000 * time.Hour)}}})
+		admit(t, a, 0).Done(reply(http.StatusOK, policyLeft("far", 10, 0, 0, 1000*time.Hour)))
 		assert.WithinRange(t, a.nextAllowed(), now.Add(time.Hour), now.Add(time.Hour+time.Second))
 	})
 }
@@ -580,10 +540,9 @@ func TestAdaptiveClampsAResetBeyondMaxDelay(t *testing.T) {
 func TestAdaptiveStatsReportsLastInfo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{})
-		admit(t, a, 0)
-		info := quotaInfo(100, 42, time.Minute)
-		a.observe(http.StatusOK, info)
+		admit(t, a, 0).Done(reply(http.StatusOK, requestsLeft(100, 42, time.Minute)))
 		st := a.Stats()
+		info := Info{Quotas: []Quota{{Name: "requests", Limit: 100, Remaining: 42, Reset: time.Now().Add(time.Minute)}}}
 		assert.Equal(t, info, st.LastInfo)
 		st.LastInfo.Quotas[0].Remaining = 7 // a copy: the caller may keep it
 		assert.Equal(t, 42.0, a.Stats().LastInfo.Quotas[0].Remaining)

@@ -60,6 +60,9 @@ func readResponse(co *clockOffset, resp *http.Response, now time.Time, maxDelay 
 
 // classifyBody is what a body's peeked prefix (peekBody) says of the limit.
 func classifyBody(b []byte) signal {
+	if len(b) == 0 {
+		return signalNone // nearly every response: nothing was peeked
+	}
 	lower := bytes.ToLower(b)
 	for _, gone := range [...]string{"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"} {
 		if bytes.Contains(lower, []byte(gone)) {

@@ -2,7 +2,9 @@ package pacer
 
 import (
 	"fmt"
+	"net/http"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/pacer-go/pacer/internal/apisim"
@@ -66,13 +68,18 @@ func TestAdaptiveHandsAServerThatRefillsAsItGoesToTheProbe(t *testing.T) {
 }
 
 func TestAdaptiveDropsTheInferredQuotaWhenTheServerStatesOne(t *testing.T) {
-	a := NewAdaptive(AdaptiveConfig{Key: "k"})
-	admit(t, a, 0)
-	a.observe(200, Info{})
-	admit(t, a, 0)
-	a.observe(429, Info{RetryAfter: time.Second})
-	require.NotNil(t, a.book.Find(infer.Name), "a refusal with a Retry-After and no quota: the model's window")
-	a.observe(200, quotaInfo(10, 5, time.Minute))
-	assert.Nil(t, a.book.Find(infer.Name), "a stated quota replaces it")
-	assert.True(t, a.infer.Off())
+	synctest.Test(t, func(t *testing.T) {
+		a := NewAdaptive(AdaptiveConfig{Key: "k"})
+		admit(t, a, 0).Done(reply(http.StatusOK))
+		admit(t, a, 0).Done(reply(http.StatusTooManyRequests, retryAfter(time.Second)))
+		a.mu.Lock()
+		inferred := a.book.Find(infer.Name)
+		a.mu.Unlock()
+		require.NotNil(t, inferred, "a refusal with a Retry-After and no quota: the model's window")
+		admit(t, a, 0).Done(reply(http.StatusOK, requestsLeft(10, 5, time.Minute)))
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		assert.Nil(t, a.book.Find(infer.Name), "a stated quota replaces it")
+		assert.True(t, a.infer.Off())
+	})
 }

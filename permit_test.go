@@ -19,12 +19,8 @@ import (
 func TestAdaptivePermitAbandonGivesBackItsCharge(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{})
-		admit(t, a, 0)
-		reset := time.Now().Add(time.Minute)
-		a.observe(http.StatusOK, Info{Quotas: []Quota{
-			{Name: "requests", Limit: 100, Remaining: 10, Reset: reset},
-			{Name: "tokens", Unit: UnitTokens, Limit: 10000, Remaining: 5000, Reset: reset},
-		}})
+		admit(t, a, 0).Done(reply(http.StatusOK,
+			requestsLeft(100, 10, time.Minute), tokensLeft(10000, 5000, time.Minute)))
 		p, err := a.Acquire(context.Background(), 700)
 		require.NoError(t, err)
 		assert.Equal(t, 9.0, budgetOf(a, "requests"))
@@ -32,7 +28,7 @@ func TestAdaptivePermitAbandonGivesBackItsCharge(t *testing.T) {
 		assert.Equal(t, 1, a.Stats().InFlight)
 		p.Abandon()
 		p.Abandon() // settled once; later calls do nothing
-		p.doneAt(outcome{Status: http.StatusOK}, time.Time{})
+		p.Done(reply(http.StatusOK))
 		assert.Equal(t, 10.0, budgetOf(a, "requests"), "a request never sent costs nothing")
 		assert.Equal(t, 5000.0, budgetOf(a, "tokens"))
 		assert.Zero(t, a.Stats().InFlight)
@@ -46,8 +42,8 @@ func TestAdaptivePermitDoneSettlesExactlyOnce(t *testing.T) {
 		require.NoError(t, err)
 		_, err = a.Acquire(context.Background(), 0)
 		require.NoError(t, err)
-		p.doneAt(outcome{Status: http.StatusOK, Info: quotaInfo(100, 98, time.Minute)}, time.Time{})
-		p.doneAt(outcome{Status: http.StatusOK, Info: quotaInfo(100, 98, time.Minute)}, time.Time{})
+		p.Done(reply(http.StatusOK, requestsLeft(100, 98, time.Minute)))
+		p.Done(reply(http.StatusOK, requestsLeft(100, 98, time.Minute)))
 		assert.Equal(t, int64(1), a.Stats().Requests, "a second Done is not a second response")
 		assert.Equal(t, 1, a.Stats().InFlight, "nor a second request out of flight")
 	})

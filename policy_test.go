@@ -41,7 +41,7 @@ func TestAPolicyAloneIsNeitherFullNorEmpty(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				a := NewAdaptive(AdaptiveConfig{})
-				admit(t, a, 0)
+				p := admit(t, a, 0)
 				now := time.Now()
 				info, ok := ParseHeaders(c.h, now)
 				require.True(t, ok)
@@ -49,7 +49,7 @@ func TestAPolicyAloneIsNeitherFullNorEmpty(t *testing.T) {
 				assert.Equal(t, -1.0, info.Quotas[0].Remaining, "reported as unknown; why: %s", c.why)
 				assert.False(t, throttledBy(http.StatusForbidden, &info, signalNone), "a 403 it rides on is no throttle")
 
-				a.observe(http.StatusOK, info)
+				p.Done(&http.Response{StatusCode: http.StatusOK, Header: c.h, Body: http.NoBody})
 				a.mu.Lock()
 				w := a.book.Find(c.quota)
 				require.NotNil(t, w, "the quota is followed")

@@ -14,34 +14,13 @@ import (
 	"github.com/pacer-go/pacer/internal/quota"
 )
 
-// Observe reports the outcome of a request Wait admitted: its status code and
-// the parsed rate-limit headers (parseHeaders output; Info{} when none).
-// status 0 means no response (transport error, cancelled request): the
-// request stops counting as in flight and nothing is learned. Observe retunes
-// the limit and burst, pauses on Retry-After or an exhausted quota, runs the
-// probing fallback on 429/503 without quota headers, and ends slow start.
-// Observe never blocks on the limiter.
-func (a *Adaptive) observe(status int, info Info) {
-	o := outcome{Status: status, Info: info, throttled: throttledBy(status, &info, signalNone)}
-	a.observeCost(o, info.Quotas, -1, time.Time{})
-}
-
-// observeCost is observe for a request of known cost (a Permit's); cost < 0
-// means unknown. o is what the response means; now is when it arrived, the
-// zero time to read the clock. quotas stand for o.Info.Quotas, which is
-// ignored (see quotaBuf).
-func (a *Adaptive) observeCost(o outcome, quotas []Quota, cost float64, now time.Time) {
-	a.learn(o, quotas, true, cost, now)
-	// Only now, with what the response said applied, may a held caller go.
-	a.wakeGate()
-}
-
-// Learn applies what a response said, like Observe, for a request this
-// limiter did not admit (it went through another limiter that shares the
-// server's bucket): it retunes, pauses and counts a throttle, and ends slow
-// start if status ≠ 0, but does not touch the in-flight count.
+// learnOther applies what a response said, as Permit.Done does, for a
+// request this limiter did not admit (it went through another limiter that
+// shares the server's bucket): it retunes, pauses and counts a throttle,
+// and ends slow start if status ≠ 0, but does not touch the in-flight
+// count. quotas stand for o.Info.Quotas (see quotaBuf).
 func (a *Adaptive) learnOther(o outcome, quotas []Quota) {
-	a.learn(o, quotas, false, -1, time.Time{})
+	a.learn(o, quotas, false, 0, time.Time{})
 }
 
 // maxFeeders bounds the limiters feed remembers: a bucket is fed by the
@@ -86,34 +65,33 @@ func (a *Adaptive) fed() int64 {
 	return n
 }
 
-// settle takes an observed request out of the in-flight count and returns
-// how many admitted requests are still out besides it.
-//
-// cost is the finished request's cost, 0 for a blind one (no stated cost),
-// or < 0 when unknown: then the average in-flight cost is taken.
+// settle takes a settled permit's request out of the in-flight count and
+// returns how many admitted requests are still out besides it. cost is the
+// request's stated cost, 0 for a blind one.
 func (a *Adaptive) settle(cost float64) int64 {
 	others := a.inflight.Add(-1)
-	if others < 0 { // an Observe without a Wait: not ours to count
+	if others < 0 {
+		// More settled than admitted: only a Permit copied before it was
+		// settled (which its doc forbids) gets here. Not ours to count.
 		a.inflight.Add(1)
 		others = 0
 	}
-	if cost > 0 && a.hinted.Load() > 0 {
-		a.hinted.Add(-1)
-	}
-	if c := a.inflightCost.Load(); c > 0 {
-		take := c / (others + 1)
-		if cost >= 0 {
-			take = min(quota.ToMilli(cost), c)
+	if cost > 0 {
+		if a.hinted.Load() > 0 {
+			a.hinted.Add(-1)
 		}
-		a.inflightCost.Add(-take)
+		if c := a.inflightCost.Load(); c > 0 {
+			a.inflightCost.Add(-min(quota.ToMilli(cost), c))
+		}
 	}
 	return others
 }
 
-// learn is Observe's and Learn's common part; own marks a response to a
-// request this limiter admitted (Observe), which leaves the in-flight count.
-// now is when the response arrived (the time its headers were parsed at),
-// or the zero time to read the clock; quotas stand for info.Quotas (quotaBuf).
+// learn is Permit.Done's and learnOther's common part; own marks a
+// response to a request this limiter admitted (a permit's, of the given
+// cost), which leaves the in-flight count. now is when the response arrived
+// (the time its headers were parsed at), or the zero time to read the
+// clock; quotas stand for info.Quotas (quotaBuf).
 //
 // It leaves it under mu, not before: every admitted request is then either
 // counted as unseen or already applied. Taken out earlier, responses queued
@@ -122,21 +100,22 @@ func (a *Adaptive) settle(cost float64) int64 {
 // others: a drift baseline off by up to the whole in-flight count.
 func (a *Adaptive) learn(o outcome, quotas []Quota, own bool, cost float64, now time.Time) {
 	status, info, sig := o.Status, o.Info, o.signal
+	if status != 0 && now.IsZero() {
+		now = time.Now()
+	}
+	a.mu.Lock()
+	defer a.unlock()
+	// Once the response is applied (deferred, this runs before the
+	// unlock), the callers waiting for a change look again, and for a
+	// request of ours, which freed its slot, a caller held at the gate.
+	defer a.appliedLocked(own)
+	a.applied.Add(1)
 	if status == 0 {
 		if own {
 			a.settle(cost)
 		}
-		a.applied.Add(1)
-		a.wakeResponseWaiters()
 		return
 	}
-	if now.IsZero() {
-		now = time.Now()
-	}
-	a.mu.Lock()
-	defer a.wakeResponseWaiters()
-	defer a.unlock()
-	a.applied.Add(1)
 	fed := a.fed()
 	others := a.inflight.Load() + fed
 	if own {
@@ -174,7 +153,7 @@ func (a *Adaptive) learn(o outcome, quotas []Quota, own bool, cost float64, now 
 		case own && cost == 0:
 			// Blind: counted by admitted alone.
 		case c > 0 && a.admittedCost.Load() >= c:
-			// Another limiter's, or of a cost unknown: the average.
+			// Another limiter's, of a cost unknown here: the average.
 			a.admittedCost.Add(-c)
 		}
 	}
@@ -204,18 +183,24 @@ func (a *Adaptive) learn(o outcome, quotas []Quota, own bool, cost float64, now 
 			a.reports = append(a.reports, quota.Named{Name: infer.Name, Report: r})
 		}
 	}
-	seen := quota.Seen{
-		Horizon: a.horizon(), Age: a.rtt(),
-		Refused: status == http.StatusTooManyRequests,
+	var exhausted bool
+	if len(a.reports) > 0 || a.book.Len() > 0 {
+		// (Else nothing to tell the model, which holds nothing: every
+		// answer of a server that states no quota.)
+		seen := quota.Seen{
+			Horizon: a.horizon(), Age: a.rtt(),
+			Refused: status == http.StatusTooManyRequests,
+		}
+		if a.feeders.Load() != nil {
+			// With feeding limiters, requests charged elsewhere land in
+			// this quota at any time: less left than the budget proves
+			// nothing.
+			seen.Fed = math.Inf(1)
+		} else {
+			seen.Fed = float64(fed)
+		}
+		exhausted = a.book.Observe(a.reports, now, a.counts(float64(others)), seen)
 	}
-	if a.feeders.Load() != nil {
-		// With feeding limiters, requests charged elsewhere land in this
-		// quota at any time: less left than the budget proves nothing.
-		seen.Fed = math.Inf(1)
-	} else {
-		seen.Fed = float64(fed)
-	}
-	exhausted := a.book.Observe(a.reports, now, a.counts(float64(others)), seen)
 
 	if info.RetryAfter > 0 && status >= 400 { // negative: ignored
 		a.pauseLocked(now.Add(min(info.RetryAfter, a.cfg.MaxDelay)))
@@ -270,6 +255,15 @@ func (a *Adaptive) learn(o outcome, quotas []Quota, own bool, cost float64, now 
 		return
 	}
 	a.retune(now)
+}
+
+// appliedLocked announces a response applied (learn). Called with the lock
+// held.
+func (a *Adaptive) appliedLocked(own bool) {
+	a.changedLocked()
+	if own {
+		a.wakeGateLocked()
+	}
 }
 
 // stopInferring hands the endpoint over to the quotas its server now
@@ -363,7 +357,7 @@ func (a *Adaptive) retune(now time.Time) {
 		a.snap.Store(&admission{charged: p.Known > 0, tokens: p.Tokens, checkAt: next})
 	}
 	if p.Rolled {
-		a.wakeResponseWaiters()
+		a.changedLocked()
 	}
 	known, blind := p.Known, p.Blind
 	reqRate, reqBudget, tokRate, tokBudget := p.ReqRate, p.ReqBudget, p.TokRate, p.TokBudget
@@ -388,7 +382,7 @@ func (a *Adaptive) retune(now time.Time) {
 	a.apply(a.req, d.ReqLimit, d.ReqBurst, 1, "requests", d.Reason)
 	a.apply(a.tok, d.TokLimit, d.TokBurst, d.TokNeed, "tokens", "quota")
 	if !d.KeepGate {
-		a.setGate(d.Gate)
+		a.setGateLocked(d.Gate)
 	}
 }
 
@@ -420,8 +414,9 @@ func (a *Adaptive) apply(b *Bucket, rate float64, burst, need int, what, reason 
 		b.SetBurst(burst)
 	}
 	if b == a.req && a.share != nil {
-		limit, burst := b.Limit(), b.Burst()
-		a.later(func() { a.share.learned(limit, burst) })
+		if limit, burst := b.Limit(), b.Burst(); a.share.learnedLocked(limit, burst) {
+			a.later(func() { a.share.publish(limit, burst) })
+		}
 	}
 }
 

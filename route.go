@@ -194,7 +194,7 @@ func (t *Transport) learn(ep, lim *endpoint, u *urlParts, seen *seenBinding, p *
 	if lim.bucket != "" && o.Info.Bucket != "" && o.Info.Bucket != lim.bucket {
 		// The server moved this route to another bucket: what the response
 		// says belongs to that bucket (taught above), not to lim's.
-		p.doneAt(outcome{}, now)
+		p.doneWith(outcome{}, nil, now)
 	} else {
 		p.doneWith(o, quotas, now)
 	}
