@@ -239,11 +239,24 @@ func (a *Adaptive) admitWaiting(ctx context.Context, cost float64, class Class) 
 // else from the store's bucket of the same key (the store reads its own
 // clock). It returns when they were due.
 func (a *Adaptive) waitBucketAt(ctx context.Context, b *Bucket, n int, now int64) (int64, error) {
-	if a.share == nil {
+	if a.share == nil || b == a.tok && a.budgetPaced() {
+		// (A fleet's budget paces its token quotas: the store's token
+		// bucket, shared by every member, would pace them all at one
+		// member's plan; see budgetPacedLocked.)
 		return b.wait(ctx, n, a.cfg.MaxWait, now)
 	}
 	at, err := a.share.wait(ctx, a, b, n, b == a.tok)
 	return clock.Of(at), err
+}
+
+// budgetPaced is budgetPacedLocked for a caller without the lock.
+func (a *Adaptive) budgetPaced() bool {
+	if a.fleet == nil {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.budgetPacedLocked()
 }
 
 // Acquire waits until one request of the given cost may start and returns

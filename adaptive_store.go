@@ -134,6 +134,15 @@ func bookingHorizon(limit Limit, n int) time.Duration {
 func (s *storeShare) effective(a *Adaptive, limit Limit, burst int) (Limit, int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.budgetPacedLocked() {
+		// The fleet's budget paces the quotas; the store's bucket, shared
+		// by every member, carries only what binds the fleet as a whole:
+		// the configured ceiling, and pauses.
+		if c := a.cfg; c.Ceiling > 0 {
+			return c.Ceiling, c.CeilingBurst
+		}
+		return Inf, 1
+	}
 	if s.shared == 0 || !s.sharedAt.After(s.ownAt) {
 		return limit, burst
 	}
@@ -142,6 +151,17 @@ func (s *storeShare) effective(a *Adaptive, limit Limit, burst int) (Limit, int)
 		limit, burst = c.Ceiling, c.CeilingBurst
 	}
 	return limit, burst
+}
+
+// budgetPacedLocked reports whether the quotas the server states pace this
+// limiter under the budgets a fleet's store keeps (a [store.Budgeter]).
+// Then the request rate the limiter derives is its own plan, not the
+// fleet's: booked in the store's bucket, which every member shares, one
+// member's spread rate paced the whole fleet (100 replicas on a quota of
+// 600 a minute published 7 a second, and from then on three of them got
+// every window and the rest none). Called with the limiter's lock held.
+func (a *Adaptive) budgetPacedLocked() bool {
+	return a.fleet != nil && a.mode == ModeHeaders
 }
 
 // adopt takes in the shared state a reservation returned: a newer learned

@@ -413,7 +413,7 @@ func (a *Adaptive) apply(b *Bucket, rate float64, burst, need int, what, reason 
 	if old := b.Burst(); old != burst && (old < need || old < 10 || burst < old*9/10 || burst > old*11/10) {
 		b.SetBurst(burst)
 	}
-	if b == a.req && a.share != nil {
+	if b == a.req && a.share != nil && !a.budgetPacedLocked() {
 		if limit, burst := b.Limit(), b.Burst(); a.share.learnedLocked(limit, burst) {
 			a.later(func() { a.share.publish(limit, burst) })
 		}
