@@ -137,8 +137,13 @@ func (f *fleetShare) takeOne(ctx context.Context, n need, now time.Time, interac
 			f.mu.Lock()
 			continue
 		}
-		if !now.Before(q.until) {
-			q.leased = 0 // lapsed: the store no longer keeps it for us
+		if !now.Before(q.until) || q.leased < n.amount {
+			// Lapsed: the store no longer keeps it for this member. Or a
+			// fragment too small for the request: given back with this
+			// call, it joins the fleet's budget. Held, the fragments of
+			// 100 members' even shares (a 600-a-minute quota's 5.9 each)
+			// added up to 30-66 units a window that no member could spend.
+			q.leased = 0
 		}
 		r := store.LeaseRequest{
 			Quota: n.quota, Member: f.member, TTL: f.ttl,
@@ -156,6 +161,10 @@ func (f *fleetShare) takeOne(ctx context.Context, n need, now time.Time, interac
 				share = 1 / float64(q.members)
 			}
 			r.Take = min(r.Take, max(n.amount-q.leased, share*q.budget))
+		}
+		if n.amount > 0 {
+			// Whole requests: what a lease holds beyond them is a fragment.
+			r.Take = max(math.Floor(r.Take/n.amount)*n.amount, n.amount-q.leased)
 		}
 		if s := q.seen; s != nil {
 			c := *s

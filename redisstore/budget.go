@@ -66,6 +66,7 @@ for i = 1, #all, 2 do
 		local hv, ex = string.match(all[i + 1], '(%S+) (%S+)')
 		if tonumber(ex) < now then
 			redis.call('HDEL', key, f)
+			if known then floor = floor - tonumber(hv) end
 		else
 			total = total + tonumber(hv)
 			members = members + 1

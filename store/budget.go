@@ -18,8 +18,10 @@ import (
 // to the server: unused leases and requests in flight), charged as units
 // are leased. Members lease units in batches ([Budgeter.Lease]), spend them
 // locally, and report with their next call what they saw and what they
-// still hold; a member that stops calling for its lease's TTL is forgotten
-// along with what it held. A new window (a Remaining whose reset is later
+// still hold; a member that stops calling for its lease's TTL is forgotten,
+// and what it held is taken as spent for the window: its requests may have
+// been counted by the server after the last figure any member reported,
+// and handed out again they would meet a 429. A new window (a Remaining whose reset is later
 // than the one the store knows, by more than resets wander) sets the budget
 // afresh. Every step of a call is atomic: members never lease the same
 // unit twice.
@@ -105,7 +107,7 @@ type Lease struct {
 
 // DefaultLeaseTTL is how long a member's holding stands without a call:
 // long against the round trips of one member's calls, short against a
-// window, so that what a member that went away held comes back soon.
+// window, so that a member that went away is soon forgotten.
 const DefaultLeaseTTL = 2 * time.Second
 
 // budgetState is one quota's fleet budget; times are seconds on the
@@ -156,6 +158,13 @@ func (b *budgetState) lease(now float64, r LeaseRequest) Lease {
 	held := 0.0
 	for id, m := range b.members {
 		if m.expires < now {
+			// Spent, as far as anyone can tell: what it held left flight
+			// unreported (forgotten as unspent, it was leased again while
+			// the server had counted it: a 429 every TTL to 100 replicas
+			// whose workers came back while the window was spent).
+			if b.known {
+				b.floor -= m.held
+			}
 			delete(b.members, id)
 			continue
 		}
