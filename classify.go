@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/internal/header"
 )
 
 // bodyPeek is how much of a candidate response's body the classifier reads:
@@ -49,7 +50,7 @@ func readResponse(co *clockOffset, resp *http.Response, now time.Time, maxDelay 
 	o.Info, _ = parseHeadersInto(resp.Header, now, maxDelay, co.offset(now), qs)
 	if o.Info.RetryAfter == 0 {
 		if s, ok := bodyRetryDelay(body); ok {
-			o.Info.RetryAfter = clampSeconds(s, delayCap(maxDelay))
+			o.Info.RetryAfter = header.ClampSeconds(s, delayCap(maxDelay))
 		}
 	}
 	info := o.Info
@@ -108,7 +109,7 @@ func bodyRetryDelay(b []byte) (float64, bool) {
 	if !ok {
 		return 0, false
 	}
-	return parseDecimal(string(secs))
+	return header.ParseDecimal(string(secs))
 }
 
 // jsonSpace is the whitespace JSON allows before a token.
