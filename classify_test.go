@@ -19,15 +19,13 @@ import (
 	"github.com/pacer-go/pacer/internal/response"
 )
 
-// geminiBody is the body of a Gemini API 429 as Google documents its
+// readGeminiBody returns the body of a Gemini API 429 as Google documents its
 // errors (internal/response tests how it is read).
-var geminiBody = func() string {
+func readGeminiBody(t testing.TB) string {
 	b, err := os.ReadFile(filepath.Join("internal", "response", "testdata", "gemini-429.json"))
-	if err != nil {
-		panic(err)
-	}
+	require.NoError(t, err)
 	return string(b)
-}()
+}
 
 // OpenAI's insufficient_quota is a 429 whose headers show plenty left: no
 // wait can help. One request per call, returned at once with its body.
@@ -115,6 +113,7 @@ func TestSecondaryLimitInTheBodyIsHonoured(t *testing.T) {
 // a Retry-After of that wait, capped like any, unless a header asks for
 // one; the body is given back byte for byte and nothing else is read.
 func TestReadResponseTakesTheWaitABodyStates(t *testing.T) {
+	geminiBody := readGeminiBody(t)
 	now := time.Date(2025, 8, 21, 12, 40, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		why      string
@@ -157,6 +156,7 @@ func TestReadResponseTakesTheWaitABodyStates(t *testing.T) {
 // A Gemini 429 is retried after the 37 s its body asks for, not after the
 // backoff of a bare throttle (0.8 s).
 func TestGeminiRetryDelayInTheBodyIsHonoured(t *testing.T) {
+	geminiBody := readGeminiBody(t)
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		var at []time.Time

@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// Quota is one quota a response states. Its fields mean what pacer.Quota's
-// do, field for field.
+// Quota is one quota a response states. pacer.Quota has the same fields,
+// documented for its users, and is converted from it field by field.
 type Quota struct {
 	// Name identifies the quota, unique within one response (see the
 	// package doc); "" when the server named none.
@@ -77,9 +77,9 @@ const (
 	remainingUnknown = -1
 )
 
-// Quotas holds the quotas of one response without a heap allocation for
-// the usual few (a GitHub-style response states one; IETF and OpenAI
-// responses two): those are held in room, the rest, rare, in more.
+// Quotas holds the quotas of one response, the usual few (a GitHub-style
+// response states one; IETF and OpenAI responses two) without a heap
+// allocation. Parse empties it first.
 type Quotas struct {
 	n    int
 	room [2]Quota

@@ -82,6 +82,7 @@ const (
 
 var signalNames = [...]string{"none", "body-limit", "gone"}
 
+// String returns "none", "body-limit" or "gone".
 func (s Signal) String() string {
 	if int(s) < len(signalNames) {
 		return signalNames[s]

@@ -12,17 +12,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// geminiBody is the body of a Gemini API 429 as Google documents its
+// readGeminiBody returns the body of a Gemini API 429 as Google documents its
 // errors: a google.rpc.Status whose details carry a QuotaFailure, a Help
 // link and a RetryInfo, pretty-printed as the API sends it. The root
 // package's tests read it too.
-var geminiBody = func() string {
+func readGeminiBody(t testing.TB) string {
 	b, err := os.ReadFile(filepath.Join("testdata", "gemini-429.json"))
-	if err != nil {
-		panic(err)
-	}
+	require.NoError(t, err)
 	return string(b)
-}()
+}
 
 func TestClassifyBody(t *testing.T) {
 	for _, tc := range []struct {
@@ -61,6 +59,7 @@ func TestPeekGivesTheBodyBackByteForByte(t *testing.T) {
 }
 
 func TestRetryDelay(t *testing.T) {
+	geminiBody := readGeminiBody(t)
 	const compact = `{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"%s"}]}}`
 	for _, tc := range []struct {
 		why  string
@@ -101,6 +100,7 @@ func TestRetryDelay(t *testing.T) {
 // Whatever a body holds, the wait read from it is a non-negative number of
 // seconds, and reading it never panics.
 func FuzzRetryDelay(f *testing.F) {
+	geminiBody := readGeminiBody(f)
 	for _, s := range []string{geminiBody, `{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"1.5s"}`,
 		`google.rpc.RetryInfo "retryDelay":"`, `google.rpc.RetryInfo"retryDelay":"-1s"`, `"retryDelay"`} {
 		f.Add([]byte(s))
