@@ -23,7 +23,12 @@ func readResponse(co *clockOffset, resp *http.Response, now time.Time, maxDelay 
 	co.observe(dateOf(resp.Header), now)
 	body := response.Peek(resp)
 	o := outcome{Status: resp.StatusCode, signal: response.Classify(body)}
-	o.Info, _ = parseHeadersInto(resp.Header, now, maxDelay, co.offset(now), qs)
+	// The grammar is called here, not through a helper of headers.go: a
+	// call fewer was 5% of reading a response that states nothing.
+	var hq header.Quotas
+	hi, _ := header.Parse(resp.Header, now, capsOf(maxDelay), co.offset(now), &hq)
+	qs.set(&hq)
+	o.Info = infoOf(hi)
 	if o.Info.RetryAfter == 0 {
 		if s, ok := response.RetryDelay(body); ok {
 			o.Info.RetryAfter = header.ClampSeconds(s, delayCap(maxDelay))

@@ -161,20 +161,6 @@ func parseHeaders(h http.Header, now time.Time, maxDelay time.Duration) (Info, b
 	return info, ok
 }
 
-// parseHeadersInto is parseHeaders for a server whose clock is offset
-// ahead of ours (negative: behind; see clockOffset), with the quotas put
-// in qs rather than in Info.Quotas, which it leaves nil.
-func parseHeadersInto(h http.Header, now time.Time, maxDelay, offset time.Duration, qs *quotaBuf) (Info, bool) {
-	var hq header.Quotas
-	hi, ok := header.Parse(h, now, capsOf(maxDelay), offset, &hq)
-	qs.n, qs.more = hq.Len(), nil
-	if qs.n > len(qs.inline) {
-		qs.more = make([]Quota, qs.n)
-	}
-	copyQuotas(qs.slice(), &hq)
-	return infoOf(hi), ok
-}
-
 // quotaBuf holds the quotas of one response without a heap allocation for
 // the usual few (a GitHub-style response states one; IETF and OpenAI
 // responses two). The Transport parses into one held by the attempt and
@@ -196,6 +182,22 @@ func (b *quotaBuf) slice() []Quota {
 		return b.more
 	}
 	return b.inline[:b.n]
+}
+
+// set makes b hold the quotas of hq.
+func (b *quotaBuf) set(hq *header.Quotas) {
+	b.n, b.more = hq.Len(), nil
+	if b.n > 0 {
+		b.fill(hq)
+	}
+}
+
+// fill is set for quotas to copy.
+func (b *quotaBuf) fill(hq *header.Quotas) {
+	if b.n > len(b.inline) {
+		b.more = make([]Quota, b.n)
+	}
+	copyQuotas(b.slice(), hq)
 }
 
 // capsOf is what a parse under the wait cap maxDelay believes: waits up to
@@ -222,8 +224,8 @@ func infoOf(hi header.Info) Info {
 // copyQuotas converts the quotas of hq into dst, of length hq.Len().
 func copyQuotas(dst []Quota, hq *header.Quotas) {
 	for i := range dst {
-		q := hq.At(i)
-		dst[i] = Quota{Name: q.Name, Limit: q.Limit, Remaining: q.Remaining, Reset: q.Reset, Window: q.Window, Unit: Unit(q.Unit)}
+		q, d := hq.At(i), &dst[i]
+		d.Name, d.Limit, d.Remaining, d.Reset, d.Window, d.Unit = q.Name, q.Limit, q.Remaining, q.Reset, q.Window, Unit(q.Unit)
 	}
 }
 

@@ -87,7 +87,8 @@ func TestParseHeadersUnitIsTheConventionsNotTheName(t *testing.T) {
 // conventions at once, more quotas than the Transport's buffer holds
 // inline, tokens, windows, a policy's unknown Remaining, names made
 // unique, the wait, the bucket and the scope; the same through the
-// Transport's buffer as through ParseHeaders.
+// Transport's reading (readResponse, into its buffer) as through
+// ParseHeaders.
 func TestParseHeadersCarriesEveryFieldOfTheReading(t *testing.T) {
 	now := time.Date(2025, 8, 21, 12, 40, 0, 0, time.UTC)
 	h := http.Header{
@@ -119,15 +120,14 @@ func TestParseHeadersCarriesEveryFieldOfTheReading(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, want, info)
 
+	var co clockOffset
 	var qs quotaBuf
-	info, ok = parseHeadersInto(h, now, 0, 0, &qs)
-	require.True(t, ok)
-	assert.Nil(t, info.Quotas, "the quotas go to the buffer")
-	info.Quotas = qs.slice()
-	assert.Equal(t, want, info)
+	o := readResponse(&co, &http.Response{StatusCode: http.StatusOK, Header: h, Body: http.NoBody}, now, 0, &qs)
+	assert.Nil(t, o.Info.Quotas, "the quotas go to the buffer")
+	o.Info.Quotas = qs.slice()
+	assert.Equal(t, want, o.Info)
 
-	info, ok = parseHeadersInto(http.Header{"X-Ratelimit-Remaining": {"7"}}, now, 0, 0, &qs)
-	require.True(t, ok)
+	readResponse(&co, &http.Response{StatusCode: http.StatusOK, Header: http.Header{"X-Ratelimit-Remaining": {"7"}}, Body: http.NoBody}, now, 0, &qs)
 	assert.Equal(t, []Quota{{Remaining: 7}}, qs.slice(), "a reused buffer holds the last response's quotas alone")
 }
 
