@@ -192,7 +192,8 @@ func (b *quotaBuf) set(hq *header.Quotas) {
 	}
 }
 
-// fill is set for quotas to copy.
+// fill is the copying of set, apart so that set stays inlined for a
+// response that states no quota.
 func (b *quotaBuf) fill(hq *header.Quotas) {
 	if b.n > len(b.inline) {
 		b.more = make([]Quota, b.n)
