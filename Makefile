@@ -39,7 +39,7 @@ bench: redis-server
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzBucket -fuzztime 60s .
-	$(GO) test -run '^$$' -fuzz FuzzParseHeaders -fuzztime 60s .
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 60s ./internal/header
 
 check:
 	test -z "$$(gofmt -l $$(git ls-files '*.go'))"

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,42 +15,16 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-go/pacer/internal/response"
 )
 
-func TestClassifyBody(t *testing.T) {
-	for _, tc := range []struct {
-		body string
-		want signal
-	}{
-		{`{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again.","documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"}`, signalBodyLimit},
-		{`{"message":"You have triggered an abuse detection mechanism."}`, signalBodyLimit},
-		{`{"errors":[{"type":"RATE_LIMITED","message":"API rate limit exceeded"}]}`, signalBodyLimit},
-		{`{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`, signalGone},
-		{`{"error":{"type":"rate_limit_exceeded","message":"Rate limit reached for requests"}}`, signalNone},
-		{`{"message":"API rate limit exceeded for user ID 1."}`, signalNone},
-		{``, signalNone},
-	} {
-		assert.Equal(t, tc.want, classifyBody([]byte(tc.body)), "%s", tc.body)
-	}
-}
-
-// The classifier reads a bounded prefix of the body and gives the caller
-// every byte back, however long the body.
-func TestPeekBodyGivesTheBodyBackByteForByte(t *testing.T) {
-	long := `{"message":"You have exceeded a secondary rate limit."}` + strings.Repeat("x", 3*bodyPeek)
-	for _, body := range []string{long, `{"message":"You have exceeded a secondary rate limit."}`, `short`} {
-		resp := &http.Response{StatusCode: http.StatusForbidden, Body: io.NopCloser(strings.NewReader(body))}
-		sig := classifyBody(peekBody(resp))
-		got, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		assert.Equal(t, body, string(got))
-		assert.NoError(t, resp.Body.Close())
-		if strings.Contains(body, "secondary") && len(body) < bodyPeek {
-			assert.Equal(t, signalBodyLimit, sig)
-		}
-	}
-	ok := &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(strings.NewReader("secondary rate limit"))}
-	assert.Nil(t, peekBody(ok), "only 403 and 429 bodies are read")
+// readGeminiBody returns the body of a Gemini API 429 as Google documents its
+// errors (internal/response tests how it is read).
+func readGeminiBody(t testing.TB) string {
+	b, err := os.ReadFile(filepath.Join("internal", "response", "testdata", "gemini-429.json"))
+	require.NoError(t, err)
+	return string(b)
 }
 
 // OpenAI's insufficient_quota is a 429 whose headers show plenty left: no
@@ -133,80 +109,11 @@ func TestSecondaryLimitInTheBodyIsHonoured(t *testing.T) {
 	})
 }
 
-// geminiBody is the body of a Gemini API 429 as Google documents its
-// errors: a google.rpc.Status whose details carry a QuotaFailure, a Help
-// link and a RetryInfo, pretty-printed as the API sends it.
-const geminiBody = `{
-  "error": {
-    "code": 429,
-    "message": "You exceeded your current quota, please check your plan and billing details. For more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits.",
-    "status": "RESOURCE_EXHAUSTED",
-    "details": [
-      {
-        "@type": "type.googleapis.com/google.rpc.QuotaFailure",
-        "violations": [
-          {
-            "quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
-            "quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier",
-            "quotaDimensions": {"location": "global", "model": "gemini-2.5-flash"},
-            "quotaValue": "10"
-          }
-        ]
-      },
-      {
-        "@type": "type.googleapis.com/google.rpc.Help",
-        "links": [{"description": "Learn more about Gemini API quotas", "url": "https://ai.google.dev/gemini-api/docs/rate-limits"}]
-      },
-      {
-        "@type": "type.googleapis.com/google.rpc.RetryInfo",
-        "retryDelay": "37s"
-      }
-    ]
-  }
-}`
-
-func TestBodyRetryDelay(t *testing.T) {
-	const compact = `{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"%s"}]}}`
-	for _, tc := range []struct {
-		why  string
-		body string
-		want float64 // seconds; -1: none
-	}{
-		{"Gemini's 429, compact", strings.Replace(compact, "%s", "37s", 1), 37},
-		{"Gemini's 429 as sent, with a QuotaFailure and a Help link first", geminiBody, 37},
-		{"a Duration with fractional seconds", strings.Replace(compact, "%s", "1.5s", 1), 1.5},
-		{"nanosecond precision, the most a Duration carries", strings.Replace(compact, "%s", "3.000000001s", 1), 3.000000001},
-		{"zero: retry at once", strings.Replace(compact, "%s", "0s", 1), 0},
-		{"whitespace around the colon", `{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay" :
-			"5s"}`, 5},
-		// Malformed variants: none.
-		{"a negative Duration", strings.Replace(compact, "%s", "-3s", 1), -1},
-		{"no unit", strings.Replace(compact, "%s", "37", 1), -1},
-		{"another unit", strings.Replace(compact, "%s", "37ms", 1), -1},
-		{"an exponent", strings.Replace(compact, "%s", "1e3s", 1), -1},
-		{"a number, not a Duration string", `{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":37}`, -1},
-		{"an unterminated string (a prefix cut short)", `{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"37`, -1},
-		{"a key cut short", `{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay`, -1},
-		{"no RetryInfo detail: another API's retryDelay means something else",
-			`{"error":{"retryDelay":"37s"}}`, -1},
-		{"the key quoted inside a string is no key",
-			`{"@type":"type.googleapis.com/google.rpc.RetryInfo","message":"say \"retryDelay\": \"900s\""}`, -1},
-		{"no body", ``, -1},
-	} {
-		s, ok := bodyRetryDelay([]byte(tc.body))
-		if tc.want < 0 {
-			assert.False(t, ok, "%s: got %v", tc.why, s)
-			continue
-		}
-		assert.True(t, ok, tc.why)
-		assert.InDelta(t, tc.want, s, 1e-12, tc.why)
-	}
-}
-
 // Gemini states the wait of a 429 only in its body: the response reads as
 // a Retry-After of that wait, capped like any, unless a header asks for
 // one; the body is given back byte for byte and nothing else is read.
 func TestReadResponseTakesTheWaitABodyStates(t *testing.T) {
+	geminiBody := readGeminiBody(t)
 	now := time.Date(2025, 8, 21, 12, 40, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		why      string
@@ -227,7 +134,7 @@ func TestReadResponseTakesTheWaitABodyStates(t *testing.T) {
 			body: strings.Replace(geminiBody, `"37s"`, `"`+strings.Repeat("9", 400)+`s"`, 1), want: DefaultMaxDelay},
 		{why: "only 403 and 429 bodies are read", status: 503, body: geminiBody, want: 0},
 		{why: "a RetryInfo past the peeked prefix is not read", status: 429,
-			body: `{"pad":"` + strings.Repeat("x", bodyPeek) + `",` + geminiBody[1:], want: 0},
+			body: `{"pad":"` + strings.Repeat("x", response.PeekLimit) + `",` + geminiBody[1:], want: 0},
 	} {
 		resp := &http.Response{StatusCode: tc.status, Header: tc.header, Body: io.NopCloser(strings.NewReader(tc.body))}
 		if resp.Header == nil {
@@ -249,6 +156,7 @@ func TestReadResponseTakesTheWaitABodyStates(t *testing.T) {
 // A Gemini 429 is retried after the 37 s its body asks for, not after the
 // backoff of a bare throttle (0.8 s).
 func TestGeminiRetryDelayInTheBodyIsHonoured(t *testing.T) {
+	geminiBody := readGeminiBody(t)
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		var at []time.Time
@@ -270,19 +178,5 @@ func TestGeminiRetryDelayInTheBodyIsHonoured(t *testing.T) {
 		gap := at[1].Sub(at[0])
 		assert.GreaterOrEqual(t, gap, 37*time.Second, "the retry waits the body's retryDelay")
 		assert.Less(t, gap, 38*time.Second)
-	})
-}
-
-// Whatever a body holds, the wait read from it is a non-negative number of
-// seconds, and reading it never panics.
-func FuzzBodyRetryDelay(f *testing.F) {
-	for _, s := range []string{geminiBody, `{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"1.5s"}`,
-		`google.rpc.RetryInfo "retryDelay":"`, `google.rpc.RetryInfo"retryDelay":"-1s"`, `"retryDelay"`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		if s, ok := bodyRetryDelay(b); ok && !(s >= 0) {
-			t.Fatalf("bodyRetryDelay(%q) = %v", b, s)
-		}
 	})
 }

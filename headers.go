@@ -1,12 +1,10 @@
 package pacer
 
 import (
-	"math"
 	"net/http"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/header"
 )
 
 // Quota is one rate-limit policy as a server described it in response headers.
@@ -92,23 +90,6 @@ type Info struct {
 	Global bool
 }
 
-const (
-	// epochFloor is the smallest number taken for an epoch timestamp
-	// (2001-09-09 in seconds); smaller numbers are seconds from now.
-	epochFloor = 1e9
-	// epochSlack is how far from now an absolute reset may lie and still be
-	// believed: MaxResetHorizon. Farther ones come from a skewed clock or a
-	// misread unit and are ignored rather than guessed at.
-	epochSlack = MaxResetHorizon
-	// maxWindowSeconds bounds a policy window (w=) to one leap year.
-	maxWindowSeconds = 366 * 24 * 3600
-	maxQuotas        = 16
-	maxNameLen       = 256
-	// remainingUnknown is the Remaining of a quota whose server stated its
-	// limit but not what is left (see Quota.Remaining).
-	remainingUnknown = -1
-)
-
 // ParseHeaders reads the rate-limit information in the response headers h,
 // received at now (the wall-clock time the response arrived; it may carry a
 // monotonic reading, which the resets inherit). ok is false when h holds no
@@ -170,17 +151,12 @@ func ParseHeaders(h http.Header, now time.Time) (Info, bool) {
 // configured one) in place of DefaultMaxDelay; maxDelay ≤ 0 means
 // DefaultMaxDelay.
 func parseHeaders(h http.Header, now time.Time, maxDelay time.Duration) (Info, bool) {
-	return parseHeadersSkewed(h, now, maxDelay, 0)
-}
-
-// parseHeadersSkewed is parseHeaders for a server whose clock is offset
-// ahead of ours (negative: behind; see clockOffset): absolute resets (epoch
-// seconds, dates) are moved into our clock; relative ones need nothing.
-func parseHeadersSkewed(h http.Header, now time.Time, maxDelay, offset time.Duration) (Info, bool) {
-	var qs quotaBuf
-	info, ok := parseHeadersInto(h, now, maxDelay, offset, &qs)
-	if qs.n > 0 {
-		info.Quotas = slices.Clone(qs.slice())
+	var hq header.Quotas
+	hi, ok := header.Parse(h, now, capsOf(maxDelay), 0, &hq)
+	info := infoOf(hi)
+	if n := hq.Len(); n > 0 {
+		info.Quotas = make([]Quota, n)
+		copyQuotas(info.Quotas, &hq)
 	}
 	return info, ok
 }
@@ -208,313 +184,53 @@ func (b *quotaBuf) slice() []Quota {
 	return b.inline[:b.n]
 }
 
-// parseHeadersInto is parseHeadersSkewed with the quotas put in qs rather
-// than in Info.Quotas, which it leaves nil.
-func parseHeadersInto(h http.Header, now time.Time, maxDelay, offset time.Duration, qs *quotaBuf) (Info, bool) {
-	// One pass over the keys finds every rate-limit field, so the cost does
-	// not grow with the number of conventions known. The loop lives here,
-	// not in a method, so its writes go to a known stack variable and need
-	// no GC write barriers.
-	var fs fieldSet
-	var present, dup uint64 // bit f: field f was found; under several spellings
-	for k, vs := range h {
-		f, ok := classify(k)
-		if !ok || len(vs) == 0 {
-			continue
-		}
-		if present&(1<<f) != 0 {
-			dup |= 1 << f
-			continue
-		}
-		fs.vals[f] = vs
-		present |= 1 << f
-	}
-	if present == 0 {
-		return Info{}, false
-	}
-	if dup != 0 {
-		fs.prefer(h, dup)
-	}
-	maxDelay = delayCap(maxDelay)
-	// Field by field: in CPU profiles the composite literal of this 1 KB
-	// struct cost twice as much as clearing it and setting its fields.
-	var p headerParser
-	p.now, p.resetCap, p.slack, p.offset = now, max(MaxResetHorizon, maxDelay), max(epochSlack, maxDelay), offset
-	var info Info
-	for _, f := range [...]field{fRetryAfterMs, fMsRetryAfterMs, fRetryAfter} {
-		if v := fs.first(f); v != "" {
-			if f == fRetryAfter {
-				info.RetryAfter, p.found = parseRetryAfter(v, now, maxDelay)
-			} else if ms, ok := parseDecimal(v); ok {
-				info.RetryAfter, p.found = clampSeconds(ms/1000, maxDelay), true
-			}
-			if p.found {
-				break
-			}
-		}
-	}
-	p.ietf(&fs)
-	p.xRateLimit(&fs)
-	// The conventions a response does not use are skipped by their bits:
-	// most responses speak one.
-	for i, name := range [...]string{"requests", "tokens"} {
-		if f := fOpenAI + field(3*i); present&(7<<f) != 0 {
-			p.counts(name, fs.first(f), fs.first(f+1), fs.first(f+2))
-		}
-	}
-	for i, name := range [...]string{"requests", "tokens", "input-tokens", "output-tokens"} {
-		if f := fAnthropic + field(3*i); present&(7<<f) != 0 {
-			p.counts(name, fs.first(f), fs.first(f+1), fs.first(f+2))
-		}
-	}
-	if present&(1<<fShopify) != 0 {
-		p.shopify(fs.first(fShopify))
-	}
-	for _, f := range [...]field{fXBucket, fXResource} {
-		if b := trimOWS(fs.first(f)); validBucket(b) {
-			info.Bucket, p.found = b, true
-			break
-		}
-	}
-	if g := trimOWS(fs.first(fXGlobal)); strings.EqualFold(g, "true") || g == "1" ||
-		strings.EqualFold(trimOWS(fs.first(fXScope)), "global") {
-		info.Global, p.found = true, true
-	}
-	qs.n, qs.more = p.n, nil
-	if p.n > len(qs.inline) {
-		qs.more = make([]Quota, p.n)
-		copy(qs.more[copy(qs.more, p.room[:]):], p.more)
-	} else {
-		copy(qs.inline[:], p.room[:p.n])
-	}
-	uniqueNames(qs.slice())
-	return info, p.found
-}
-
-// uniqueNames appends "#2", "#3"… to a name already used by an earlier quota,
-// so that a consumer can follow each quota from response to response by name
-// (an unnamed policy beside an unnamed current quota, or a server sending both
-// the IETF and the X-RateLimit fields).
-func uniqueNames(qs []Quota) {
-	taken := func(n int, name string) bool {
-		for _, q := range qs[:n] {
-			if q.Name == name {
-				return true
-			}
-		}
-		return false
-	}
-	for i := 1; i < len(qs); i++ {
-		base := qs[i].Name
-		for k := 2; taken(i, qs[i].Name); k++ {
-			qs[i].Name = base + "#" + strconv.Itoa(k)
-		}
+// set makes b hold the quotas of hq.
+func (b *quotaBuf) set(hq *header.Quotas) {
+	b.n, b.more = hq.Len(), nil
+	if b.n > 0 {
+		b.fill(hq)
 	}
 }
 
-// parseRetryAfter parses a Retry-After value received at now: delta seconds
-// (`120`, also the decimal `2.0` some servers send) or an HTTP-date in any of
-// RFC 9110's three forms. A date in the past yields 0; waits beyond maxDelay
-// are clamped to it. ok is false for anything else, such as negative numbers
-// or garbage. [ParseHeaders] is its public face: Info.RetryAfter, which also
-// reads Retry-After-Ms and the providers' equivalents.
-func parseRetryAfter(v string, now time.Time, maxDelay time.Duration) (time.Duration, bool) {
-	v = trimOWS(v)
-	if s, ok := parseDecimal(v); ok {
-		return clampSeconds(s, maxDelay), true
+// fill is the copying of set, apart so that set stays inlined for a
+// response that states no quota.
+func (b *quotaBuf) fill(hq *header.Quotas) {
+	if b.n > len(b.inline) {
+		b.more = make([]Quota, b.n)
 	}
-	t, err := http.ParseTime(v)
-	if err != nil {
-		return 0, false
-	}
-	return min(max(t.Sub(now), 0), maxDelay), true
+	copyQuotas(b.slice(), hq)
 }
 
-// headerParser accumulates the quotas of one response.
-type headerParser struct {
-	now      time.Time
-	resetCap time.Duration // the farthest reset reported: MaxResetHorizon, or the wait cap if longer
-	offset   time.Duration // the server's clock minus ours, for absolute resets
-	slack    time.Duration
-	// The quotas found, at most maxQuotas: the usual few in room, the
-	// rest in more. (A [maxQuotas]Quota cleared 1 KB per response.)
-	room  [len(quotaBuf{}.inline)]Quota
-	more  []Quota
-	n     int
-	found bool
+// capsOf is what a parse under the wait cap maxDelay believes: waits up to
+// maxDelay (DefaultMaxDelay for maxDelay ≤ 0), resets up to
+// MaxResetHorizon.
+func capsOf(maxDelay time.Duration) header.Caps {
+	return header.Caps{Wait: delayCap(maxDelay), Reset: MaxResetHorizon}
 }
 
-// quotaState is a quota being assembled from separate fields.
-type quotaState struct {
-	name                   string
-	unit                   Unit
-	limit, remaining       float64
-	hasLimit, hasRemaining bool
-	reset                  time.Time
-	window                 time.Duration
+// delayCap is the longest wait a parse believes: maxDelay, or
+// DefaultMaxDelay for maxDelay ≤ 0.
+func delayCap(maxDelay time.Duration) time.Duration {
+	if maxDelay <= 0 {
+		return DefaultMaxDelay
+	}
+	return maxDelay
 }
 
-// emit records q if the server gave its limit or its remaining count; a reset
-// alone says nothing a limiter can use.
-func (p *headerParser) emit(q quotaState) {
-	if !q.hasLimit && !q.hasRemaining {
-		return
-	}
-	p.found = true
-	if p.n == maxQuotas {
-		return
-	}
-	out := Quota{Name: q.name, Reset: q.reset, Window: q.window, Unit: q.unit}
-	if q.hasLimit {
-		out.Limit = q.limit
-	}
-	switch {
-	case !q.hasRemaining:
-		out.Remaining = remainingUnknown
-	case q.hasLimit && q.remaining > q.limit:
-		out.Remaining = q.limit
-	default:
-		out.Remaining = q.remaining
-	}
-	if p.n < len(p.room) {
-		p.room[p.n] = out
-	} else {
-		p.more = append(p.more, out)
-	}
-	p.n++
+// infoOf is the Info of the grammar's reading hi, without its quotas.
+func infoOf(hi header.Info) Info {
+	return Info{RetryAfter: hi.RetryAfter, Bucket: hi.Bucket, Global: hi.Global}
 }
 
-// counts handles the limit/remaining/reset triples of OpenAI and Anthropic.
-func (p *headerParser) counts(name, limit, remaining, reset string) {
-	if limit == "" && remaining == "" {
-		return
-	}
-	q := quotaState{name: name}
-	if name != "requests" {
-		q.unit = UnitTokens
-	}
-	q.limit, q.hasLimit = parseCount(limit)
-	q.remaining, q.hasRemaining = parseCount(remaining)
-	q.reset, _ = p.reset(reset)
-	p.emit(q)
-}
-
-// xRateLimit handles X-RateLimit-* and X-Rate-Limit-*. The limit may be a
-// list (`100, 100;window=60, 10000;window=86400`) as in the older IETF
-// drafts; or every field may be a list read by position, as Brave sends
-// them (xRateLimitLists).
-func (p *headerParser) xRateLimit(fs *fieldSet) {
-	if fs.vals[fXLimit] == nil && fs.vals[fXRemaining] == nil && fs.vals[fXUsed] == nil && fs.vals[fXPolicy] == nil {
-		return
-	}
-	if isXList(fs) {
-		p.xRateLimitLists(fs)
-		return
-	}
-	// Only a list needs room for its policies (776 bytes to clear): the
-	// usual plain number goes without.
-	// (Several lines are joined into a list by limitField.)
-	if vs := fs.vals[fXLimit]; len(vs) > 1 || len(vs) == 1 && !isCount(vs[0]) {
-		var ps policies
-		p.xRateLimitWith(fs, &ps)
-		return
-	}
-	p.xRateLimitWith(fs, nil)
-}
-
-// xRateLimitWith is xRateLimit; ps holds the policies of a list limit, nil
-// when the limit is a plain number or absent.
-func (p *headerParser) xRateLimitWith(fs *fieldSet, ps *policies) {
-	var q quotaState
-	p.limitField(fs, fXLimit, &q, ps)
-	q.remaining, q.hasRemaining = parseCount(fs.first(fXRemaining))
-	if used, ok := parseCount(fs.first(fXUsed)); ok {
-		switch {
-		case !q.hasLimit && q.hasRemaining:
-			q.limit, q.hasLimit = q.remaining+used, true
-		case q.hasLimit && !q.hasRemaining:
-			q.remaining, q.hasRemaining = max(q.limit-used, 0), true
-		}
-	}
-	var ok bool
-	if s, isNum := parseDecimal(fs.first(fXResetAfter)); isNum {
-		q.reset, ok = p.after(s), true
-	}
-	if !ok {
-		q.reset, _ = p.reset(fs.first(fXReset))
-	}
-	p.combine(q, ps)
-}
-
-// shopify handles `X-Shopify-Shop-Api-Call-Limit: 32/40` (used/limit).
-func (p *headerParser) shopify(v string) {
-	used, limit, ok := strings.Cut(v, "/")
-	if !ok {
-		return
-	}
-	q := quotaState{}
-	u, okU := parseCount(used)
-	q.limit, q.hasLimit = parseCount(limit)
-	// A bucket of size 0 is broken, not a quota that forbids every request.
-	if okU && q.hasLimit && q.limit > 0 {
-		q.remaining, q.hasRemaining = max(q.limit-u, 0), true
-		p.emit(q)
+// copyQuotas converts the quotas of hq into dst, of length hq.Len().
+func copyQuotas(dst []Quota, hq *header.Quotas) {
+	for i := range dst {
+		q, d := hq.At(i), &dst[i]
+		d.Name, d.Limit, d.Remaining, d.Reset, d.Window, d.Unit = q.Name, q.Limit, q.Remaining, q.Reset, q.Window, Unit(q.Unit)
 	}
 }
 
-// reset parses a reset that is not a structured field: a number (see
-// resetNumber), a Go duration from now, or an absolute date.
-func (p *headerParser) reset(v string) (time.Time, bool) {
-	v = trimOWS(v)
-	if v == "" {
-		return time.Time{}, false
-	}
-	if s, ok := parseDecimal(v); ok {
-		return p.resetNumber(s)
-	}
-	if s, ok := parseDuration(v); ok {
-		return p.after(s), true
-	}
-	if t, ok := parseDate(v); ok {
-		return p.at(t)
-	}
-	return time.Time{}, false
-}
-
-// resetNumber interprets a numeric reset by magnitude against now: an epoch
-// in seconds, else in milliseconds, if within p.slack of now; else, below
-// epochFloor, seconds from now; else nothing.
-func (p *headerParser) resetNumber(v float64) (time.Time, bool) {
-	if !(v >= 0) || math.IsInf(v, 0) {
-		return time.Time{}, false
-	}
-	// In the server's clock: its epoch is compared with its now.
-	serverNow := p.now.Add(p.offset)
-	nowSec := float64(serverNow.Unix()) + float64(serverNow.Nanosecond())/1e9
-	slack := p.slack.Seconds()
-	for _, epoch := range [...]float64{v, v / 1000} {
-		if d := epoch - nowSec; d >= -slack && d <= slack {
-			// Microseconds are as fine as any server's clock.
-			return p.now.Add(min(clampSeconds(d, p.resetCap).Round(time.Microsecond), p.resetCap)), true
-		}
-	}
-	if v < epochFloor {
-		return p.after(v), true
-	}
-	return time.Time{}, false
-}
-
-// after returns now plus s seconds, clamped to [now, now+resetCap].
-func (p *headerParser) after(s float64) time.Time {
-	return p.now.Add(clampSeconds(s, p.resetCap))
-}
-
-// at converts an absolute reset: believed within p.slack of now, a past one
-// meaning now, a later one clamped to now+resetCap.
-func (p *headerParser) at(t time.Time) (time.Time, bool) {
-	d := t.Sub(p.now) - p.offset
-	if d < -p.slack || d > p.slack {
-		return time.Time{}, false
-	}
-	return p.now.Add(min(max(d, 0), p.resetCap)), true
-}
+// The grammar numbers its units as Unit does, so that Unit(q.Unit) carries
+// a quota's unit over: the index below is 0 only then (otherwise it is out
+// of range, or overflows Unit, and does not compile).
+var _ = [1]struct{}{}[UnitRequests-Unit(header.Requests)+UnitTokens-Unit(header.Tokens)]

@@ -1,36 +1,22 @@
 package pacer
 
 import (
-	"fmt"
 	"net/http"
+
+	"github.com/pacer-go/pacer/internal/response"
 )
 
 // signal is what a response's body says about the rate limit, beyond its
-// headers (classifyBody).
-type signal uint8
+// headers (response.Classify): what the limiter and the retry decision
+// make of each is said where they read it (Adaptive.bodyLimitLocked,
+// throttledBy).
+type signal = response.Signal
 
 const (
-	// signalNone: the body says nothing about the rate limit.
-	signalNone signal = iota
-	// signalBodyLimit: a limit stated only in the body (GitHub's "You have
-	// exceeded a secondary rate limit" on a 403 or 429, GraphQL
-	// RATE_LIMITED errors): waited out as GitHub documents (at least 60 s
-	// without a Retry-After, then exponential backoff).
-	signalBodyLimit
-	// signalGone: the quota is gone for good (OpenAI's insufficient_quota,
-	// a billing hard limit): waiting cannot help. No retry, no pause; the
-	// caller gets the response at once.
-	signalGone
+	signalNone      = response.None      // nothing about the rate limit
+	signalBodyLimit = response.BodyLimit // a limit stated only in the body: waited out as GitHub documents
+	signalGone      = response.Gone      // the quota is gone for good: no retry, no pause; the response at once
 )
-
-var signalNames = [...]string{"none", "body-limit", "gone"}
-
-func (s signal) String() string {
-	if int(s) < len(signalNames) {
-		return signalNames[s]
-	}
-	return fmt.Sprintf("signal(%d)", uint8(s))
-}
 
 // outcome is what one finished request means for the rate limit, read once
 // per response (readResponse) and consumed by everyone: the limiter

@@ -1,4 +1,4 @@
-package pacer
+package header
 
 import (
 	"net/http"

@@ -1,4 +1,4 @@
-package pacer
+package header
 
 import (
 	"math"
@@ -9,23 +9,14 @@ import (
 )
 
 // The values of rate-limit fields: numbers, durations and dates as servers
-// write them, for the parsers in headers.go and headers_ietf.go.
+// write them.
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 func isLower(c byte) bool { return 'a' <= c && c <= 'z' }
 
-// delayCap is the longest wait a parse believes: maxDelay, or
-// DefaultMaxDelay for maxDelay ≤ 0.
-func delayCap(maxDelay time.Duration) time.Duration {
-	if maxDelay <= 0 {
-		return DefaultMaxDelay
-	}
-	return maxDelay
-}
-
-// clampSeconds converts s seconds (possibly +Inf) to a Duration in
+// ClampSeconds converts s seconds (possibly +Inf) to a Duration in
 // [0, maxDelay]; NaN gives 0.
-func clampSeconds(s float64, maxDelay time.Duration) time.Duration {
+func ClampSeconds(s float64, maxDelay time.Duration) time.Duration {
 	if !(s > 0) {
 		return 0
 	}
@@ -40,9 +31,9 @@ func clampSeconds(s float64, maxDelay time.Duration) time.Duration {
 	return maxDelay
 }
 
-// parseDecimal parses a plain decimal number, 1*DIGIT ["." 1*DIGIT], around
+// ParseDecimal parses a plain decimal number, 1*DIGIT ["." 1*DIGIT], around
 // optional whitespace. A digit string too long for a float64 is +Inf.
-func parseDecimal(v string) (float64, bool) {
+func ParseDecimal(v string) (float64, bool) {
 	v = trimOWS(v)
 	if v == "" || !isDigit(v[0]) {
 		return 0, false
@@ -77,7 +68,7 @@ func isCount(v string) bool {
 
 // parseCount parses a finite, non-negative count.
 func parseCount(v string) (float64, bool) {
-	f, ok := parseDecimal(v)
+	f, ok := ParseDecimal(v)
 	if !ok || math.IsInf(f, 0) {
 		return 0, false
 	}

@@ -1,4 +1,4 @@
-package pacer
+package header
 
 import (
 	"strings"
@@ -6,7 +6,7 @@ import (
 
 // This file finds the rate-limit fields among the headers of a response.
 
-// field is a rate-limit header field ParseHeaders reads.
+// field is a rate-limit header field Parse reads.
 type field uint8
 
 const (
@@ -34,7 +34,7 @@ const (
 	numFields  = fShopify + 1
 )
 
-// parseHeaders keeps the fields found in a bit set.
+// Parse keeps the fields found in a bit set.
 var _ [64 - numFields]struct{}
 
 // fieldSet holds the values of the fields present in one response.

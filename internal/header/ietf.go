@@ -1,10 +1,10 @@
-package pacer
+package header
 
 import (
 	"math"
 	"time"
 
-	"github.com/pacer-go/pacer/internal/sfv"
+	"github.com/pacer-go/pacer/internal/header/sfv"
 )
 
 // sfv hands out at most sfv.MaxMembers members of a field, and a response
@@ -12,7 +12,7 @@ import (
 var _ [sfv.MaxMembers - maxQuotas]struct{}
 
 // This file holds the semantics of the IETF RateLimit fields, every draft
-// generation; their RFC 9651 syntax is parsed by internal/sfv.
+// generation; their RFC 9651 syntax is parsed by package sfv.
 
 // policy is one IETF quota policy: `"burst";q=100;w=60` or, before
 // draft-08, `100;w=60`.
@@ -110,7 +110,7 @@ func (ip ietfParams) windowLen() time.Duration {
 
 // ietf handles RateLimit, RateLimit-Policy and the older RateLimit-Limit,
 // -Remaining and -Reset, newest draft first.
-func (p *headerParser) ietf(fs *fieldSet) {
+func (p *parser) ietf(fs *fieldSet, out *Quotas) {
 	if fs.vals[fRateLimit] == nil && fs.vals[fRateLimitPolicy] == nil &&
 		fs.vals[fRLLimit] == nil && fs.vals[fRLRemaining] == nil {
 		return
@@ -119,7 +119,7 @@ func (p *headerParser) ietf(fs *fieldSet) {
 	if v, ok := fs.joined(fRateLimitPolicy); ok {
 		sfv.Each(v, false, ps.add)
 	}
-	if v, ok := fs.joined(fRateLimit); ok && (p.draft07(v, &ps) || p.draft08(v, &ps)) {
+	if v, ok := fs.joined(fRateLimit); ok && (p.draft07(v, &ps, out) || p.draft08(v, &ps, out)) {
 		return
 	}
 	var q quotaState
@@ -128,11 +128,11 @@ func (p *headerParser) ietf(fs *fieldSet) {
 		q.remaining, q.hasRemaining = parseCount(fs.first(fRLRemaining))
 		q.reset, _ = p.reset(fs.first(fRLReset))
 	}
-	p.combine(q, &ps)
+	p.combine(q, &ps, out)
 }
 
 // draft07 handles the dictionary `RateLimit: limit=100, remaining=50, reset=5`.
-func (p *headerParser) draft07(v string, ps *policies) bool {
+func (p *parser) draft07(v string, ps *policies, out *Quotas) bool {
 	var q quotaState
 	valid := sfv.Each(v, true, func(m sfv.Member) bool {
 		n, ok := m.Value.Number()
@@ -152,7 +152,7 @@ func (p *headerParser) draft07(v string, ps *policies) bool {
 	if !valid || (!q.hasLimit && !q.hasRemaining) {
 		return false
 	}
-	p.combine(q, ps)
+	p.combine(q, ps, out)
 	return true
 }
 
@@ -168,7 +168,7 @@ func (p *headerParser) draft07(v string, ps *policies) bool {
 // 164 of ietf-wg-httpapi/ratelimit-headers); drafts 08 to 11 define only r
 // and t. Where an item has both names, r and t win. Any other parameter (a
 // per-request cost c, a partition key pk) is a comment, as the draft says.
-func (p *headerParser) draft08(v string, ps *policies) bool {
+func (p *parser) draft08(v string, ps *policies, out *Quotas) bool {
 	type item struct {
 		name      string
 		remaining float64
@@ -214,12 +214,12 @@ func (p *headerParser) draft08(v string, ps *policies) bool {
 			}
 		}
 		if !pol.skip {
-			p.emit(q)
+			p.emit(q, out)
 		}
 	}
 	for _, it := range items[:n] {
 		if !it.used {
-			p.emit(quotaState{name: it.name, remaining: it.remaining, hasRemaining: it.hasR, reset: it.reset})
+			p.emit(quotaState{name: it.name, remaining: it.remaining, hasRemaining: it.hasR, reset: it.reset}, out)
 		}
 	}
 	return true
@@ -228,7 +228,7 @@ func (p *headerParser) draft08(v string, ps *policies) bool {
 // limitField reads a limit that is a plain number or, as in the older IETF
 // drafts, a list whose first member is the current limit and whose others are
 // policies (`10, 10;w=1, 50;w=60`).
-func (p *headerParser) limitField(fs *fieldSet, f field, q *quotaState, ps *policies) {
+func (p *parser) limitField(fs *fieldSet, f field, q *quotaState, ps *policies) {
 	v, ok := fs.joined(f)
 	if q.limit, q.hasLimit = parseCount(v); q.hasLimit || !ok {
 		return
@@ -251,9 +251,9 @@ func (p *headerParser) limitField(fs *fieldSet, f field, q *quotaState, ps *poli
 
 // combine emits the current quota q, taking name and window from the policy
 // with the same limit, then the other policies.
-func (p *headerParser) combine(q quotaState, ps *policies) {
+func (p *parser) combine(q quotaState, ps *policies, out *Quotas) {
 	if ps == nil {
-		p.emit(q)
+		p.emit(q, out)
 		return
 	}
 	matched := -1
@@ -269,10 +269,10 @@ func (p *headerParser) combine(q quotaState, ps *policies) {
 			break
 		}
 	}
-	p.emit(q)
+	p.emit(q, out)
 	for i, pol := range ps.list[:ps.n] {
 		if i != matched && !pol.skip {
-			p.emit(quotaState{name: pol.name, limit: pol.q, hasLimit: pol.hasQ, window: pol.window})
+			p.emit(quotaState{name: pol.name, limit: pol.q, hasLimit: pol.hasQ, window: pol.window}, out)
 		}
 	}
 }

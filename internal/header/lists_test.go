@@ -1,4 +1,4 @@
-package pacer
+package header
 
 import (
 	"net/http"
@@ -15,7 +15,7 @@ import (
 // fields that are comma lists, read by position (its documented example:
 // 1 request per second, 15000 per month of 2592000 s, 1 and 1000 left, the
 // second over in 1 s and the month in 1419704 s).
-func TestParseHeadersBraveLists(t *testing.T) {
+func TestParseBraveLists(t *testing.T) {
 	now := ietfNow
 	in := func(s float64) time.Time { return now.Add(time.Duration(s * float64(time.Second))) }
 	const month = 2592000 * time.Second
@@ -90,7 +90,7 @@ func TestParseHeadersBraveLists(t *testing.T) {
 			brave("X-Ratelimit-Remaining", "1, "+strings.Repeat("9", 400)),
 			quotas(q("", 1, 1, in(1), time.Second), q("#2", 15000, unstated, in(1419704), month))},
 		{"a delta reset beyond MaxResetHorizon clamped to it", now, brave("X-Ratelimit-Reset", "1, 99999999"),
-			quotas(q("", 1, 1, in(1), time.Second), q("#2", 15000, 1000, now.Add(MaxResetHorizon), month))},
+			quotas(q("", 1, 1, in(1), time.Second), q("#2", 15000, 1000, now.Add(maxResetHorizon), month))},
 		{"a policy member that is not a number leaves its position to the limit", now,
 			brave("X-Ratelimit-Policy", "?1;w=1, 15000;w=2592000"),
 			quotas(q("", 1, 1, in(1), 0), q("#2", 15000, 1000, in(1419704), month))},
@@ -104,7 +104,7 @@ func TestParseHeadersBraveLists(t *testing.T) {
 }
 
 // However long the lists, at most maxQuotas positions are read.
-func TestParseHeadersBraveListsAreBounded(t *testing.T) {
+func TestParseBraveListsAreBounded(t *testing.T) {
 	var counts []string
 	for i := range 40 {
 		counts = append(counts, strconv.Itoa(i+1))
@@ -112,7 +112,7 @@ func TestParseHeadersBraveListsAreBounded(t *testing.T) {
 	list := strings.Join(counts, ", ")
 	h := http.Header{"X-Ratelimit-Policy": {list}, "X-Ratelimit-Limit": {list},
 		"X-Ratelimit-Remaining": {list}, "X-Ratelimit-Reset": {list}}
-	info, ok := ParseHeaders(h, ietfNow)
+	info, ok := parse(h, ietfNow)
 	require.True(t, ok)
 	require.Len(t, info.Quotas, maxQuotas)
 	last := info.Quotas[maxQuotas-1]

@@ -1,10 +1,10 @@
-package pacer
+package header
 
 import (
 	"math"
 	"strings"
 
-	"github.com/pacer-go/pacer/internal/sfv"
+	"github.com/pacer-go/pacer/internal/header/sfv"
 )
 
 // X-RateLimit-* fields that are comma lists read by position, one quota per
@@ -50,7 +50,7 @@ func isXList(fs *fieldSet) bool {
 // member that is not a plain number is no list, and only a Reset is then
 // read, as a single value for the first quota (it may be a date, whose
 // comma makes no list).
-func (p *headerParser) xRateLimitLists(fs *fieldSet) {
+func (p *parser) xRateLimitLists(fs *fieldSet, out *Quotas) {
 	var qs [maxQuotas]quotaState
 	var skip [maxQuotas]bool // a policy in units other than requests
 	n := 0
@@ -130,7 +130,7 @@ func (p *headerParser) xRateLimitLists(fs *fieldSet) {
 	}
 	for i := range n {
 		if !skip[i] {
-			p.emit(qs[i])
+			p.emit(qs[i], out)
 		}
 	}
 }
@@ -138,12 +138,12 @@ func (p *headerParser) xRateLimitLists(fs *fieldSet) {
 // numberList reads v as comma-separated plain decimals (`1, 1419704`), at
 // most len(out) of them, into out and returns how many it read: 0 when a
 // member is not a number, so that `Tue, 16 Jan 2024 16:00:00 GMT` is no
-// list. A member too long for a float64 is +Inf, as parseDecimal has it.
+// list. A member too long for a float64 is +Inf, as ParseDecimal has it.
 func numberList(v string, out *[maxQuotas]float64) int {
 	n := 0
 	for n < len(out) {
 		m, rest, more := strings.Cut(v, ",")
-		x, ok := parseDecimal(m)
+		x, ok := ParseDecimal(m)
 		if !ok {
 			return 0
 		}

@@ -1,4 +1,4 @@
-package pacer
+package header
 
 import (
 	"net/http"
@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-func TestParseHeadersIETFDraft08AndLater(t *testing.T) {
+func TestParseIETFDraft08AndLater(t *testing.T) {
 	now := ietfNow
 	in30s := now.Add(30 * time.Second)
 	burstDaily := `"burst";q=100;w=60,"daily";q=1000;w=86400`
@@ -45,7 +45,7 @@ func TestParseHeadersIETFDraft08AndLater(t *testing.T) {
 		{"policies counted in other units are not reported", now, http.Header{
 			"Ratelimit":        {`"bytes";r=5000;t=1, "conc";r=2`},
 			"Ratelimit-Policy": {`"bytes";q=10000;w=1;qu="content-bytes", "conc";q=10;qu="concurrent-requests"`},
-		}, Info{}},
+		}, parsed{}},
 		// The server said nothing of what is left: not full, not empty.
 		{"policy alone", now, http.Header{"Ratelimit-Policy": {burstDaily}},
 			quotas(q("burst", 100, unstated, noReset, time.Minute), q("daily", 1000, unstated, noReset, 24*time.Hour))},
@@ -64,7 +64,7 @@ func TestParseHeadersIETFDraft08AndLater(t *testing.T) {
 		}, quotas(q("burst", 0, 50, in30s, 0))},
 		{"negative remaining and quota ignored", now, http.Header{
 			"Ratelimit": {`"burst";r=-5;t=30`}, "Ratelimit-Policy": {`"burst";q=-100;w=60`},
-		}, Info{}},
+		}, parsed{}},
 		{"wrongly typed parameters ignored", now, http.Header{
 			"Ratelimit": {`"burst";r="50";t=30`}, "Ratelimit-Policy": {`"burst";q=100;w="60"`},
 		}, quotas(q("burst", 100, unstated, in30s, 0))},
@@ -84,15 +84,15 @@ func TestParseHeadersIETFDraft08AndLater(t *testing.T) {
 		}, quotas(q("ok", 0, 3, noReset, 0))},
 		{"overlong policy name ignored", now, http.Header{
 			"Ratelimit-Policy": {`"` + strings.Repeat("n", 300) + `";q=1`},
-		}, Info{}},
-		{"empty fields", now, http.Header{"Ratelimit": {""}, "Ratelimit-Policy": {" "}}, Info{}},
+		}, parsed{}},
+		{"empty fields", now, http.Header{"Ratelimit": {""}, "Ratelimit-Policy": {" "}}, parsed{}},
 	})
 }
 
 // The renaming proposed in 2026 for the RateLimit field: a (available
 // quota) for r, w (effective window, seconds) for t. Drafts 08 to 11 still
 // define r and t; both forms are read, and they mean the same.
-func TestParseHeadersIETFProposedAvailableAndWindow(t *testing.T) {
+func TestParseIETFProposedAvailableAndWindow(t *testing.T) {
 	now := ietfNow
 	in30s := now.Add(30 * time.Second)
 	policy := http.Header{"Ratelimit-Policy": {`"default";q=100;w=60`}}
@@ -131,7 +131,7 @@ func TestParseHeadersIETFProposedAvailableAndWindow(t *testing.T) {
 	})
 }
 
-func TestParseHeadersIETFOlderDrafts(t *testing.T) {
+func TestParseIETFOlderDrafts(t *testing.T) {
 	now := ietfNow
 	runHeaderCases(t, []headerCase{
 		{"draft-07 dictionary", now, http.Header{
@@ -178,14 +178,14 @@ func TestParseHeadersIETFOlderDrafts(t *testing.T) {
 		}, quotas(q("", 0, 3, noReset, 0))},
 		{"older fields with garbage", now, http.Header{
 			"Ratelimit-Limit": {"ten"}, "Ratelimit-Remaining": {"NaN"}, "Ratelimit-Reset": {"-5"},
-		}, Info{}},
-		{"decimal with four fractional digits", now, http.Header{"Ratelimit-Limit": {"10.0001, 5"}}, Info{}},
+		}, parsed{}},
+		{"decimal with four fractional digits", now, http.Header{"Ratelimit-Limit": {"10.0001, 5"}}, parsed{}},
 	})
 }
 
-func TestParseHeadersRetryAfter(t *testing.T) {
+func TestParseRetryAfter(t *testing.T) {
 	now := time.Date(2015, 10, 21, 7, 27, 0, 0, time.UTC)
-	retry := func(d time.Duration) Info { return Info{RetryAfter: d} }
+	retry := func(d time.Duration) parsed { return parsed{RetryAfter: d} }
 	runHeaderCases(t, []headerCase{
 		{"delta seconds", now, http.Header{"Retry-After": {"120"}}, retry(2 * time.Minute)},
 		{"surrounding whitespace in a hand-built header", now, http.Header{"Retry-After": {" \t120\t "}}, retry(2 * time.Minute)},
@@ -197,44 +197,29 @@ func TestParseHeadersRetryAfter(t *testing.T) {
 		{"lower-case retry-after-ms", now, http.Header{"retry-after-ms": {"250.5"}}, retry(250500 * time.Microsecond)},
 		{"Azure x-ms-retry-after-ms", now, http.Header{"x-ms-retry-after-ms": {"900"}, "Retry-After": {"1"}}, retry(900 * time.Millisecond)},
 		{"garbage Retry-After-Ms falls back", now, http.Header{"Retry-After-Ms": {"soon"}, "Retry-After": {"2"}}, retry(2 * time.Second)},
-		{"beyond the cap clamped", now, http.Header{"Retry-After": {"86400"}}, retry(DefaultMaxDelay)},
-		{"absurd digit string clamped", now, http.Header{"Retry-After": {strings.Repeat("9", 400)}}, retry(DefaultMaxDelay)},
-		{"absurd milliseconds clamped", now, http.Header{"Retry-After-Ms": {"99999999999999999999"}}, retry(DefaultMaxDelay)},
-		{"date far ahead clamped", now, http.Header{"Retry-After": {"Fri, 31 Dec 9999 23:59:59 GMT"}}, retry(DefaultMaxDelay)},
+		{"beyond the cap clamped", now, http.Header{"Retry-After": {"86400"}}, retry(defaultMaxDelay)},
+		{"absurd digit string clamped", now, http.Header{"Retry-After": {strings.Repeat("9", 400)}}, retry(defaultMaxDelay)},
+		{"absurd milliseconds clamped", now, http.Header{"Retry-After-Ms": {"99999999999999999999"}}, retry(defaultMaxDelay)},
+		{"date far ahead clamped", now, http.Header{"Retry-After": {"Fri, 31 Dec 9999 23:59:59 GMT"}}, retry(defaultMaxDelay)},
 		// Malformed variants: all ignored.
-		{"negative", now, http.Header{"Retry-After": {"-5"}}, Info{}},
-		{"NaN", now, http.Header{"Retry-After": {"NaN"}}, Info{}},
-		{"Inf", now, http.Header{"Retry-After": {"Inf"}}, Info{}},
-		{"exponent", now, http.Header{"Retry-After": {"1e309"}}, Info{}},
-		{"trailing dot", now, http.Header{"Retry-After": {"2."}}, Info{}},
-		{"text", now, http.Header{"Retry-After": {"soon"}}, Info{}},
-		{"empty", now, http.Header{"Retry-After": {""}}, Info{}},
-		{"no value lines", now, http.Header{"Retry-After": {}}, Info{}},
+		{"negative", now, http.Header{"Retry-After": {"-5"}}, parsed{}},
+		{"NaN", now, http.Header{"Retry-After": {"NaN"}}, parsed{}},
+		{"Inf", now, http.Header{"Retry-After": {"Inf"}}, parsed{}},
+		{"exponent", now, http.Header{"Retry-After": {"1e309"}}, parsed{}},
+		{"trailing dot", now, http.Header{"Retry-After": {"2."}}, parsed{}},
+		{"text", now, http.Header{"Retry-After": {"soon"}}, parsed{}},
+		{"empty", now, http.Header{"Retry-After": {""}}, parsed{}},
+		{"no value lines", now, http.Header{"Retry-After": {}}, parsed{}},
 	})
 }
 
 // A valid Retry-After that asks for no wait is information (retry at once),
 // even though it leaves Info zero.
-func TestParseHeadersReportsAZeroRetryAfter(t *testing.T) {
+func TestParseReportsAZeroRetryAfter(t *testing.T) {
 	now := time.Date(2015, 10, 21, 7, 27, 0, 0, time.UTC)
 	for _, v := range []string{"0", "0.0", "Wed, 21 Oct 2015 07:00:00 GMT"} {
-		info, ok := ParseHeaders(http.Header{"Retry-After": {v}}, now)
+		info, ok := parse(http.Header{"Retry-After": {v}}, now)
 		assert.True(t, ok, "Retry-After: %s", v)
 		assert.Zero(t, info, "Retry-After: %s", v)
 	}
-}
-
-// A quota counts tokens by the server's convention, not by its name: an
-// IETF policy named "tokens" counts requests (the field states no unit).
-func TestParseHeadersUnitIsTheConventionsNotTheName(t *testing.T) {
-	h := http.Header{"Ratelimit-Policy": {`"tokens";q=100;w=60`}, "Ratelimit": {`"tokens";r=50;t=30`},
-		"X-Ratelimit-Limit-Tokens": {"1000"}, "X-Ratelimit-Remaining-Tokens": {"900"}}
-	info, _ := ParseHeaders(h, ietfNow)
-	units := map[string]Unit{}
-	for _, q := range info.Quotas {
-		units[q.Name] = q.Unit
-	}
-	assert.Equal(t, map[string]Unit{"tokens": UnitRequests, "tokens#2": UnitTokens}, units)
-	assert.Equal(t, "tokens", UnitTokens.String())
-	assert.Equal(t, "requests", UnitRequests.String())
 }

@@ -1,4 +1,4 @@
-package pacer
+package header
 
 import (
 	"math"
@@ -38,7 +38,7 @@ var fuzzSeeds = []string{
 	"Retry-After: 99999999999999999999999999\nX-RateLimit-Remaining: 9999\nX-RateLimit-Limit: 5",
 }
 
-func FuzzParseHeaders(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add(s, int64(1666130401), int64(0))
 		f.Add(s, int64(1705420200), int64(600_000))
@@ -53,32 +53,32 @@ func FuzzParseHeaders(f *testing.F) {
 		// (negative and zero mean the default).
 		now := time.Unix(nowSec%(1<<35), 0).UTC()
 		maxDelay := time.Duration(capMs%(1<<40)) * time.Millisecond
-		info, ok := parseHeaders(h, now, maxDelay)
 		if maxDelay <= 0 {
-			maxDelay = DefaultMaxDelay
+			maxDelay = defaultMaxDelay
 		}
+		info, ok := parse(h, now, maxDelay)
 		checkInfo(t, info, ok, now, maxDelay)
 
 		// Go randomises map order: the answer must not depend on it.
-		again, okAgain := parseHeaders(h, now, maxDelay)
+		again, okAgain := parse(h, now, maxDelay)
 		if okAgain != ok || !reflect.DeepEqual(again, info) {
 			t.Fatalf("not deterministic:\n%+v\n%+v", info, again)
 		}
 
 		for _, vs := range h {
 			for _, v := range vs {
-				if d, ok := parseRetryAfter(v, now, DefaultMaxDelay); d < 0 || d > DefaultMaxDelay || (!ok && d != 0) {
-					t.Fatalf("parseRetryAfter(%q) = %v, %v", v, d, ok)
+				if d, ok := retryAfter(v, now, defaultMaxDelay); d < 0 || d > defaultMaxDelay || (!ok && d != 0) {
+					t.Fatalf("retryAfter(%q) = %v, %v", v, d, ok)
 				}
 			}
 		}
 	})
 }
 
-// checkInfo asserts the invariants ParseHeaders promises whatever the input.
-func checkInfo(t *testing.T, info Info, ok bool, now time.Time, maxDelay time.Duration) {
+// checkInfo asserts the invariants Parse promises whatever the input.
+func checkInfo(t *testing.T, info parsed, ok bool, now time.Time, maxDelay time.Duration) {
 	t.Helper()
-	if !ok && !reflect.DeepEqual(info, Info{}) {
+	if !ok && !reflect.DeepEqual(info, parsed{}) {
 		t.Fatalf("ok=false with non-zero Info %+v", info)
 	}
 	if info.RetryAfter < 0 || info.RetryAfter > maxDelay {
@@ -101,7 +101,7 @@ func checkInfo(t *testing.T, info Info, ok bool, now time.Time, maxDelay time.Du
 		if q.Limit > 0 && q.Remaining > q.Limit {
 			t.Fatalf("remaining above limit in %+v", q)
 		}
-		if horizon := max(MaxResetHorizon, maxDelay); !q.Reset.IsZero() && (q.Reset.Before(now.Add(-time.Second)) || q.Reset.After(now.Add(horizon))) {
+		if horizon := max(maxResetHorizon, maxDelay); !q.Reset.IsZero() && (q.Reset.Before(now.Add(-time.Second)) || q.Reset.After(now.Add(horizon))) {
 			t.Fatalf("reset %v outside [now-1s, now+%v] (now %v)", q.Reset, horizon, now)
 		}
 		if q.Window < 0 || q.Window > maxWindowSeconds*time.Second || len(q.Name) > maxNameLen+3*maxQuotas {
