@@ -235,3 +235,43 @@ func TestAdvance(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanSharesASharedQuotasSurplus: a shared quota's surplus beyond the
+// pace it was last spread at is claimed in proportion to that pace once it
+// affords rushFactor times it; below that, what is left is spread as before.
+func TestPlanSharesASharedQuotasSurplus(t *testing.T) {
+	cases := []struct {
+		name, why string
+		left      float64 // Remaining, 10 s before the reset
+		prev      float64 // the pace the quota was last spread at
+		want      float64
+	}{
+		{
+			name: "a surplus past rushFactor times the pace: its share of it",
+			why: "others (5 a second, measured) keep 50 of the 110 left; the 60 over 10 s is 6 a " +
+				"second, more than 5 times the pace of 1 a second: every client sees that surplus, so " +
+				"this one claims 1/(1+5) of the 5 a second above its pace, 0.9 × (1 + 5/6)",
+			left: 110, prev: 1, want: 0.9 * (1 + 5.0/6),
+		},
+		{
+			name: "what is left within rushFactor times the pace is spread whole",
+			why: "6 a second is 3 times a pace of 2: the steady spread of a shared quota, " +
+				"0.9 × 60 over 10 s, which keeps every client near its share",
+			left: 110, prev: 2, want: 0.9 * 6,
+		},
+		{
+			name: "no pace yet: spread whole",
+			why:  "the first spread of a shared quota has no pace to share by",
+			left: 110, prev: 0, want: 0.9 * 6,
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Minute, Shared: true})
+			w.Observe(Report{Limit: 1000, Remaining: c.left, Reset: reset(10 * time.Second)}, t0, Seen{Horizon: horizon})
+			w.drift, w.measuredAt, w.driftAt = -5, t0, t0
+			w.spread = c.prev
+			rateEqual(t, c.want, w.Plan(t0, 1), c.why)
+		})
+	}
+}

@@ -54,7 +54,10 @@ type Window struct {
 	// keep is what a charge must leave in the budget besides the debt: a
 	// smooth quota's last unit, which another client may be taking while
 	// our request travels (its refill hides that client from the drift).
-	keep     int64
+	keep int64
+	// spread is the rate the last Plan spread a shared quota at; 0 when
+	// the last Plan did not spread one (see Plan).
+	spread   float64
 	safety   float64       // a refill, being an estimate, is only believed this much
 	maxDelay time.Duration // the longest wait for a reset nothing explains
 
