@@ -6,6 +6,7 @@
 //	cd bench && go run ./adapt                                   # table on stdout
 //	cd bench && go run ./adapt -md RESULTS.md -svg adapt.svg     # what RESULTS.md shows
 //	cd bench && go run ./adapt -styles github,retry-after -clients pacer,aws-cubic -window 5s
+//	cd bench && go run ./adapt -runs 5 -md RESULTS.md -svg adapt.svg  # pacer's median and (worst) of 5
 //
 // See RESULTS.md for the definitions of every column.
 package main
@@ -46,6 +47,7 @@ func main() {
 type options struct {
 	scenario
 	Windows  int // run length in windows
+	Runs     int // runs of each of pacer's cells (the peers run once)
 	Parallel int // runs at a time
 	Styles   []apisim.Style
 	Clients  []clientKind
@@ -61,6 +63,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.Window, "window", 5*time.Second, "the APIs' quota window")
 	fs.IntVar(&o.Windows, "windows", 3, "how many windows each run lasts")
 	fs.IntVar(&o.Workers, "workers", 32, "concurrent workers per run, each looping requests")
+	fs.IntVar(&o.Runs, "runs", 1, "runs of each of pacer's cells, each with a fresh server and client (the peers run once); the table shows the median and (the worst), and the acceptance criteria must hold in every run")
 	fs.IntVar(&o.Parallel, "parallel", len(allClients()), "runs at a time, each with its own server and client (1: one after another)")
 	algorithm := fs.String("algorithm", "", "how the APIs count: fixed-window, sliding-window or token-bucket (default: fixed-window, token-bucket for shopify)")
 	fs.DurationVar(&o.Latency, "latency", 20*time.Millisecond, "the APIs' service time per request")
@@ -87,6 +90,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return fail(fmt.Errorf("-windows %d: must be > 0", o.Windows))
 	case o.Workers <= 0:
 		return fail(fmt.Errorf("-workers %d: must be > 0", o.Workers))
+	case o.Runs <= 0:
+		return fail(fmt.Errorf("-runs %d: must be > 0", o.Runs))
 	case o.Parallel <= 0:
 		return fail(fmt.Errorf("-parallel %d: must be > 0", o.Parallel))
 	case o.Latency < 0:
@@ -140,34 +145,60 @@ func joinKinds(ks []clientKind) string {
 	return strings.Join(s, ", ")
 }
 
-// runKey identifies one run.
+// runKey identifies one cell of the table: a style × client, run once or,
+// for pacer, Runs times.
 type runKey struct {
 	Style  apisim.Style
 	Client clientKind
 }
 
-// benchmark runs every selected style × client, Parallel runs at a time in
-// style-major order (with the default, the clients of one style run side by
-// side, each against its own server), reporting each run as it ends on
-// progress; then it writes the table to out and the files asked for.
+// runsOf is how many times the cells of the given client run: Runs for
+// pacer, once for the peers (a real-time run costs the same for every
+// client, and only pacer is held to anything).
+func (o options) runsOf(kind clientKind) int {
+	if kind == clientPacer {
+		return max(1, o.Runs)
+	}
+	return 1
+}
+
+// job is one run: a cell and which of its runs.
+type job struct {
+	runKey
+	Run int // from 0
+}
+
+// benchmark runs every selected style × client (pacer's Runs times),
+// Parallel runs at a time in style-major order (with the defaults, the
+// clients of one style run side by side, each against its own server),
+// reporting each run as it ends on progress; then it writes the table to
+// out and the files asked for.
 func benchmark(ctx context.Context, o options, out, progress io.Writer) error {
-	var jobs []runKey
+	var jobs []job
+	results := make(map[runKey][]outcome)
 	for _, style := range o.Styles {
 		for _, kind := range o.Clients {
-			jobs = append(jobs, runKey{style, kind})
+			key := runKey{style, kind}
+			results[key] = make([]outcome, o.runsOf(kind))
+			for run := range o.runsOf(kind) {
+				jobs = append(jobs, job{key, run})
+			}
 		}
 	}
 	batches := (len(jobs) + o.Parallel - 1) / o.Parallel
-	fmt.Fprintf(progress, "adapt: %d runs of %v (quota %d per %v, %d workers), %d at a time: about %v\n",
-		len(jobs), o.Duration, o.Quota, o.Window, o.Workers, o.Parallel, (time.Duration(batches) * o.Duration).Round(time.Second))
+	each := ""
+	if o.Runs > 1 {
+		each = fmt.Sprintf(", pacer's %d times each", o.Runs)
+	}
+	fmt.Fprintf(progress, "adapt: %d runs of %v (quota %d per %v, %d workers%s), %d at a time: about %v\n",
+		len(jobs), o.Duration, o.Quota, o.Window, o.Workers, each, o.Parallel, (time.Duration(batches) * o.Duration).Round(time.Second))
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var (
-		mu      sync.Mutex
-		results = make(map[runKey]outcome, len(jobs))
-		wg      sync.WaitGroup
-		slots   = make(chan struct{}, o.Parallel)
+		mu    sync.Mutex
+		wg    sync.WaitGroup
+		slots = make(chan struct{}, o.Parallel)
 	)
 	began, load := time.Now(), loadAverage()
 	for _, job := range jobs {
@@ -182,16 +213,20 @@ func benchmark(ctx context.Context, o options, out, progress io.Writer) error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
+			name := string(job.Client)
+			if n := o.runsOf(job.Client); n > 1 {
+				name = fmt.Sprintf("%s %d/%d", name, job.Run+1, n)
+			}
 			res, err := runOne(ctx, o.scenario, job.Style, job.Client)
 			if err != nil {
-				cancel(fmt.Errorf("%s × %s: %w", job.Style, job.Client, err))
+				cancel(fmt.Errorf("%s × %s: %w", job.Style, name, err))
 				return
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			results[job] = res
+			results[job.runKey][job.Run] = res
 			fmt.Fprintf(progress, "  %-12s %-14s goodput %.2f  429s %5d (%d after 1st response)  errors %5d  p99 added %v\n",
-				job.Style, job.Client, res.Goodput(), res.Throttled, res.ThrottledAfterFirst, res.Failed, fmtDur(res.AddedP99))
+				job.Style, name, res.Goodput(), res.Throttled, res.ThrottledAfterFirst, res.Failed, fmtDur(res.AddedP99))
 		}()
 	}
 	wg.Wait()
@@ -210,7 +245,7 @@ func benchmark(ctx context.Context, o options, out, progress io.Writer) error {
 	}
 	if o.SVG != "" {
 		if err := writeFile(o.SVG, func(w io.Writer) error {
-			return writeSVG(w, o.scenario, o.Styles, o.Clients, results)
+			return writeSVG(w, o.scenario, o.Styles, o.Clients, r.plotted(), o.Runs)
 		}); err != nil {
 			return err
 		}

@@ -22,7 +22,9 @@ const (
 // server admitted (blue) and answered 429 (red), against the quota (dashed)
 // and 0.9 × quota (dotted), with the window boundaries in light grey. Bars
 // taller than the panel are clipped, with the peak written above the panel.
-func writeSVG(w io.Writer, sc scenario, styles []apisim.Style, clients []clientKind, results map[runKey]outcome) error {
+// results holds one run per cell; runs is how many pacer's cells had, of
+// which results holds the median (report.plotted), said in the subtitle.
+func writeSVG(w io.Writer, sc scenario, styles []apisim.Style, clients []clientKind, results map[runKey]outcome, runs int) error {
 	cols, rows := len(clients), len(styles)
 	width := max(leftM+cols*panelW+(cols-1)*gapX+rightM, 900) // room for the title and legend
 	height := topM + rows*panelH + (rows-1)*gapY + botM + 14
@@ -51,7 +53,11 @@ func writeSVG(w io.Writer, sc scenario, styles []apisim.Style, clients []clientK
 
 	for c, kind := range clients {
 		x := leftM + c*(panelW+gapX)
-		p(`<text x="%d" y="%d" text-anchor="middle" font-weight="bold" font-size="12">%s</text>`+"\n", x+panelW/2, topM-17, kind)
+		median := ""
+		if kind == clientPacer && runs > 1 {
+			median = fmt.Sprintf(`<tspan font-weight="normal" font-size="10" fill="#444"> (median run of %d)</tspan>`, runs)
+		}
+		p(`<text x="%d" y="%d" text-anchor="middle" font-weight="bold" font-size="12">%s%s</text>`+"\n", x+panelW/2, topM-17, kind, median)
 	}
 	for r, style := range styles {
 		y := topM + r*(panelH+gapY)

@@ -3,10 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -17,7 +19,7 @@ import (
 // report renders the results: the table, the acceptance verdicts, RESULTS.md.
 type report struct {
 	options
-	results    map[runKey]outcome
+	results    map[runKey][]outcome // every run of each cell, in run order
 	elapsed    time.Duration
 	loadBefore string // loadAverage() when the runs began
 }
@@ -47,29 +49,78 @@ func (r report) writeTable(w io.Writer) error {
 	var b strings.Builder
 	b.WriteString("| style | client | goodput / quota | server 429s | 429s after 1st response | caller errors | cut off at end | calls | added p50 | added p99 |\n")
 	b.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	count := func(f func(outcome) int) func(outcome) float64 {
+		return func(o outcome) float64 { return float64(f(o)) }
+	}
+	dur := func(f func(outcome) time.Duration) func(outcome) float64 {
+		return func(o outcome) float64 { return float64(f(o)) }
+	}
+	asDur := func(x float64) string { return fmtDur(time.Duration(math.Round(x))) }
 	for _, style := range r.Styles {
 		for _, kind := range r.Clients {
-			o, ok := r.results[runKey{style, kind}]
-			if !ok {
+			rs := r.results[runKey{style, kind}]
+			if len(rs) == 0 {
 				continue
 			}
 			name := string(kind)
 			if kind == clientPacer {
 				name = "**pacer**"
 			}
-			fmt.Fprintf(&b, "| %s | %s | %.2f | %d | %d | %d | %d | %d | %s | %s |\n",
-				style, name, o.Goodput(), o.Throttled, o.ThrottledAfterFirst, o.Failed, o.CutOff, o.Calls,
-				fmtDur(o.AddedP50), fmtDur(o.AddedP99))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", style, name,
+				spread("%.2f", each(rs, outcome.Goodput), lowerWorse),
+				spread("%.0f", each(rs, count(func(o outcome) int { return o.Throttled })), higherWorse),
+				spread("%.0f", each(rs, count(func(o outcome) int { return o.ThrottledAfterFirst })), higherWorse),
+				spread("%.0f", each(rs, count(func(o outcome) int { return o.Failed })), higherWorse),
+				spread("%.0f", each(rs, count(func(o outcome) int { return o.CutOff })), higherWorse),
+				spread("%.0f", each(rs, count(func(o outcome) int { return o.Calls })), lowerWorse),
+				spreadFunc(asDur, each(rs, dur(func(o outcome) time.Duration { return o.AddedP50 })), higherWorse),
+				spreadFunc(asDur, each(rs, dur(func(o outcome) time.Duration { return o.AddedP99 })), higherWorse))
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-// verdict is one acceptance criterion's outcome.
+// plotted is the run of each cell the plot shows: its only run, or pacer's
+// median run by goodput (runs ordered from the worst: lowest goodput, then
+// most 429s; of an even number, the worse of the middle two), so that the
+// plot's caption matches the table's median goodput.
+func (r report) plotted() map[runKey]outcome {
+	out := make(map[runKey]outcome, len(r.results))
+	for k, rs := range r.results {
+		if len(rs) == 0 {
+			continue
+		}
+		sorted := slices.Clone(rs)
+		slices.SortStableFunc(sorted, func(a, b outcome) int {
+			if c := cmpFloat(a.Goodput(), b.Goodput()); c != 0 {
+				return c
+			}
+			return b.Throttled - a.Throttled
+		})
+		out[k] = sorted[(len(sorted)-1)/2]
+	}
+	return out
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// verdict is one acceptance criterion's outcome. Over several runs of
+// pacer's cells, run i of the benchmark is the i-th run of each of pacer's
+// cells; the criterion passes only if it held in every one.
 type verdict struct {
 	Pass   bool
 	Ran    bool
+	Runs   int      // runs judged
+	Held   int      // of those, the runs the criterion held in
 	Text   string   // the criterion
 	Detail []string // figures behind the verdict
 }
@@ -84,62 +135,157 @@ func (v verdict) mark() string {
 	return "FAIL"
 }
 
-// acceptance checks issue 7's criteria on the results.
-func (r report) acceptance() []verdict {
-	var vs []verdict
+// pacerRuns is the number of runs of pacer's cells: the most any of the
+// given styles has.
+func (r report) pacerRuns(styles []apisim.Style) int {
+	n := 0
+	for _, style := range styles {
+		n = max(n, len(r.results[runKey{style, clientPacer}]))
+	}
+	return n
+}
 
-	zero := verdict{Pass: true, Text: "pacer zero-config: 0 server-side 429s after the first response, on every header style"}
-	good := verdict{Pass: true, Text: fmt.Sprintf("pacer zero-config: goodput ≥ %.2f × quota (0.9 × safety 0.9) on every header style", minHeaderGoodput)}
-	for _, style := range headerStyles(r.Styles) {
-		o, ok := r.results[runKey{style, clientPacer}]
-		if !ok {
+// pacerRun returns run i of pacer's cell of the given style.
+func (r report) pacerRun(style apisim.Style, i int) (outcome, bool) {
+	rs := r.results[runKey{style, clientPacer}]
+	if i >= len(rs) {
+		return outcome{}, false
+	}
+	return rs[i], true
+}
+
+// judge fills in v by holding runs 0…n-1 to held, which reports whether
+// the criterion held in run i, whether pacer ran in it at all, and the
+// figures behind a failure (named by the label of the style, with the run
+// when there are several).
+func judge(v verdict, n int, held func(i int, label func(apisim.Style) string) (ok, ran bool, why []string)) verdict {
+	for i := range n {
+		label := func(s apisim.Style) string {
+			if n > 1 {
+				return fmt.Sprintf("%s, run %d", s, i+1)
+			}
+			return string(s)
+		}
+		ok, ran, why := held(i, label)
+		if !ran {
 			continue
 		}
-		zero.Ran, good.Ran = true, true
-		if o.ThrottledAfterFirst > 0 {
-			zero.Pass = false
-			zero.Detail = append(zero.Detail, fmt.Sprintf("%s: %d after the first response (%d in all)", style, o.ThrottledAfterFirst, o.Throttled))
+		v.Ran = true
+		v.Runs++
+		if ok {
+			v.Held++
 		}
-		if o.Goodput() < minHeaderGoodput {
-			good.Pass = false
-			good.Detail = append(good.Detail, fmt.Sprintf("%s: %.3f", style, o.Goodput()))
+		v.Detail = append(v.Detail, why...)
+	}
+	v.Pass = v.Ran && v.Held == v.Runs
+	return v
+}
+
+// acceptance checks issue 7's criteria on the results, in every run of
+// pacer's cells.
+func (r report) acceptance() []verdict {
+	header := headerStyles(r.Styles)
+	n := r.pacerRuns(header)
+
+	zero := judge(verdict{Text: "pacer zero-config: 0 server-side 429s after the first response, on every header style"}, n,
+		func(i int, label func(apisim.Style) string) (ok, ran bool, why []string) {
+			ok = true
+			for _, style := range header {
+				o, found := r.pacerRun(style, i)
+				if !found {
+					continue
+				}
+				ran = true
+				if o.ThrottledAfterFirst > 0 {
+					ok = false
+					why = append(why, fmt.Sprintf("%s: %d after the first response (%d in all)", label(style), o.ThrottledAfterFirst, o.Throttled))
+				}
+			}
+			return ok, ran, why
+		})
+	if zero.Pass {
+		every := "every header style"
+		if n > 1 {
+			every += ", every run"
 		}
+		zero.Detail = append(zero.Detail, every+": 0")
 	}
-	if zero.Pass && zero.Ran {
-		zero.Detail = append(zero.Detail, "every header style: 0")
-	}
-	if good.Pass && good.Ran {
-		lo, at := 2.0, apisim.Style("")
-		for _, style := range headerStyles(r.Styles) {
-			if o, ok := r.results[runKey{style, clientPacer}]; ok && o.Goodput() < lo {
-				lo, at = o.Goodput(), style
+
+	good := judge(verdict{Text: fmt.Sprintf("pacer zero-config: goodput ≥ %.2f × quota (0.9 × safety 0.9) on every header style", minHeaderGoodput)}, n,
+		func(i int, label func(apisim.Style) string) (ok, ran bool, why []string) {
+			ok = true
+			for _, style := range header {
+				o, found := r.pacerRun(style, i)
+				if !found {
+					continue
+				}
+				ran = true
+				if o.Goodput() < minHeaderGoodput {
+					ok = false
+					why = append(why, fmt.Sprintf("%s: %.3f", label(style), o.Goodput()))
+				}
+			}
+			return ok, ran, why
+		})
+	if good.Pass {
+		lo, at := 2.0, ""
+		for _, style := range header {
+			for i, o := range r.results[runKey{style, clientPacer}] {
+				if o.Goodput() < lo {
+					lo, at = o.Goodput(), string(style)
+					if n > 1 {
+						at = fmt.Sprintf("%s, run %d", style, i+1)
+					}
+				}
 			}
 		}
 		good.Detail = append(good.Detail, fmt.Sprintf("lowest: %.3f (%s)", lo, at))
 	}
-	vs = append(vs, zero, good)
 
 	ra := verdict{Text: fmt.Sprintf("Retry-After-only server: pacer has fewer 429s than every reactive peer (%s) at goodput ≥ %.2f", joinKinds(reactive), minRetryAfterGoodput)}
-	if p, ok := r.results[runKey{apisim.StyleRetryAfter, clientPacer}]; ok {
-		ra.Ran, ra.Pass = true, p.Goodput() >= minRetryAfterGoodput
-		ra.Detail = append(ra.Detail, fmt.Sprintf("pacer: %d 429s, goodput %.3f", p.Throttled, p.Goodput()))
-		for _, kind := range reactive {
-			peer, ok := r.results[runKey{apisim.StyleRetryAfter, kind}]
-			if !ok {
-				ra.Detail = append(ra.Detail, fmt.Sprintf("%s: not run", kind))
-				continue
-			}
-			ra.Pass = ra.Pass && p.Throttled < peer.Throttled
-			ra.Detail = append(ra.Detail, fmt.Sprintf("%s: %d 429s, goodput %.3f", kind, peer.Throttled, peer.Goodput()))
-		}
+	ps := r.results[runKey{apisim.StyleRetryAfter, clientPacer}]
+	if len(ps) == 0 {
+		return []verdict{zero, good, ra}
 	}
-	return append(vs, ra)
+	throttled := func(o outcome) float64 { return float64(o.Throttled) }
+	summary := []string{fmt.Sprintf("pacer: %s 429s, goodput %s",
+		spread("%.0f", each(ps, throttled), higherWorse), spread("%.3f", each(ps, outcome.Goodput), lowerWorse))}
+	peers := map[clientKind]float64{} // each reactive peer's 429s (the median of its runs)
+	for _, kind := range reactive {
+		rs := r.results[runKey{apisim.StyleRetryAfter, kind}]
+		if len(rs) == 0 {
+			summary = append(summary, fmt.Sprintf("%s: not run", kind))
+			continue
+		}
+		peers[kind], _ = medianWorst(each(rs, throttled), higherWorse)
+		summary = append(summary, fmt.Sprintf("%s: %s 429s, goodput %s", kind,
+			spread("%.0f", each(rs, throttled), higherWorse), spread("%.3f", each(rs, outcome.Goodput), lowerWorse)))
+	}
+	ra = judge(ra, len(ps), func(i int, label func(apisim.Style) string) (ok, ran bool, why []string) {
+		p := ps[i]
+		ok = p.Goodput() >= minRetryAfterGoodput
+		for _, kind := range reactive {
+			if peer, found := peers[kind]; found && float64(p.Throttled) >= peer {
+				ok = false
+			}
+		}
+		if !ok && len(ps) > 1 {
+			why = append(why, fmt.Sprintf("run %d: %d 429s, goodput %.3f", i+1, p.Throttled, p.Goodput()))
+		}
+		return ok, true, why
+	})
+	ra.Detail = append(summary, ra.Detail...)
+	return []verdict{zero, good, ra}
 }
 
 func (r report) writeAcceptance(w io.Writer) error {
 	var b strings.Builder
 	for _, v := range r.acceptance() {
-		fmt.Fprintf(&b, "- **%s**: %s", v.mark(), v.Text)
+		fmt.Fprintf(&b, "- **%s**", v.mark())
+		if v.Ran && v.Runs > 1 {
+			fmt.Fprintf(&b, " (held in %d of %d runs)", v.Held, v.Runs)
+		}
+		fmt.Fprintf(&b, ": %s", v.Text)
 		if len(v.Detail) > 0 {
 			fmt.Fprintf(&b, ". %s", strings.Join(v.Detail, "; "))
 		}
@@ -161,8 +307,18 @@ func (r report) writeMarkdown(w io.Writer) error {
 		counting = string(r.Algorithm)
 	}
 	p("(%.0f req/s; %s) and takes %v to answer. Every run gets a\n", r.quotaRate(), counting, r.Latency)
-	p("fresh server and a fresh client; the runs of one style go side by side, each with its own server, client\n")
-	p("and connections. Generated by `bench/adapt`; do not edit by hand.\n\n")
+	p("fresh server and a fresh client; %d runs go side by side, each with its own server, client and\n", r.Parallel)
+	p("connections. Generated by `bench/adapt`; do not edit by hand.\n\n")
+	if n := max(1, r.Runs); n > 1 {
+		p("pacer's cells ran %d times each (each run with a fresh server and client); the peers ran once. Every\n", n)
+		p("figure in pacer's rows is the median of its %d runs and, in brackets where it differs, the worst run's:\n", n)
+		p("lower goodput and fewer calls, more 429s, caller errors and calls cut off, higher added latency. Each\n")
+		p("figure's worst is taken on its own, so the bracketed figures of one row may come from different runs.\n")
+		p("pacer is held to the acceptance criteria in every run: run i of the benchmark is the i-th run of each\n")
+		p("of pacer's cells, and a criterion that fails in any run is a FAIL.\n\n")
+	} else {
+		p("Every cell ran once (`-runs N` runs pacer's N times and shows the median and the worst).\n\n")
+	}
 	p("The windows are short so that the whole benchmark is (real quotas have windows of a minute or more).\n")
 	p("Styles that state the reset in whole seconds (IETF `t=`/`reset=`, GitHub and Anthropic instants) round it\n")
 	p("up, as real servers do, so a client that believes them waits up to a second longer than needed each\n")
@@ -181,6 +337,10 @@ func (r report) writeMarkdown(w io.Writer) error {
 		p("![Requests per second over time, per header style and client, against the quota](%s)\n\n", filepath.Base(r.SVG))
 		p("Blue: requests the server admitted per %v bin, as a rate; red, stacked on top: those it answered 429.\n", r.Bin)
 		p("Dashed: the quota; dotted: 0.9 × quota, where pacer's default safety factor aims. Caption: goodput / quota · server 429s.\n")
+		if n := max(1, r.Runs); n > 1 {
+			p("pacer's panels show its median run of %d by goodput (runs ordered from the lowest goodput, ties from the\n", n)
+			p("most 429s), so the caption's goodput is the table's median.\n")
+		}
 	}
 
 	p("\n## Columns\n\n")
@@ -205,8 +365,12 @@ func (r report) writeMarkdown(w io.Writer) error {
 
 	p("\n## How it was made\n\n")
 	p("```\ncd bench && %s\n```\n\n", r.Command)
-	p("Took %v, %d runs at a time; the process used %s. Load average (1 min) %s before, %s after:\n",
-		r.elapsed.Round(time.Second), r.Parallel, cpuUsed(r.elapsed), r.loadBefore, loadAverage())
+	total := 0
+	for _, rs := range r.results {
+		total += len(rs)
+	}
+	p("Took %v for %d runs, %d at a time; the process used %s. Load average (1 min) %s before, %s after:\n",
+		r.elapsed.Round(time.Second), total, r.Parallel, cpuUsed(r.elapsed), r.loadBefore, loadAverage())
 	p("other work on the machine shares its CPUs with the runs. Machine: %s.\n", machine())
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -253,4 +417,61 @@ func fmtDur(d time.Duration) string {
 		return fmt.Sprintf("%dms", d.Round(time.Millisecond)/time.Millisecond)
 	}
 	return fmt.Sprintf("%.1fs", d.Seconds())
+}
+
+// The worst of several runs, shared with the virtual-time tables' -runs
+// (runs_test.go): every figure is shown as the median of its runs and, in
+// brackets where it differs, the worst run's.
+
+// worse says which way a figure goes bad: lower (goodput, fairness) or
+// higher (refusals, errors, time).
+type worse bool
+
+const (
+	lowerWorse  worse = false
+	higherWorse worse = true
+)
+
+// medianWorst returns the median of xs and its worst value.
+func medianWorst(xs []float64, w worse) (median, worst float64) {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n == 0 {
+		return math.NaN(), math.NaN()
+	}
+	median = s[n/2]
+	if n%2 == 0 {
+		median = (s[n/2-1] + s[n/2]) / 2
+	}
+	worst = s[0]
+	if w == higherWorse {
+		worst = s[n-1]
+	}
+	return median, worst
+}
+
+// spread formats xs as its median, and, over several runs whose worst
+// differs, the worst in brackets: "0.95 (0.91)".
+func spread(format string, xs []float64, w worse) string {
+	return spreadFunc(func(x float64) string { return fmt.Sprintf(format, x) }, xs, w)
+}
+
+// spreadFunc is spread with a formatting function.
+func spreadFunc(format func(float64) string, xs []float64, w worse) string {
+	median, worst := medianWorst(xs, w)
+	s := format(median)
+	if len(xs) > 1 && format(worst) != s {
+		s += " (" + format(worst) + ")"
+	}
+	return s
+}
+
+// each maps runs to one figure of each.
+func each[T any](rs []T, f func(T) float64) []float64 {
+	out := make([]float64, len(rs))
+	for i, r := range rs {
+		out[i] = f(r)
+	}
+	return out
 }
