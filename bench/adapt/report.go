@@ -186,23 +186,31 @@ func judge(v verdict, n int, held func(i int, label func(apisim.Style) string) (
 func (r report) acceptance() []verdict {
 	header := headerStyles(r.Styles)
 	n := r.pacerRuns(header)
-
-	zero := judge(verdict{Text: "pacer zero-config: 0 server-side 429s after the first response, on every header style"}, n,
-		func(i int, label func(apisim.Style) string) (ok, ran bool, why []string) {
-			ok = true
+	// everyStyle holds run i of pacer's cell of every header style to bad,
+	// which returns the figure that breaks the criterion, or "".
+	everyStyle := func(bad func(outcome) string) func(int, func(apisim.Style) string) (bool, bool, []string) {
+		return func(i int, label func(apisim.Style) string) (ok, ran bool, why []string) {
 			for _, style := range header {
 				o, found := r.pacerRun(style, i)
 				if !found {
 					continue
 				}
 				ran = true
-				if o.ThrottledAfterFirst > 0 {
-					ok = false
-					why = append(why, fmt.Sprintf("%s: %d after the first response (%d in all)", label(style), o.ThrottledAfterFirst, o.Throttled))
+				if b := bad(o); b != "" {
+					why = append(why, label(style)+": "+b)
 				}
 			}
-			return ok, ran, why
-		})
+			return len(why) == 0, ran, why
+		}
+	}
+
+	zero := judge(verdict{Text: "pacer zero-config: 0 server-side 429s after the first response, on every header style"}, n,
+		everyStyle(func(o outcome) string {
+			if o.ThrottledAfterFirst > 0 {
+				return fmt.Sprintf("%d after the first response (%d in all)", o.ThrottledAfterFirst, o.Throttled)
+			}
+			return ""
+		}))
 	if zero.Pass {
 		every := "every header style"
 		if n > 1 {
@@ -212,21 +220,12 @@ func (r report) acceptance() []verdict {
 	}
 
 	good := judge(verdict{Text: fmt.Sprintf("pacer zero-config: goodput ≥ %.2f × quota (0.9 × safety 0.9) on every header style", minHeaderGoodput)}, n,
-		func(i int, label func(apisim.Style) string) (ok, ran bool, why []string) {
-			ok = true
-			for _, style := range header {
-				o, found := r.pacerRun(style, i)
-				if !found {
-					continue
-				}
-				ran = true
-				if o.Goodput() < minHeaderGoodput {
-					ok = false
-					why = append(why, fmt.Sprintf("%s: %.3f", label(style), o.Goodput()))
-				}
+		everyStyle(func(o outcome) string {
+			if o.Goodput() < minHeaderGoodput {
+				return fmt.Sprintf("%.3f", o.Goodput())
 			}
-			return ok, ran, why
-		})
+			return ""
+		}))
 	if good.Pass {
 		lo, at := 2.0, ""
 		for _, style := range header {
