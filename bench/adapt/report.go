@@ -318,7 +318,7 @@ func (r report) writeMarkdown(w io.Writer) error {
 	} else {
 		p("Every cell ran once (`-runs N` runs pacer's N times and shows the median and the worst).\n\n")
 	}
-	p("The windows are short so that the whole benchmark is (real quotas have windows of a minute or more).\n")
+	p("The windows are short so that the whole benchmark is quick (real quotas have windows of a minute or more).\n")
 	p("Styles that state the reset in whole seconds (IETF `t=`/`reset=`, GitHub and Anthropic instants) round it\n")
 	p("up, as real servers do, so a client that believes them waits up to a second longer than needed each\n")
 	p("window: %.0f%% of a %v window on average, under 1%% of a one-minute window. Scale with `-window`.\n\n", 50/r.Window.Seconds(), r.Window)
