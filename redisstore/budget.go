@@ -1,11 +1,3 @@
-//go:build redisbudget
-
-// The fleet budget on Redis is built only with -tags redisbudget while its
-// real-time proof is not steady: four OS processes on one Redis, 1 s
-// windows, passed with 0 429s and 1.10 of the counted capacity in 5 runs of
-// 6, and reached 0.50 once under -race (issue 25). Without it redisstore
-// keeps no budgets, and a fleet on Redis paces through its shared bucket.
-
 package redisstore
 
 import (
