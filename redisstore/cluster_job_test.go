@@ -22,7 +22,7 @@ import (
 	"github.com/pacer-go/pacer/redisstore/internal/redistest"
 )
 
-// The job of TestAFleetJobLosesLittleWhenAMasterDies: four replicas (each
+// The job of TestAFleetJobLosesLittleWhenAMasterDies: four members (each
 // its own Transport, store and cluster client) of four workers send 450
 // requests to a GitHub-style API with 300 a window: the first window's 300
 // at once, the rest when the second opens. The window is long against a
@@ -38,6 +38,9 @@ const (
 	killLatency = 50 * time.Millisecond
 	killAfter   = 100              // responses before the kill
 	killPerCall = 20 * time.Second // each call's context: a wait for the next window fits in it
+	// killLeaseSpan is how much of its spending a member leases at once
+	// (pacer's leaseSpan).
+	killLeaseSpan = 100 * time.Millisecond
 )
 
 // jobOutcome counts what the calls of a job got.
@@ -50,14 +53,15 @@ type jobOutcome struct {
 	ok, throttled, refused, refusedRequests, ended, failed atomic.Int64
 	longest                                                atomic.Int64 // the longest call, in ns
 	killedAt                                               time.Duration
-	downFor                                                time.Duration // from the kill until every store used Redis again
-	duringOutage                                           int           // requests answered OK meanwhile
-	fallbacks                                              int64         // reservations the stores' fallbacks answered
+	downFor                                                time.Duration   // from the kill until every store used Redis again
+	duringOutage                                           int             // requests answered OK meanwhile
+	throttledAt                                            []time.Duration // when the server answered 429, from the kill
+	fallbacks                                              int64           // reservations the stores' fallbacks answered
 }
 
 func (o *jobOutcome) String() string {
-	return fmt.Sprintf("took %v; %d OK, %d 429s, %d refusals of %d requests, %d calls ended by their context, %d other errors; longest call %v",
-		o.took.Round(time.Millisecond), o.ok.Load(), o.throttled.Load(), o.refused.Load(), o.refusedRequests.Load(),
+	return fmt.Sprintf("took %v; %d OK, %d 429s %v, %d refusals of %d requests, %d calls ended by their context, %d other errors; longest call %v",
+		o.took.Round(time.Millisecond), o.ok.Load(), o.throttled.Load(), o.throttledAt, o.refused.Load(), o.refusedRequests.Load(),
 		o.ended.Load(), o.failed.Load(), time.Duration(o.longest.Load()).Round(time.Millisecond))
 }
 
@@ -71,13 +75,18 @@ func (o *jobOutcome) String() string {
 //     under FailClosed the store refuses requests while the master is down
 //     (each a *pacer.RateLimitError saying when to try again: nothing was
 //     sent), and the job sends them again.
-//   - No 429: cut off from the store, a member spends, until the window's
-//     reset, at most its share of the budget the store last told it, and
-//     what it had leased. Back on the replica, each member's first call
-//     reports what it holds and what its responses showed. The bound is 0
-//     while the outage stays within a window, as here; one that spans a
-//     reset leaves each member to its own model for the new window, and
-//     the fleet may overshoot by the requests it has in flight.
+//   - Few 429s: cut off from the store, a member spends, until the window's
+//     reset, its lease and its share of the budget the store last told it.
+//     The others may have leased some of that budget since, at most a lease
+//     each (pacer leases a tenth of a second of a member's spending): the
+//     shares overshoot by at most the fleet's spending in a tenth of a
+//     second (32 requests here), and by far less in practice (0 in most
+//     runs, 2 at worst in 17). Back on the replica, each member's first
+//     call reports what it holds and the lowest figure its responses
+//     showed meanwhile. This holds while the outage stays within a window,
+//     as here; one that spans a reset leaves each member to its own model
+//     for the new window, and the fleet may overshoot by the requests it
+//     has in flight.
 //   - Time: the job waits for its second window either way; it may end up
 //     to a failover later (the members whose shares ran out wait for the
 //     store), never a window later.
@@ -104,7 +113,8 @@ func TestAFleetJobLosesLittleWhenAMasterDies(t *testing.T) {
 			assert.Zero(t, o.failed.Load(), "no call failed but by a refusal")
 			assert.Zero(t, o.ended.Load(), "no call reached its context's end")
 			assert.Less(t, time.Duration(o.longest.Load()), killPerCall, "no call outlived its context")
-			assert.Zero(t, o.throttled.Load(), "no 429: the outage falls within a window")
+			assert.LessOrEqual(t, o.throttled.Load(), int64(killMembers*killWorkers*killLeaseSpan/killLatency),
+				"429s: at most the fleet's spending in a lease span")
 			if mode == redisstore.FailOpen {
 				assert.Zero(t, o.refused.Load(), "fail-open: nothing refused")
 			}
@@ -215,6 +225,9 @@ func runKillJob(t *testing.T, c *redistest.Cluster, mode redisstore.FailureMode,
 		for _, e := range api.Events() {
 			if e.Status == http.StatusOK && e.At.After(killedAt) && e.At.Before(backAt) {
 				o.duringOutage++
+			}
+			if e.Status != http.StatusOK {
+				o.throttledAt = append(o.throttledAt, e.At.Sub(killedAt).Round(time.Millisecond))
 			}
 		}
 		for _, s := range stores {
