@@ -40,6 +40,11 @@ type fleetShare struct {
 
 	mu     *sync.Mutex // the limiter's lock
 	quotas map[string]*fleetQuota
+	// blind counts requests in flight that were charged to no quota: sent
+	// before this limiter knew any (its first contact). Each is held in
+	// every quota (one unit: its cost is unknown) until answered; the
+	// first figures the fleet reads may not count them.
+	blind float64
 }
 
 // fleetQuota is one quota's part of a fleetShare, under its lock.
@@ -92,11 +97,14 @@ func newFleetShare(cfg AdaptiveConfig, mu *sync.Mutex) *fleetShare {
 }
 
 // need is one quota a request is charged to: its name, what it takes, and
-// for batch work what it must leave to interactive work.
+// for batch work what it must leave to interactive work. own is set by take
+// when the units came from the member's own model, not a lease: given back,
+// they do not join the lease.
 type need struct {
 	quota   string
 	amount  float64
 	reserve *store.Reserve
+	own     bool
 }
 
 // take spends the units a request needs of each quota in needs, leasing
@@ -104,25 +112,34 @@ type need struct {
 // budget cannot afford the request; at is then when it may (the window's
 // reset), or zero when only the next answer can tell. Nothing stays taken
 // when ok is false.
+//
+// A request charged to no quota (needs is empty: the limiter knows none
+// yet) counts as blind until it is answered or given back.
 func (f *fleetShare) take(ctx context.Context, needs []need, now time.Time, interactiveAgo time.Duration) (ok bool, at time.Time, err error) {
-	for i, n := range needs {
-		ok, at, err = f.takeOne(ctx, n, now, interactiveAgo)
+	if len(needs) == 0 {
+		f.mu.Lock()
+		f.blind++
+		f.mu.Unlock()
+		return true, time.Time{}, nil
+	}
+	for i := range needs {
+		ok, at, err = f.takeOne(ctx, &needs[i], now, interactiveAgo)
 		if !ok || err != nil {
-			f.giveBack(needs[:i])
+			if i > 0 {
+				f.giveBack(needs[:i])
+			}
 			return false, at, err
 		}
 	}
 	return true, time.Time{}, nil
 }
 
-func (f *fleetShare) takeOne(ctx context.Context, n need, now time.Time, interactiveAgo time.Duration) (bool, time.Time, error) {
+func (f *fleetShare) takeOne(ctx context.Context, n *need, now time.Time, interactiveAgo time.Duration) (bool, time.Time, error) {
 	f.mu.Lock()
 	for {
 		q := f.quota(n.quota)
-		q.note(n.amount, now)
 		if q.leased >= n.amount && now.Before(q.until) && (n.reserve == nil || !q.forInteractive) {
-			q.leased -= n.amount
-			q.inflight += n.amount
+			q.spend(n, now)
 			f.mu.Unlock()
 			return true, time.Time{}, nil
 		}
@@ -147,9 +164,10 @@ func (f *fleetShare) takeOne(ctx context.Context, n need, now time.Time, interac
 		}
 		r := store.LeaseRequest{
 			Quota: n.quota, Member: f.member, TTL: f.ttl,
-			Take:    max(n.amount-q.leased, q.want),
-			Held:    q.leased + q.inflight,
-			Reserve: n.reserve, InteractiveAgo: interactiveAgo,
+			Take:       max(n.amount-q.leased, q.want),
+			Held:       q.leased + q.inflight + f.blind,
+			Unbudgeted: n.amount,
+			Reserve:    n.reserve, InteractiveAgo: interactiveAgo,
 		}
 		if q.known && q.budget > 0 {
 			// No more than an even share of what is left between the
@@ -168,10 +186,18 @@ func (f *fleetShare) takeOne(ctx context.Context, n need, now time.Time, interac
 		}
 		if s := q.seen; s != nil {
 			c := *s
-			if c.ResetIn > 0 {
-				c.ResetIn = max(c.ResetIn-now.Sub(q.seenAt), time.Nanosecond)
+			if s.ResetIn > 0 {
+				c.ResetIn -= now.Sub(q.seenAt)
 			}
-			r.Seen = &c
+			if s.ResetIn == 0 || c.ResetIn > 0 {
+				r.Seen = &c
+			} else {
+				// Its window is over: the figure says nothing of the
+				// next. (Reported with a reset an instant away, it once
+				// reached Redis as a figure with no reset, a window that
+				// never ended: the fleet spent nothing more.)
+				q.seen = nil
+			}
 		}
 		q.calling, q.done = true, make(chan struct{})
 		f.mu.Unlock()
@@ -190,7 +216,7 @@ func (f *fleetShare) takeOne(ctx context.Context, n need, now time.Time, interac
 			// The store failed. Within the window the store last spoke
 			// of, spend at most this member's share of what was left then;
 			// past it, or with nothing known, go by this member's own model.
-			ok, at := q.fallback(n.amount, now)
+			ok, at := q.fallback(n, now)
 			f.mu.Unlock()
 			return ok, at, nil
 		}
@@ -206,8 +232,10 @@ func (f *fleetShare) takeOne(ctx context.Context, n need, now time.Time, interac
 		if !l.Known {
 			// No budget known for the current window (it has not been
 			// seen since its reset): this member's own model decides, and
-			// its answer will tell the store.
-			q.inflight += n.amount
+			// its answer will tell the store, which holds the request
+			// for this member meanwhile (r.Unbudgeted).
+			n.own = true
+			q.spend(n, now)
 			f.mu.Unlock()
 			return true, time.Time{}, nil
 		}
@@ -217,8 +245,7 @@ func (f *fleetShare) takeOne(ctx context.Context, n need, now time.Time, interac
 		// batch work leaves it: batch work on this member does not spend it.
 		q.forInteractive = n.reserve == nil
 		if q.leased >= n.amount {
-			q.leased -= n.amount
-			q.inflight += n.amount
+			q.spend(n, now)
 			f.mu.Unlock()
 			return true, time.Time{}, nil
 		}
@@ -231,29 +258,41 @@ func (f *fleetShare) takeOne(ctx context.Context, n need, now time.Time, interac
 	}
 }
 
-// fallback decides a request of amount while the store does not answer, at
+// fallback decides a request's need n while the store does not answer, at
 // now: within the window the store last spoke of, from this member's share
 // of the budget it was told then (ok false, with the window's reset, once it
 // is spent); otherwise by the member's own model (ok true). Called with the
 // lock held.
-func (q *fleetQuota) fallback(amount float64, now time.Time) (bool, time.Time) {
+func (q *fleetQuota) fallback(n *need, now time.Time) (bool, time.Time) {
 	if !q.known || q.resetAt.IsZero() || !now.Before(q.resetAt) {
-		q.inflight += amount
+		n.own = true
+		q.spend(n, now)
 		return true, time.Time{}
 	}
-	if q.leased >= amount && now.Before(q.until) {
+	if q.leased >= n.amount && now.Before(q.until) {
 		// What the member leased before the store went away is its own
 		// while the store keeps it for it.
-		q.leased -= amount
-		q.inflight += amount
+		q.spend(n, now)
 		return true, time.Time{}
 	}
-	if q.alone < amount {
+	if q.alone < n.amount {
 		return false, q.resetAt.Add(quota.RollGuard)
 	}
-	q.alone -= amount
-	q.inflight += amount
+	q.alone -= n.amount
+	n.own = true
+	q.spend(n, now)
 	return true, time.Time{}
+}
+
+// spend puts n's units in flight for a request admitted at now: out of the
+// lease, unless the request goes by the member's own model (n.own, set
+// before). Called with the lock held.
+func (q *fleetQuota) spend(n *need, now time.Time) {
+	if !n.own {
+		q.leased -= n.amount
+	}
+	q.note(n.amount, now)
+	q.inflight += n.amount
 }
 
 // quota returns the named quota's state, creating it; called with the
@@ -283,7 +322,7 @@ func (q *fleetQuota) note(amount float64, now time.Time) {
 
 // giveBack returns units taken for a request that was not sent.
 func (f *fleetShare) giveBack(needs []need) {
-	if f == nil || len(needs) == 0 {
+	if f == nil {
 		return
 	}
 	f.mu.Lock()
@@ -292,13 +331,17 @@ func (f *fleetShare) giveBack(needs []need) {
 }
 
 // settleLocked takes a request's units out of flight: back into the lease
-// (unused) when the request was not sent, else spent. Called with the lock
+// (unused) when the request was not sent and they came from it, else spent.
+// A request charged to no quota leaves the blind ones. Called with the lock
 // held.
 func (f *fleetShare) settleLocked(needs []need, unused bool) {
+	if len(needs) == 0 {
+		f.blind = max(f.blind-1, 0)
+	}
 	for _, n := range needs {
 		q := f.quota(n.quota)
 		q.inflight = max(q.inflight-n.amount, 0)
-		if unused {
+		if unused && !n.own {
 			q.leased += n.amount
 		}
 	}
@@ -315,11 +358,15 @@ func (f *fleetShare) answered(needs []need, quotas []Quota, now time.Time) {
 	defer f.mu.Unlock()
 	f.settleLocked(needs, false)
 	for _, qt := range quotas {
-		q := f.quotas[qt.Name]
-		if q == nil || !(qt.Remaining >= 0) || math.IsInf(qt.Remaining, 0) {
+		if !(qt.Remaining >= 0) || math.IsInf(qt.Remaining, 0) {
 			continue
 		}
-		s := store.Sighting{Remaining: qt.Remaining, Held: q.leased + q.inflight}
+		// A quota this member has not leased from yet is kept too: the
+		// figures of its first responses are the lowest of the window
+		// (dropped, a fleet of four leased from a figure its own first
+		// requests had overtaken: a 429).
+		q := f.quota(qt.Name)
+		s := store.Sighting{Remaining: qt.Remaining, Held: q.leased + q.inflight + f.blind}
 		if !qt.Reset.IsZero() {
 			s.ResetIn = max(qt.Reset.Sub(now), time.Nanosecond)
 		}

@@ -1,11 +1,3 @@
-//go:build redisbudget
-
-// The fleet budget on Redis is built only with -tags redisbudget while its
-// real-time proof is not steady: four OS processes on one Redis, 1 s
-// windows, passed with 0 429s and 1.10 of the counted capacity in 5 runs of
-// 6, and reached 0.50 once under -race (issue 25). Without it redisstore
-// keeps no budgets, and a fleet on Redis paces through its shared bucket.
-
 package redisstore
 
 import (
@@ -42,6 +34,7 @@ local ractive = tonumber(ARGV[9])
 local rfloor = tonumber(ARGV[10])
 local ridle = tonumber(ARGV[11])
 local iago = tonumber(ARGV[12])
+local unbudgeted = tonumber(ARGV[13])
 local slack = 1000000
 
 local t = redis.call('TIME')
@@ -107,6 +100,8 @@ if known then
 		redis.call('HSET', key, member, string.format('%.17g %.17g', held + granted, now + ttl))
 	end
 	if reset > 0 then resetOut = reset - now end
+elseif unbudgeted > 0 then
+	redis.call('HSET', key, member, string.format('%.17g %.17g', held + unbudgeted, now + ttl))
 end
 local k = '0'
 if known then k = '1' end
@@ -154,7 +149,11 @@ func (s *Store) Lease(ctx context.Context, key string, r store.LeaseRequest) (st
 	rem, resetIn, sheld := "", int64(0), 0.0
 	if sg := r.Seen; sg != nil && sg.Remaining >= 0 && sg.Remaining <= 1e15 {
 		rem = formatFloat(sg.Remaining)
-		resetIn = max(sg.ResetIn.Microseconds(), 0)
+		if sg.ResetIn > 0 {
+			// Rounded up: 0 would say the quota states no reset, a
+			// window that never ends.
+			resetIn = int64((sg.ResetIn + time.Microsecond - 1) / time.Microsecond)
+		}
 		sheld = nonNegative(sg.Held)
 	}
 	ractive, rfloor, ridle := -1.0, 0.0, int64(0)
@@ -171,7 +170,7 @@ func (s *Store) Lease(ctx context.Context, key string, r store.LeaseRequest) (st
 	res, err := leaseScript.Run(cctx, s.client, []string{s.prefix + bkey},
 		r.Member, formatFloat(nonNegative(r.Held)), formatFloat(nonNegative(r.Take)), ttl.Microseconds(),
 		rem, resetIn, formatFloat(sheld), s.idleTTL.Milliseconds(),
-		formatFloat(ractive), formatFloat(rfloor), ridle, iago,
+		formatFloat(ractive), formatFloat(rfloor), ridle, iago, formatFloat(nonNegative(r.Unbudgeted)),
 	).Slice()
 	if err != nil {
 		if ctx.Err() != nil {

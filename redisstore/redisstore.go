@@ -11,12 +11,28 @@
 // and those left unused by the end of the lease go back to the bucket. Keys
 // expire once idle.
 //
+// # Fleet budgets
+//
+// The Store is also a [store.Budgeter]: it keeps each quota's fleet budget,
+// the lowest Remaining its members have seen in the window less what each
+// member holds (units leased to it, requests in flight), and changes it with
+// one script call per lease. Transports that share a Store spend a quota as
+// one client does: any of them at once while the budget affords the work,
+// none what another took. Measured as four OS processes on one Redis, under
+// the race detector on a loaded two-core machine, worst of 10 runs: a job of
+// 400 requests within a 5,000-an-hour quota took 1.05× the time of the same
+// processes without pacer, with no 429; saturating a 60-a-second quota, no
+// 429 after each process's first response, and every window spent to 0.993
+// of it at least.
+//
 // # Key layout and Redis Cluster
 //
 // Each store key (an endpoint) is one Redis hash, named prefix + key
-// ([WithPrefix]), and every script touches that one key, so the store works
-// unchanged on a *redis.ClusterClient: the key's hash slot, and so its
-// master, comes from the whole name, and endpoints spread over the masters.
+// ([WithPrefix]), and each quota's fleet budget one more, named prefix + key
+// + "\x00budget\x00" + the quota's name. Every script call touches one key,
+// so the store works unchanged on a *redis.ClusterClient: a key's hash slot,
+// and so its master, comes from its whole name, and endpoints spread over the
+// masters (an endpoint's budget may live on another master than its bucket).
 // Keep braces out of the prefix: when a name has a {…} hash tag, Redis
 // computes the slot from the tag alone, so a prefix such as "{pacer}:" puts
 // every key on one slot, hence one master, which then carries all the load
@@ -35,6 +51,18 @@
 // stalls after [WithTimeout]. Probes ask the failed master itself, with a
 // keyed command ([WithProbeInterval]). No call blocks longer than its
 // context: each Redis call also has its own timeout.
+//
+// A member cut off from the master of a budget spends, until the window's
+// reset, what it had leased and its share of the budget the store last told
+// it; past the reset, what its own responses show. On a cluster with
+// replicas, a master killed a third into a job of 450 requests on 300 a
+// window (four Transports of four workers, each with its own Store; 50 ms
+// answers; worst of 17 runs):
+// no call failed or reached its context, at most two 429s (the members' shares
+// of budgets told at slightly different moments overlap), the stores used
+// Redis again through the replica 3.5-5.5 s later, and the job took no
+// longer than without the kill; under [FailClosed] the 16 requests then in
+// flight were refused until the stores' probes found the replica.
 //
 // On a cluster, a replica that takes over a failed master brings its keys
 // back to Redis within moments. With Redis's default

@@ -21,10 +21,12 @@ import (
 // still hold; a member that stops calling for its lease's TTL is forgotten,
 // and what it held is taken as spent for the window: its requests may have
 // been counted by the server after the last figure any member reported,
-// and handed out again they would meet a 429. A new window (a Remaining whose reset is later
-// than the one the store knows, by more than resets wander) sets the budget
-// afresh. Every step of a call is atomic: members never lease the same
-// unit twice.
+// and handed out again they would meet a 429. A new window (a Remaining
+// whose reset is later than the one the store knows, by more than resets
+// wander) sets the budget afresh; until a member has seen it, members go by
+// their own models, and what they spend so is held as if leased
+// ([LeaseRequest.Unbudgeted]). Every step of a call is atomic: members
+// never lease the same unit twice.
 //
 // Quotas are named by key and quota name; units are the quota's (requests
 // or tokens). Times are durations from the moment of the call, by the
@@ -48,6 +50,12 @@ type LeaseRequest struct {
 	// Held is what the member holds now: units leased to it and not yet
 	// known to the server (unused, or spent on requests still in flight).
 	Held float64
+	// Unbudgeted is what the member spends by its own model if the store
+	// knows no budget for the window (the request it is admitting): the
+	// store counts it as held then, as if leased. The window's first
+	// figures may not count it, and a budget set from them would lease it
+	// again. Ignored while the budget is known.
+	Unbudgeted float64
 	// Seen is the freshest figure the member's responses stated since its
 	// last call; nil when there is none.
 	Seen *Sighting
@@ -203,6 +211,11 @@ func (b *budgetState) lease(now float64, r LeaseRequest) Lease {
 	}
 	out := Lease{Known: b.known, Members: members}
 	if !b.known {
+		if u := finite(r.Unbudgeted); u > 0 {
+			m := b.members[r.Member]
+			m.held += u
+			b.members[r.Member] = m
+		}
 		return out
 	}
 	budget := b.floor - held

@@ -24,6 +24,8 @@ var budgetCases = []struct {
 	{"ALowerSightingLowersTheBudgetAHigherOneOfTheWindowDoesNot", testBudgetLowestFigure},
 	{"ALaterResetOpensANewWindowAnEarlierOneIsIgnored", testBudgetNewWindow},
 	{"BudgetIsUnknownOnceTheResetPasses", testBudgetResetPasses},
+	{"AResetAnInstantAwayIsAResetNotNone", testBudgetResetAnInstantAway},
+	{"WhatAMemberSpendsWhileTheBudgetIsUnknownCountsAsHeld", testBudgetUnbudgeted},
 	{"AMemberIsForgottenAfterItsTTLAndWhatItHeldTakenAsSpent", testBudgetMemberTTL},
 	{"QuotasAndKeysHaveBudgetsOfTheirOwn", testBudgetIndependent},
 	{"BatchGrantsLeaveTheReserveWhileInteractiveWorkIsActive", testBudgetReserve},
@@ -130,6 +132,24 @@ func testBudgetResetPasses(t *testing.T, a, _ store.Budgeter) {
 	lease(t, a, "k", store.LeaseRequest{Member: "a", Seen: seen(5, reset, 0)})
 	time.Sleep(reset + Tolerance)
 	checkLease(t, "past the reset", lease(t, a, "k", store.LeaseRequest{Member: "a", Take: 1}), false, 0, 0)
+}
+
+func testBudgetResetAnInstantAway(t *testing.T, a, _ store.Budgeter) {
+	// A figure read just before its window ended, reported as it ends: the
+	// window it opens ends at once. (Rounded down to no reset at all, it
+	// would stand for good, and nothing more would be granted.)
+	lease(t, a, "k", store.LeaseRequest{Member: "a", Seen: seen(0, time.Nanosecond, 0)})
+	time.Sleep(Tolerance)
+	checkLease(t, "past the reset", lease(t, a, "k", store.LeaseRequest{Member: "a", Take: 1}), false, 0, 0)
+}
+
+func testBudgetUnbudgeted(t *testing.T, a, b store.Budgeter) {
+	// a sends 2 by its own model while no budget is known; b's figure of
+	// the new window may not count them.
+	checkLease(t, "unknown", lease(t, a, "k", store.LeaseRequest{Member: "a", Take: 5, Unbudgeted: 2}), false, 0, 0)
+	checkLease(t, "10 left, a holds its 2", lease(t, b, "k", store.LeaseRequest{Member: "b", Seen: seen(10, time.Minute, 0)}), true, 0, 8)
+	checkLease(t, "a's 2 answered", lease(t, a, "k", store.LeaseRequest{Member: "a"}), true, 0, 10)
+	checkLease(t, "known: a lease, not its own model's", lease(t, a, "k", store.LeaseRequest{Member: "a", Take: 1, Unbudgeted: 1}), true, 1, 9)
 }
 
 func testBudgetMemberTTL(t *testing.T, a, b store.Budgeter) {
