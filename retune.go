@@ -19,7 +19,7 @@ import (
 // shares the server's bucket): it retunes, pauses and counts a throttle,
 // and ends slow start if status ≠ 0, but does not touch the in-flight
 // count. quotas stand for o.Info.Quotas (see quotaBuf).
-func (a *Adaptive) learnOther(o outcome, quotas []Quota) {
+func (a *Adaptive) learnOther(o *outcome, quotas []Quota) {
 	a.learn(o, quotas, false, 0, time.Time{})
 }
 
@@ -98,8 +98,8 @@ func (a *Adaptive) settle(cost float64) int64 {
 // on mu behind the one being applied would be neither, and the server's
 // figure (which counted them) would read as that many units spent by
 // others: a drift baseline off by up to the whole in-flight count.
-func (a *Adaptive) learn(o outcome, quotas []Quota, own bool, cost float64, now time.Time) {
-	status, info, sig := o.Status, o.Info, o.signal
+func (a *Adaptive) learn(o *outcome, quotas []Quota, own bool, cost float64, now time.Time) {
+	status, info, sig := o.Status, &o.Info, o.signal
 	if status != 0 && now.IsZero() {
 		now = time.Now()
 	}
@@ -135,7 +135,7 @@ func (a *Adaptive) learn(o outcome, quotas []Quota, own bool, cost float64, now 
 	}
 	a.trackRTT(now, others)
 	if len(quotas) > 0 || info.RetryAfter > 0 || info.Bucket != "" {
-		a.lastInfo, a.lastInfo.Quotas = info, nil
+		a.lastInfo, a.lastInfo.Quotas = *info, nil
 		if len(quotas) > 0 { // into the limiter's own slice, reused: readers clone it
 			a.lastQuotas = append(a.lastQuotas[:0], quotas...)
 			a.lastInfo.Quotas = a.lastQuotas
@@ -214,7 +214,7 @@ func (a *Adaptive) learn(o outcome, quotas []Quota, own bool, cost float64, now 
 	}
 	a.probe.Meter(now, status < 400)
 	if sig == signalBodyLimit {
-		a.bodyLimitLocked(now, info, exhausted, others)
+		a.bodyLimitLocked(now, *info, exhausted, others)
 	}
 	if o.throttled && sig != signalBodyLimit {
 		a.throttled++
@@ -347,7 +347,6 @@ func (a *Adaptive) pauseLocked(t time.Time) {
 // rates and bursts from every source (quotas, probe, ceiling) and applies
 // them to the buckets. Called with a.mu held.
 func (a *Adaptive) retune(now time.Time) {
-	s := a.safety
 	p := a.book.Plan(now, a.counts(float64(a.inflight.Load())), max(float64(a.avgCost.Load())/quota.Milli, 1))
 	next := int64(math.MaxInt64)
 	if !p.Next.IsZero() {
@@ -359,18 +358,16 @@ func (a *Adaptive) retune(now time.Time) {
 	if p.Rolled {
 		a.changedLocked()
 	}
-	known, blind := p.Known, p.Blind
-	reqRate, reqBudget, tokRate, tokBudget := p.ReqRate, p.ReqBudget, p.TokRate, p.TokBudget
-
 	in := decision.Input{
-		Started: a.started.Load(), Quotas: known, Blind: blind,
-		ReqRate: reqRate, ReqBudget: reqBudget, TokRate: tokRate, TokBudget: tokBudget,
+		Started: a.started.Load(), Quotas: p.Known, Blind: p.Blind,
+		ReqRate: p.ReqRate, ReqBudget: p.ReqBudget, TokRate: p.TokRate, TokBudget: p.TokBudget,
 		ProbeRate: a.probe.Grow(now), ProbeEngaged: a.probe.Engaged(), ProbeClosed: a.probe.Closed(),
 		InferTrial: a.infer.Trial(), TrialGate: infer.TrialInFlight,
 		Ceiling: float64(a.cfg.Ceiling), CeilingBurst: float64(a.cfg.CeilingBurst),
 		MaxCost: float64(a.maxCost.Load()) / quota.Milli,
-		Safety:  s,
-	}.Canonical()
+		Safety:  a.safety,
+	}
+	in.Canonicalize()
 	if a.decided && in == a.lastDecision && a.share == nil {
 		// Decided and applied last time, and the buckets and the gate change
 		// nowhere else (with a Store, apply also publishes what it set).

@@ -381,7 +381,7 @@ func (rt *roundTrip) settle(a *attemptState) {
 	t := rt.t
 	switch {
 	case a.resp != nil:
-		t.learn(a.ep, a.lim, &rt.u, &a.seen, &a.permit, a.read, a.qs.slice(), a.now)
+		t.learn(a.ep, a.lim, &rt.u, &a.seen, &a.permit, &a.read, a.qs.slice(), a.now)
 	case a.sent:
 		a.permit.Done(nil)
 		a.lim.failures.Add(1)
