@@ -289,11 +289,12 @@ func (b *Book) refund(w *Window, cost float64) {
 // SpentUntil is when the budgets could take a request of this cost: the
 // wake-up of a quota that is spent now, else the zero time. With share > 0
 // (a class's reserve, see Charge), a quota that holds the request only in
-// its reserve counts as spent until it refills by itself (RefillAt); now
-// is the time of the question.
-func (b *Book) SpentUntil(cost, share float64, now time.Time) time.Time {
+// its reserve counts as spent until it refills by itself (RefillAt). ns
+// is the time of the question on the package clock, and now the same
+// instant as a time.Time, read only with share > 0 (the caller makes it
+// only then: the clock is read once per admission, as ns).
+func (b *Book) SpentUntil(cost, share float64, ns int64, now time.Time) time.Time {
 	var at time.Time
-	ns := clock.Of(now)
 	for _, w := range b.charged {
 		amount := w.Amount(cost)
 		switch {

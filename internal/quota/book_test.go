@@ -378,20 +378,20 @@ func TestBookUntil(t *testing.T) {
 			name:    "SpentUntil is the wake-up of a spent quota",
 			why:     "the owner refuses at once a request whose wait for the reset is too long",
 			reports: []Named{{Name: "requests", Report: Report{Limit: 100, Remaining: 0, Reset: reset(30 * time.Second)}}},
-			query:   func(b *Book) time.Time { return b.SpentUntil(1, 0, time.Time{}) },
+			query:   func(b *Book) time.Time { return b.SpentUntil(1, 0, 0, time.Time{}) },
 			want:    reset(30 * time.Second).Add(RollGuard),
 		},
 		{
 			name:    "SpentUntil is zero while every quota affords the cost",
 			why:     "nothing to wait for: the request goes at once",
 			reports: []Named{{Name: "requests", Report: Report{Limit: 100, Remaining: 10, Reset: minute}}},
-			query:   func(b *Book) time.Time { return b.SpentUntil(1, 0, time.Time{}) },
+			query:   func(b *Book) time.Time { return b.SpentUntil(1, 0, 0, time.Time{}) },
 		},
 		{
 			name:    "SpentUntil counts a token quota by the request's cost",
 			why:     "50 tokens left do not take a request costing 200: it waits for the reset",
 			reports: []Named{{Name: "tokens", Tokens: true, Report: Report{Limit: 1000, Remaining: 50, Reset: reset(30 * time.Second)}}},
-			query:   func(b *Book) time.Time { return b.SpentUntil(200, 0, time.Time{}) },
+			query:   func(b *Book) time.Time { return b.SpentUntil(200, 0, 0, time.Time{}) },
 			want:    reset(30 * time.Second).Add(RollGuard),
 		},
 		{
