@@ -300,21 +300,25 @@ func (p *parser) xRateLimit(fs *fieldSet, out *Quotas) {
 		return
 	}
 	// Only a list needs room for its policies (776 bytes to clear): the
-	// usual plain number goes without.
+	// usual plain number goes without, read here once.
 	// (Several lines are joined into a list by limitField.)
-	if vs := fs.vals[fXLimit]; len(vs) > 1 || len(vs) == 1 && !isCount(vs[0]) {
+	var q quotaState
+	vs := fs.vals[fXLimit]
+	if len(vs) == 1 {
+		q.limit, q.hasLimit = parseCount(vs[0])
+	}
+	if len(vs) > 1 || len(vs) == 1 && !q.hasLimit {
 		var ps policies
-		p.xRateLimitWith(fs, &ps, out)
+		p.limitField(fs, fXLimit, &q, &ps)
+		p.xRateLimitWith(fs, q, &ps, out)
 		return
 	}
-	p.xRateLimitWith(fs, nil, out)
+	p.xRateLimitWith(fs, q, nil, out)
 }
 
-// xRateLimitWith is xRateLimit; ps holds the policies of a list limit, nil
-// when the limit is a plain number or absent.
-func (p *parser) xRateLimitWith(fs *fieldSet, ps *policies, out *Quotas) {
-	var q quotaState
-	p.limitField(fs, fXLimit, &q, ps)
+// xRateLimitWith is xRateLimit once the limit is read into q; ps holds the
+// policies of a list limit, nil when the limit is a plain number or absent.
+func (p *parser) xRateLimitWith(fs *fieldSet, q quotaState, ps *policies, out *Quotas) {
 	q.remaining, q.hasRemaining = parseCount(fs.first(fXRemaining))
 	if used, ok := parseCount(fs.first(fXUsed)); ok {
 		switch {
@@ -376,9 +380,15 @@ func (p *parser) resetNumber(v float64) (time.Time, bool) {
 	if !(v >= 0) || math.IsInf(v, 0) {
 		return time.Time{}, false
 	}
-	// In the server's clock: its epoch is compared with its now.
-	serverNow := p.now.Add(p.offset)
-	nowSec := float64(serverNow.Unix()) + float64(serverNow.Nanosecond())/1e9
+	// In the server's clock: its epoch is compared with its now, in whole
+	// seconds and nanoseconds as now.Add(offset).Unix() and .Nanosecond()
+	// would give them, without building that time.
+	un := p.now.UnixNano() + int64(p.offset)
+	sec := un / 1e9
+	if un%1e9 < 0 {
+		sec-- // floored, as Unix() is: the nanoseconds are never negative
+	}
+	nowSec := float64(sec) + float64(un-sec*1e9)/1e9
 	slack := p.slack.Seconds()
 	for _, epoch := range [...]float64{v, v / 1000} {
 		if d := epoch - nowSec; d >= -slack && d <= slack {

@@ -60,12 +60,6 @@ func ParseDecimal(v string) (float64, bool) {
 	return f, true
 }
 
-// isCount reports whether parseCount accepts v.
-func isCount(v string) bool {
-	_, ok := parseCount(v)
-	return ok
-}
-
 // parseCount parses a finite, non-negative count.
 func parseCount(v string) (float64, bool) {
 	f, ok := ParseDecimal(v)
