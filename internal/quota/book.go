@@ -114,17 +114,37 @@ func (b *Book) Observe(rs []Named, now time.Time, c Counts, seen Seen) (spent bo
 			spent = true
 		}
 	}
-	i := 0
-	b.windows = slices.DeleteFunc(b.windows, func(w *Window) bool {
-		drop := w.probing && w.rolled && mentioned&(1<<i) == 0
-		if drop {
-			// Nor is a request charged to it until the next Plan.
-			b.charged = slices.DeleteFunc(b.charged, func(c *Window) bool { return c == w })
-		}
-		i++
-		return drop
-	})
+	if b.anyForgotten(mentioned) {
+		i := 0
+		b.windows = slices.DeleteFunc(b.windows, func(w *Window) bool {
+			drop := b.forgotten(w, i, mentioned)
+			if drop {
+				// Nor is a request charged to it until the next Plan.
+				b.charged = slices.DeleteFunc(b.charged, func(c *Window) bool { return c == w })
+			}
+			i++
+			return drop
+		})
+	}
 	return spent
+}
+
+// forgotten reports whether Observe forgets w, b.windows[i], after a
+// response that described the windows of the bit set mentioned: one that
+// rolled over blind and that the response did not describe.
+func (b *Book) forgotten(w *Window, i int, mentioned uint64) bool {
+	return w.probing && w.rolled && mentioned&(1<<i) == 0
+}
+
+// anyForgotten reports whether Observe forgets a window (forgotten): only
+// then does it rewrite the lists, which was 5% of observing a response.
+func (b *Book) anyForgotten(mentioned uint64) bool {
+	for i, w := range b.windows {
+		if b.forgotten(w, i, mentioned) {
+			return true
+		}
+	}
+	return false
 }
 
 // sane clamps a report (see Observe).
