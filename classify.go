@@ -11,8 +11,8 @@ import (
 
 // readResponse is what a response arriving at now means for the rate
 // limit, read once: its headers, absolute resets corrected by the server's
-// clock as clock bounds it (the response's Date is taken into that bound
-// first), for a 403 or 429 what its body states, and whether it is
+// clock as co bounds it (the grammar takes the response's Date into that
+// bound first), for a 403 or 429 what its body states, and whether it is
 // throttled (throttledBy). The Transport (per host) and Permit.Done (per
 // limiter) read responses this one way, and everything after reads the
 // outcome. The quotas go to qs, not to Info.Quotas (see quotaBuf).
@@ -20,13 +20,12 @@ import (
 // A wait the body states (response.RetryDelay) is the response's RetryAfter
 // when its headers ask for none, clamped to maxDelay as a Retry-After is.
 func readResponse(co *clockOffset, resp *http.Response, now time.Time, maxDelay time.Duration, qs *quotaBuf) outcome {
-	co.observe(dateOf(resp.Header), now)
 	body := response.Peek(resp)
 	o := outcome{Status: resp.StatusCode, signal: response.Classify(body)}
 	// The grammar is called here, not through a helper of headers.go: a
 	// call fewer was 5% of reading a response that states nothing.
 	var hq header.Quotas
-	hi, _ := header.Parse(resp.Header, now, capsOf(maxDelay), co.offset(now), &hq)
+	hi, _ := header.Parse(resp.Header, now, capsOf(maxDelay), co, &hq)
 	qs.set(&hq)
 	o.Info = infoOf(hi)
 	if o.Info.RetryAfter == 0 {

@@ -99,22 +99,41 @@ func (qs *Quotas) at(i int) *Quota {
 	return &qs.more[i-len(qs.room)]
 }
 
+// Skew bounds how far a server's clock is ahead of ours (negative: behind),
+// so that Parse reads the absolute resets it states in our clock. Parse
+// hands it the response's Date (found in its one pass over the fields,
+// sparing the caller a lookup of its own), whether or not the response
+// states a rate limit, and asks for the offset once it has found one.
+type Skew interface {
+	// Observe folds in the Date of a response received at recv; never
+	// called with "".
+	Observe(date string, recv time.Time)
+	// Offset is the server's clock less ours at now.
+	Offset(now time.Time) time.Duration
+}
+
 // Parse reads the rate-limit fields of h, a response received at now (its
-// resets inherit now's monotonic reading), from a server whose clock is
-// offset ahead of ours (negative: behind; absolute resets are moved into
+// resets inherit now's monotonic reading), from a server whose clock skew
+// bounds (nil: the server's clock is ours; absolute resets are moved into
 // our clock, relative ones need nothing). The quotas go to out, the rest
 // to Info. ok is false when h holds no usable rate-limit field; Info is then
 // zero. Parse never panics and does not modify h.
-func Parse(h http.Header, now time.Time, caps Caps, offset time.Duration, out *Quotas) (Info, bool) {
+func Parse(h http.Header, now time.Time, caps Caps, skew Skew, out *Quotas) (Info, bool) {
 	// One pass over the keys finds every rate-limit field, so the cost does
 	// not grow with the number of conventions known. The loop lives here,
 	// not in a method, so its writes go to a known stack variable and need
 	// no GC write barriers.
 	var fs fieldSet
 	var present, dup uint64 // bit f: field f was found; under several spellings
+	var date string
 	for k, vs := range h {
 		f, ok := classify(k)
 		if !ok || len(vs) == 0 {
+			// As http.Header.Get("Date") reads it: "Date" is canonical,
+			// and Get looks up the canonical name only.
+			if k == "Date" && len(vs) > 0 {
+				date = vs[0]
+			}
 			continue
 		}
 		if present&(1<<f) != 0 {
@@ -124,12 +143,19 @@ func Parse(h http.Header, now time.Time, caps Caps, offset time.Duration, out *Q
 		fs.vals[f] = vs
 		present |= 1 << f
 	}
+	if date != "" && skew != nil {
+		skew.Observe(date, now)
+	}
 	out.n, out.more = 0, nil
 	if present == 0 {
 		return Info{}, false
 	}
 	if dup != 0 {
 		fs.prefer(h, dup)
+	}
+	var offset time.Duration
+	if skew != nil {
+		offset = skew.Offset(now)
 	}
 	horizon := max(caps.Reset, caps.Wait)
 	// Field by field: a composite literal cost 2% more of the IETF
