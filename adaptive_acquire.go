@@ -65,6 +65,7 @@ func (a *Adaptive) admitWaiting(ctx context.Context, cost float64, class Class) 
 	cost = a.noteCost(cost)
 	n := int(math.Ceil(cost))
 	var taken []need // what the fleet's budgets gave
+admission:
 	for {
 		if !held && a.gated.Load() {
 			var err error
@@ -100,12 +101,22 @@ func (a *Adaptive) admitWaiting(ctx context.Context, cost float64, class Class) 
 			now = clock.Time(ns, t, clock.Of(t))
 		}
 		var spent time.Time
-		if a.share == nil && a.fleet == nil && !tokens && a.snap.Load().charged {
+		switch {
+		case a.share != nil || a.fleet != nil || tokens:
+			spent = a.spentUntil(cost, class, ns, now)
+		case !a.snap.Load().charged:
+			// No quota known: nothing to look at or charge, only the
+			// request bucket's token, taken here if it is there (the
+			// bucket's wait below starts with the same look).
+			if a.req.take(1, ns) {
+				break admission
+			}
+		default:
 			// The steps below, under one lock, when nothing makes the
 			// request wait (see admitAtOnce).
 			at, tried, charged, retryAt := a.admitAtOnce(cost, class, ns, now, &held)
 			if charged {
-				break
+				break admission
 			}
 			if tried {
 				release()
@@ -115,8 +126,6 @@ func (a *Adaptive) admitWaiting(ctx context.Context, cost float64, class Class) 
 				continue
 			}
 			spent = at
-		} else {
-			spent = a.spentUntil(cost, class, ns, now)
 		}
 		if tokens || !spent.IsZero() {
 			if now.IsZero() {
