@@ -166,14 +166,18 @@ func (a *Adaptive) learnLocked(o *outcome, quotas []Quota, own bool, cost float6
 	}
 	a.reports = a.reports[:0]
 	derived := derivedQuota(quotas)
-	for _, q := range quotas {
+	for i := range quotas {
+		q := &quotas[i]
 		if derived != "" && q.Name == derived {
 			continue
 		}
-		a.reports = append(a.reports, quota.Named{
-			Name: q.Name, Tokens: q.Unit == UnitTokens,
-			Report: quota.Report{Limit: q.Limit, Remaining: q.Remaining, Reset: q.Reset, Window: q.Window},
-		})
+		// Field by field into its place (a report built apart and
+		// copied in was read whole right after it was written word by
+		// word: a store-forwarding stall).
+		a.reports = append(a.reports, quota.Named{})
+		r := &a.reports[len(a.reports)-1]
+		r.Name, r.Tokens = q.Name, q.Unit == UnitTokens
+		r.Limit, r.Remaining, r.Reset, r.Window = q.Limit, q.Remaining, q.Reset, q.Window
 	}
 	var handoff float64 // the model gave up: the probe starts at this rate
 	var handoffSpan time.Duration
@@ -206,7 +210,8 @@ func (a *Adaptive) learnLocked(o *outcome, quotas []Quota, own bool, cost float6
 		} else {
 			seen.Fed = float64(fed)
 		}
-		exhausted = a.book.Observe(a.reports, now, a.counts(float64(others)), seen)
+		c := a.counts(float64(others))
+		exhausted = a.book.Observe(a.reports, now, &c, &seen)
 	}
 
 	if info.RetryAfter > 0 && status >= 400 { // negative: ignored

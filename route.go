@@ -112,12 +112,18 @@ type seenBinding struct {
 // limiterBound is limiterEndpoint, recording in seen (if not nil) the
 // binding it found.
 func (t *Transport) limiterBound(ep *endpoint, u *urlParts, seen *seenBinding) *endpoint {
-	var b binding
+	// The binding is read into seen and used from there: copied whole
+	// from a local, its wide loads waited for the narrow stores that wrote
+	// it (a store-forwarding stall).
+	var local seenBinding
+	b := &local.b // an unbound route
 	if m := ep.routes.Load(); m != nil {
-		b, _ = m.get(routeKeyOf(ep, u))
-		if seen != nil {
-			*seen = seenBinding{routes: m, b: b}
+		if seen == nil {
+			seen = &local
 		}
+		seen.routes = m
+		seen.b, _ = m.get(routeKeyOf(ep, u))
+		b = &seen.b
 	}
 	if b.key == "" {
 		return ep

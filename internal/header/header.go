@@ -89,8 +89,11 @@ type Quotas struct {
 // Len is how many quotas qs holds.
 func (qs *Quotas) Len() int { return qs.n }
 
-// At returns quota i, 0 ≤ i < Len(), in the order of the package doc.
-func (qs *Quotas) At(i int) Quota { return *qs.at(i) }
+// At returns quota i, 0 ≤ i < Len(), in the order of the package doc: qs's
+// own, valid until the next Parse into qs. (By pointer: the caller converts
+// it field by field, and a copy stored word by word and read whole stalled
+// on store forwarding.)
+func (qs *Quotas) At(i int) *Quota { return qs.at(i) }
 
 func (qs *Quotas) at(i int) *Quota {
 	if i < len(qs.room) {

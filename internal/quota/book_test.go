@@ -40,10 +40,11 @@ func read(b *Book, pages []page) (spent bool, p Plan) {
 	for _, g := range pages {
 		now := t0.Add(g.at)
 		if g.plan {
-			p = b.Plan(now, g.counts, g.unit)
+			p = *b.Plan(now, g.counts, g.unit)
 			continue
 		}
-		spent = b.Observe(g.reports, now, g.counts, g.seen)
+		c, seen := g.counts, g.seen
+		spent = b.Observe(g.reports, now, &c, &seen)
 	}
 	return spent, p
 }
@@ -342,7 +343,7 @@ func TestBookCharge(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			b := NewBook(bookConfig())
-			b.Observe(c.reports, t0, Counts{}, Seen{Horizon: horizon})
+			b.Observe(c.reports, t0, &Counts{}, &Seen{Horizon: horizon})
 			b.Plan(t0.Add(time.Second), Counts{}, 100)
 			if c.drop != nil {
 				b.Drop(c.drop)
@@ -433,7 +434,7 @@ func TestBookUntil(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			b := NewBook(bookConfig())
-			b.Observe(c.reports, t0, Counts{}, Seen{Horizon: horizon})
+			b.Observe(c.reports, t0, &Counts{}, &Seen{Horizon: horizon})
 			b.Plan(t0.Add(time.Second), Counts{}, 100)
 			assert.Equal(t, c.want, c.query(b), "why: %s", c.why)
 		})
@@ -445,13 +446,13 @@ func TestBookUntil(t *testing.T) {
 // book no longer follows.
 func TestAForgottenQuotaIsNotCharged(t *testing.T) {
 	b := NewBook(BookConfig{Safety: 0.9, MaxDelay: time.Hour, Horizon: time.Hour})
-	b.Observe([]Named{{Name: "a", Report: Report{Limit: 100, Remaining: 0, Reset: t0.Add(time.Minute)}}}, t0, Counts{}, Seen{})
+	b.Observe([]Named{{Name: "a", Report: Report{Limit: 100, Remaining: 0, Reset: t0.Add(time.Minute)}}}, t0, &Counts{}, &Seen{})
 	b.Plan(t0.Add(60010*time.Millisecond), Counts{}, 1)
 	b.Plan(t0.Add(61210*time.Millisecond), Counts{}, 1)
 	if short := b.Charge(1, clock.Of(t0.Add(61210*time.Millisecond)), 0); short != nil {
 		t.Fatalf("the look was refused by %v", short)
 	}
-	b.Observe(nil, t0.Add(61300*time.Millisecond), Counts{}, Seen{})
+	b.Observe(nil, t0.Add(61300*time.Millisecond), &Counts{}, &Seen{})
 	if b.Len() != 0 {
 		t.Fatalf("a blind-rolled quota the response did not mention is forgotten: %v", b)
 	}
