@@ -444,7 +444,8 @@ func TestAdaptiveLearnDoesNotTouchInFlight(t *testing.T) {
 		admit(t, a, 0)
 		// What the Transport reads of a response another limiter admitted.
 		var qs quotaBuf
-		o := readResponse(&clockOffset{}, reply(http.StatusOK, requestsLeft(100, 90, time.Minute)), time.Now(), DefaultMaxDelay, &qs)
+		var o outcome
+		readResponse(&o, &clockOffset{}, reply(http.StatusOK, requestsLeft(100, 90, time.Minute)), time.Now(), DefaultMaxDelay, &qs)
 		a.learnOther(&o, qs.slice())
 		st := a.Stats()
 		assert.Equal(t, 2, st.InFlight)

@@ -42,7 +42,8 @@ func (p *Permit) Done(resp *http.Response) {
 		return
 	}
 	var qs quotaBuf
-	o := readResponse(&p.a.clock, resp, now, p.a.cfg.MaxDelay, &qs)
+	var o outcome
+	readResponse(&o, &p.a.clock, resp, now, p.a.cfg.MaxDelay, &qs)
 	p.doneWith(&o, qs.slice(), now)
 }
 

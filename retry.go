@@ -188,7 +188,9 @@ type verdictKey struct{}
 func classifyThrottled(resp *http.Response) bool {
 	var co clockOffset
 	var qs quotaBuf
-	return readResponse(&co, resp, time.Now(), DefaultMaxDelay, &qs).throttled
+	var o outcome
+	readResponse(&o, &co, resp, time.Now(), DefaultMaxDelay, &qs)
+	return o.throttled
 }
 
 // checkRetry asks the retry policy about a sent attempt.

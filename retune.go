@@ -210,7 +210,8 @@ func (a *Adaptive) learnLocked(o *outcome, quotas []Quota, own bool, cost float6
 		} else {
 			seen.Fed = float64(fed)
 		}
-		c := a.counts(float64(others))
+		var c quota.Counts
+		a.countsInto(&c, float64(others))
 		exhausted = a.book.Observe(a.reports, now, &c, &seen)
 	}
 
@@ -289,15 +290,15 @@ func (a *Adaptive) stopInferring() {
 // endpoint; called with a.mu held.
 func (a *Adaptive) quotasKnown() bool { return a.book.Known() }
 
-// counts is what the quota model needs of the in-flight and admission
-// counts, with unseen requests in flight; called with a.mu held.
-func (a *Adaptive) counts(unseen float64) quota.Counts {
-	return quota.Counts{
-		Inflight: unseen, InflightCost: float64(a.inflightCost.Load()) / quota.Milli,
-		Admitted: float64(a.admitted.Load()), AdmittedCost: float64(a.admittedCost.Load()) / quota.Milli,
-		Blind:         float64(max(a.admitted.Load()-a.hintedAdmits.Load(), 0)),
-		BlindInflight: float64(max(a.inflight.Load()-a.hinted.Load(), 0)),
-	}
+// countsInto sets c to what the quota model needs of the in-flight and
+// admission counts, with unseen requests in flight; called with a.mu held.
+// Field by field, and the model takes c by pointer (see readResponse for
+// why not whole values).
+func (a *Adaptive) countsInto(c *quota.Counts, unseen float64) {
+	c.Inflight, c.InflightCost = unseen, float64(a.inflightCost.Load())/quota.Milli
+	c.Admitted, c.AdmittedCost = float64(a.admitted.Load()), float64(a.admittedCost.Load())/quota.Milli
+	c.Blind = float64(max(a.admitted.Load()-a.hintedAdmits.Load(), 0))
+	c.BlindInflight = float64(max(a.inflight.Load()-a.hinted.Load(), 0))
 }
 
 // derivedQuota names the quota of quotas that only restates others, "" when
@@ -359,7 +360,9 @@ func (a *Adaptive) pauseLocked(t time.Time) {
 // rates and bursts from every source (quotas, probe, ceiling) and applies
 // them to the buckets. Called with a.mu held.
 func (a *Adaptive) retune(now time.Time) {
-	p := a.book.Plan(now, a.counts(float64(a.inflight.Load())), max(float64(a.avgCost.Load())/quota.Milli, 1))
+	var c quota.Counts
+	a.countsInto(&c, float64(a.inflight.Load()))
+	p := a.book.Plan(now, &c, max(float64(a.avgCost.Load())/quota.Milli, 1))
 	next := int64(math.MaxInt64)
 	if !p.Next.IsZero() {
 		next = clock.Of(p.Next)
@@ -370,15 +373,16 @@ func (a *Adaptive) retune(now time.Time) {
 	if p.Rolled {
 		a.changedLocked()
 	}
-	in := decision.Input{
-		Started: a.started.Load(), Quotas: p.Known, Blind: p.Blind,
-		ReqRate: p.ReqRate, ReqBudget: p.ReqBudget, TokRate: p.TokRate, TokBudget: p.TokBudget,
-		ProbeRate: a.probe.Grow(now), ProbeEngaged: a.probe.Engaged(), ProbeClosed: a.probe.Closed(),
-		InferTrial: a.infer.Trial(), TrialGate: infer.TrialInFlight,
-		Ceiling: float64(a.cfg.Ceiling), CeilingBurst: float64(a.cfg.CeilingBurst),
-		MaxCost: float64(a.maxCost.Load()) / quota.Milli,
-		Safety:  a.safety,
-	}
+	// Field by field, not a literal: the literal was built apart and
+	// copied whole (see readResponse for why that costs).
+	var in decision.Input
+	in.Started, in.Quotas, in.Blind = a.started.Load(), p.Known, p.Blind
+	in.ReqRate, in.ReqBudget, in.TokRate, in.TokBudget = p.ReqRate, p.ReqBudget, p.TokRate, p.TokBudget
+	in.ProbeRate, in.ProbeEngaged, in.ProbeClosed = a.probe.Grow(now), a.probe.Engaged(), a.probe.Closed()
+	in.InferTrial, in.TrialGate = a.infer.Trial(), infer.TrialInFlight
+	in.Ceiling, in.CeilingBurst = float64(a.cfg.Ceiling), float64(a.cfg.CeilingBurst)
+	in.MaxCost = float64(a.maxCost.Load()) / quota.Milli
+	in.Safety = a.safety
 	in.Canonicalize()
 	if a.decided && in == a.lastDecision && a.share == nil {
 		// Decided and applied last time, and the buckets and the gate change

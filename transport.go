@@ -147,9 +147,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeRequestBody(req)
 		return nil, errNilURL
 	}
-	ctx := req.Context()
-	m := marksOf(ctx)
-	rt := roundTrip{t: t, req: req, ctx: ctx, cost: m.cost, class: m.class, u: partsOf(req)}
+	// Field by field (see readResponse for why not whole values).
+	var rt roundTrip
+	rt.t, rt.req, rt.ctx = t, req, req.Context()
+	m := marksOf(rt.ctx)
+	rt.cost, rt.class = m.cost, m.class
+	rt.u.scheme, rt.u.host, rt.u.path = req.URL.Scheme, req.URL.Host, req.URL.Path // partsOf
 	if t.observer != nil {
 		rt.waitFrom = time.Now()
 	}
@@ -304,7 +307,7 @@ func (rt *roundTrip) run(prev *attemptOutcome, a *attemptState) {
 	a.resp = resp
 	// One clock reading serves the headers, the limiter and the table.
 	a.now = time.Now()
-	a.read = readResponse(&a.ep.clock, resp, a.now, t.maxDelay, &a.qs)
+	readResponse(&a.read, &a.ep.clock, resp, a.now, t.maxDelay, &a.qs)
 }
 
 // admit waits for a's limiter to admit the request. It reports false, with

@@ -249,7 +249,7 @@ type Plan struct {
 // what one request takes of a token quota (its average cost). The plan is
 // the book's, valid until its next Plan (see advance for why it is not
 // returned by value).
-func (b *Book) Plan(now time.Time, c Counts, tokenUnit float64) *Plan {
+func (b *Book) Plan(now time.Time, c *Counts, tokenUnit float64) *Plan {
 	p := &b.plan
 	*p = Plan{ReqRate: math.Inf(1), ReqBudget: math.Inf(1), TokRate: math.Inf(1), TokBudget: math.Inf(1)}
 	b.charged = b.charged[:0]

@@ -40,7 +40,7 @@ func read(b *Book, pages []page) (spent bool, p Plan) {
 	for _, g := range pages {
 		now := t0.Add(g.at)
 		if g.plan {
-			p = *b.Plan(now, g.counts, g.unit)
+			p = *b.Plan(now, &g.counts, g.unit)
 			continue
 		}
 		c, seen := g.counts, g.seen
@@ -344,7 +344,7 @@ func TestBookCharge(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			b := NewBook(bookConfig())
 			b.Observe(c.reports, t0, &Counts{}, &Seen{Horizon: horizon})
-			b.Plan(t0.Add(time.Second), Counts{}, 100)
+			b.Plan(t0.Add(time.Second), &Counts{}, 100)
 			if c.drop != nil {
 				b.Drop(c.drop)
 			}
@@ -435,7 +435,7 @@ func TestBookUntil(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			b := NewBook(bookConfig())
 			b.Observe(c.reports, t0, &Counts{}, &Seen{Horizon: horizon})
-			b.Plan(t0.Add(time.Second), Counts{}, 100)
+			b.Plan(t0.Add(time.Second), &Counts{}, 100)
 			assert.Equal(t, c.want, c.query(b), "why: %s", c.why)
 		})
 	}
@@ -447,8 +447,8 @@ func TestBookUntil(t *testing.T) {
 func TestAForgottenQuotaIsNotCharged(t *testing.T) {
 	b := NewBook(BookConfig{Safety: 0.9, MaxDelay: time.Hour, Horizon: time.Hour})
 	b.Observe([]Named{{Name: "a", Report: Report{Limit: 100, Remaining: 0, Reset: t0.Add(time.Minute)}}}, t0, &Counts{}, &Seen{})
-	b.Plan(t0.Add(60010*time.Millisecond), Counts{}, 1)
-	b.Plan(t0.Add(61210*time.Millisecond), Counts{}, 1)
+	b.Plan(t0.Add(60010*time.Millisecond), &Counts{}, 1)
+	b.Plan(t0.Add(61210*time.Millisecond), &Counts{}, 1)
 	if short := b.Charge(1, clock.Of(t0.Add(61210*time.Millisecond)), 0); short != nil {
 		t.Fatalf("the look was refused by %v", short)
 	}
