@@ -297,20 +297,26 @@ func (a *Adaptive) budgetPaced() bool {
 // would pass ctx's deadline, MaxWait or MaxDelay. On any error nothing stays
 // charged and there is nothing to settle.
 func (a *Adaptive) Acquire(ctx context.Context, cost float64) (Permit, error) {
-	return a.acquire(ctx, cost, ClassOf(ctx))
+	var p Permit
+	err := a.acquire(ctx, &p, cost, ClassOf(ctx))
+	return p, err
 }
 
 // acquire is Acquire for a request of the given class (the Transport reads
-// it from the context with the request's other marks).
-func (a *Adaptive) acquire(ctx context.Context, cost float64, class Class) (Permit, error) {
+// it from the context with the request's other marks), setting p only when
+// it admits the request. (Into p, field by field: returned, the permit was
+// stored word by word and copied whole into the attempt, and the copy
+// stalled on store forwarding; see readResponse.)
+func (a *Adaptive) acquire(ctx context.Context, p *Permit, cost float64, class Class) error {
 	fleet, err := a.admit(ctx, cost, class)
 	if err != nil {
-		return Permit{}, err
+		return err
 	}
 	if !(cost > 0) || math.IsInf(cost, 1) {
 		cost = 0
 	}
-	return Permit{a: a, cost: cost, live: true, fleet: fleet}, nil
+	p.a, p.cost, p.live, p.fleet = a, cost, true, fleet
+	return nil
 }
 
 // settled reports whether no request of this limiter is in flight. While

@@ -27,7 +27,8 @@ var errNegative = errors.New("pacer: wait for a negative number of tokens")
 func (b *Bucket) take(n int, now int64) bool {
 	for {
 		s, tat := b.load()
-		pl := s.plan(tat, now, n)
+		var pl plan
+		s.plan(&pl, tat, now, n)
 		if pl.tooBig || pl.never || pl.at > now || now == s.floor || now == s.rec.Load() {
 			return false // at the floor, a grant is recorded: take the lock
 		}
@@ -72,7 +73,8 @@ func (b *Bucket) nextAt(n int) time.Time {
 		return ref
 	}
 	s, tat := b.load()
-	pl := s.plan(tat, now, n)
+	var pl plan
+	s.plan(&pl, tat, now, n)
 	if pl.tooBig || pl.never {
 		return clock.Time(now+maxSpan, ref, now)
 	}
@@ -175,7 +177,8 @@ func (b *Bucket) enqueue(ctx context.Context, n int, maxWait time.Duration) (*wa
 	for {
 		s := b.state()
 		tat := s.tat.Load()
-		pl := s.plan(tat, now, n)
+		var pl plan
+		s.plan(&pl, tat, now, n)
 		switch {
 		case pl.tooBig:
 			return nil, 0, errTooBig(n, s.burst)

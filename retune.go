@@ -308,8 +308,8 @@ func (a *Adaptive) countsInto(c *quota.Counts, unseen float64) {
 // sixfold, and a model of them learns neither.
 func derivedQuota(quotas []Quota) string {
 	var in, out, all bool
-	for _, q := range quotas {
-		switch q.Name {
+	for i := range quotas { // by index: a Quota copied to read its name stalled (see readResponse)
+		switch quotas[i].Name {
 		case "input-tokens":
 			in = true
 		case "output-tokens":

@@ -318,7 +318,7 @@ func (rt *roundTrip) run(prev *attemptOutcome, a *attemptState) {
 // bucket's, one server bucket spent by two limiters.
 func (rt *roundTrip) admit(a *attemptState) bool {
 	for n := 0; ; n++ {
-		p, err := a.lim.lim.acquire(rt.ctx, rt.cost, rt.class)
+		err := a.lim.lim.acquire(rt.ctx, &a.permit, rt.cost, rt.class)
 		if err != nil {
 			a.err = err
 			if isRateLimitError(err) {
@@ -326,7 +326,6 @@ func (rt *roundTrip) admit(a *attemptState) bool {
 			}
 			return false
 		}
-		a.permit = p
 		if a.ep.routes.Load() == a.seen.routes || n == maxRebinds {
 			return true // the common case: no binding changed meanwhile
 		}

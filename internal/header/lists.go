@@ -135,7 +135,7 @@ func (p *parser) xRateLimitLists(fs *fieldSet, out *Quotas) {
 	}
 	for i := range n {
 		if !skip[i] {
-			p.emit(qs[i], out)
+			p.emit(&qs[i], out)
 		}
 	}
 }
