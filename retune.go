@@ -290,13 +290,24 @@ func (a *Adaptive) stopInferring() {
 // endpoint; called with a.mu held.
 func (a *Adaptive) quotasKnown() bool { return a.book.Known() }
 
+// units converts milli-units to units. A count of 0 (each cost count of a
+// client that states no costs) is 0 without a division: a response
+// converts six, and their divisions were 1% of a GitHub-style response's
+// CPU time through the Transport.
+func units(m int64) float64 {
+	if m == 0 {
+		return 0
+	}
+	return float64(m) / quota.Milli
+}
+
 // countsInto sets c to what the quota model needs of the in-flight and
 // admission counts, with unseen requests in flight; called with a.mu held.
 // Field by field, and the model takes c by pointer (see readResponse for
 // why not whole values).
 func (a *Adaptive) countsInto(c *quota.Counts, unseen float64) {
-	c.Inflight, c.InflightCost = unseen, float64(a.inflightCost.Load())/quota.Milli
-	c.Admitted, c.AdmittedCost = float64(a.admitted.Load()), float64(a.admittedCost.Load())/quota.Milli
+	c.Inflight, c.InflightCost = unseen, units(a.inflightCost.Load())
+	c.Admitted, c.AdmittedCost = float64(a.admitted.Load()), units(a.admittedCost.Load())
 	c.Blind = float64(max(a.admitted.Load()-a.hintedAdmits.Load(), 0))
 	c.BlindInflight = float64(max(a.inflight.Load()-a.hinted.Load(), 0))
 }
@@ -362,7 +373,7 @@ func (a *Adaptive) pauseLocked(t time.Time) {
 func (a *Adaptive) retune(now time.Time) {
 	var c quota.Counts
 	a.countsInto(&c, float64(a.inflight.Load()))
-	p := a.book.Plan(now, &c, max(float64(a.avgCost.Load())/quota.Milli, 1))
+	p := a.book.Plan(now, &c, max(units(a.avgCost.Load()), 1))
 	next := int64(math.MaxInt64)
 	if !p.Next.IsZero() {
 		next = clock.Of(p.Next)
@@ -381,7 +392,7 @@ func (a *Adaptive) retune(now time.Time) {
 	in.ProbeRate, in.ProbeEngaged, in.ProbeClosed = a.probe.Grow(now), a.probe.Engaged(), a.probe.Closed()
 	in.InferTrial, in.TrialGate = a.infer.Trial(), infer.TrialInFlight
 	in.Ceiling, in.CeilingBurst = float64(a.cfg.Ceiling), float64(a.cfg.CeilingBurst)
-	in.MaxCost = float64(a.maxCost.Load()) / quota.Milli
+	in.MaxCost = units(a.maxCost.Load())
 	in.Safety = a.safety
 	in.Canonicalize()
 	if a.decided && in == a.lastDecision && a.share == nil {

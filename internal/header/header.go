@@ -485,11 +485,14 @@ func (p *parser) resetNumber(v float64) (time.Time, bool) {
 	}
 	nowSec := float64(sec) + float64(un-sec*1e9)/1e9
 	slack := p.slack.Seconds()
-	for _, epoch := range [...]float64{v, v / 1000} {
-		if d := epoch - nowSec; d >= -slack && d <= slack {
-			// Microseconds are as fine as any server's clock.
-			return p.now.Add(min(ClampSeconds(d, p.resetCap).Round(time.Microsecond), p.resetCap)), true
-		}
+	// An epoch in seconds, else in milliseconds (divided only then).
+	d := v - nowSec
+	if !(d >= -slack && d <= slack) {
+		d = v/1000 - nowSec
+	}
+	if d >= -slack && d <= slack {
+		// Microseconds are as fine as any server's clock.
+		return p.now.Add(min(ClampSeconds(d, p.resetCap).Round(time.Microsecond), p.resetCap)), true
 	}
 	if v < epochFloor {
 		return p.after(v), true
