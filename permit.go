@@ -48,12 +48,12 @@ func (p *Permit) Done(resp *http.Response) {
 }
 
 // doneWith is Done for a response read as o, which arrived at now (the
-// Transport's one clock reading per response); &outcome{} for none. (By
-// pointer, as down to the limiter's learn: an outcome is 80 bytes, and
-// copying it at each call was 4% of a response's CPU time through the
-// Transport.) The
+// Transport's one clock reading per response); &outcome{} for none. The
 // response's quotas are apart: they stand for o.Info.Quotas, which is
-// ignored (see quotaBuf). The limiter copies what it keeps of them.
+// ignored (see quotaBuf). The limiter copies what it keeps of them. (o
+// goes by pointer, as down to the limiter's learn: an outcome is 80 bytes,
+// and copying it at each call was 4% of a response's CPU time through the
+// Transport.)
 func (p *Permit) doneWith(o *outcome, quotas []Quota, now time.Time) {
 	if !p.live {
 		return

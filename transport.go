@@ -152,7 +152,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	rt.t, rt.req, rt.ctx = t, req, req.Context()
 	m := marksOf(rt.ctx)
 	rt.cost, rt.class = m.cost, m.class
-	rt.u.scheme, rt.u.host, rt.u.path = req.URL.Scheme, req.URL.Host, req.URL.Path // partsOf
+	rt.u.scheme, rt.u.host, rt.u.path = req.URL.Scheme, req.URL.Host, req.URL.Path // partsOf, in place
 	if t.observer != nil {
 		rt.waitFrom = time.Now()
 	}
