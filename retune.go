@@ -171,10 +171,15 @@ func (a *Adaptive) learnLocked(o *outcome, quotas []Quota, own bool, cost float6
 		if derived != "" && q.Name == derived {
 			continue
 		}
-		// Field by field into its place (a report built apart and
-		// copied in was read whole right after it was written word by
-		// word: a store-forwarding stall).
-		a.reports = append(a.reports, quota.Named{})
+		// Field by field into its place, every field (a report built
+		// apart and copied in was read whole right after it was written
+		// word by word: a store-forwarding stall; a slot cleared first
+		// was cleared for nothing).
+		if n := len(a.reports); n < cap(a.reports) {
+			a.reports = a.reports[:n+1]
+		} else {
+			a.reports = append(a.reports, quota.Named{})
+		}
 		r := &a.reports[len(a.reports)-1]
 		r.Name, r.Tokens = q.Name, q.Unit == UnitTokens
 		r.Limit, r.Remaining, r.Reset, r.Window = q.Limit, q.Remaining, q.Reset, q.Window
