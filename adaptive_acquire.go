@@ -9,7 +9,6 @@ import (
 
 	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/internal/quota"
-	"github.com/pacer-go/pacer/store"
 )
 
 // Admission: Acquire, the wait for a request's slot, budget and token, and
@@ -66,6 +65,7 @@ func (a *Adaptive) admitWaiting(ctx context.Context, cost float64, class Class) 
 	cost = a.noteCost(cost)
 	n := int(math.Ceil(cost))
 	var taken []need // what the fleet's budgets gave
+admission:
 	for {
 		if !held && a.gated.Load() {
 			var err error
@@ -100,7 +100,34 @@ func (a *Adaptive) admitWaiting(ctx context.Context, cost float64, class Class) 
 			t := time.Now() // for the wall clock: now is the instant ns
 			now = clock.Time(ns, t, clock.Of(t))
 		}
-		if spent := a.spentUntil(cost, class, ns, now); tokens || !spent.IsZero() {
+		var spent time.Time
+		switch {
+		case a.share != nil || a.fleet != nil || tokens:
+			spent = a.spentUntil(cost, class, ns, now)
+		case !a.snap.Load().charged:
+			// No quota known: nothing to look at or charge, only the
+			// request bucket's token, taken here if it is there (the
+			// bucket's wait below starts with the same look).
+			if a.req.take(1, ns) {
+				break admission
+			}
+		default:
+			// The steps below, under one lock, when nothing makes the
+			// request wait (see admitAtOnce).
+			at, tried, charged, retryAt := a.admitAtOnce(cost, class, ns, now, &held)
+			if charged {
+				break admission
+			}
+			if tried {
+				release()
+				if err := a.awaitBudget(ctx, retryAt, mark, seen); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			spent = at
+		}
+		if tokens || !spent.IsZero() {
 			if now.IsZero() {
 				t := time.Now() // for the wall clock: now is the instant ns
 				now = clock.Time(ns, t, clock.Of(t))
@@ -190,28 +217,8 @@ func (a *Adaptive) admitWaiting(ctx context.Context, cost float64, class Class) 
 			break
 		}
 		a.fleet.giveBack(fleet)
-		// A quota's budget is spent. Hold until it can take a request (its
-		// reset, or its refill), or, when that is unknown because a request
-		// is out to learn the quota, until the next response; then start
-		// over: the buckets, paused until then, pace the restart.
 		release()
-		now = time.Now()
-		switch {
-		case retryAt.IsZero():
-			continue
-		case !retryAt.After(now):
-			if err := a.awaitChange(ctx, time.Second, seen); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if err := a.tooLong(ctx, now, retryAt); err != nil {
-			if err := a.refuseOrAwait(ctx, now, retryAt, err, mark, seen); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if err := a.awaitChange(ctx, retryAt.Sub(now), seen); err != nil {
+		if err := a.awaitBudget(ctx, retryAt, mark, seen); err != nil {
 			return nil, err
 		}
 	}
@@ -232,6 +239,26 @@ func (a *Adaptive) admitWaiting(ctx context.Context, cost float64, class Class) 
 		a.hintedAdmits.Add(1)
 	}
 	return taken, nil
+}
+
+// awaitBudget holds a caller whose charge a spent budget refused (charge)
+// until the budget can take a request: its reset, or its refill (retryAt),
+// or, when that is unknown because a request is out to learn the quota
+// (retryAt zero or past), the next response. The caller then starts over:
+// the buckets, paused until then, pace the restart. nil means look again;
+// mark and seen are as for refuseOrAwait.
+func (a *Adaptive) awaitBudget(ctx context.Context, retryAt time.Time, mark, seen int64) error {
+	now := time.Now()
+	switch {
+	case retryAt.IsZero():
+		return nil
+	case !retryAt.After(now):
+		return a.awaitChange(ctx, time.Second, seen)
+	}
+	if err := a.tooLong(ctx, now, retryAt); err != nil {
+		return a.refuseOrAwait(ctx, now, retryAt, err, mark, seen)
+	}
+	return a.awaitChange(ctx, retryAt.Sub(now), seen)
 }
 
 // waitBucketAt waits for n tokens of b, planning at now on the package
@@ -270,29 +297,26 @@ func (a *Adaptive) budgetPaced() bool {
 // would pass ctx's deadline, MaxWait or MaxDelay. On any error nothing stays
 // charged and there is nothing to settle.
 func (a *Adaptive) Acquire(ctx context.Context, cost float64) (Permit, error) {
-	return a.acquire(ctx, cost, ClassOf(ctx))
+	var p Permit
+	err := a.acquire(ctx, &p, cost, ClassOf(ctx))
+	return p, err
 }
 
 // acquire is Acquire for a request of the given class (the Transport reads
-// it from the context with the request's other marks).
-func (a *Adaptive) acquire(ctx context.Context, cost float64, class Class) (Permit, error) {
+// it from the context with the request's other marks), setting p only when
+// it admits the request. (Into p, field by field: returned, the permit was
+// stored word by word and copied whole into the attempt, and the copy
+// stalled on store forwarding; see readResponse.)
+func (a *Adaptive) acquire(ctx context.Context, p *Permit, cost float64, class Class) error {
 	fleet, err := a.admit(ctx, cost, class)
 	if err != nil {
-		return Permit{}, err
+		return err
 	}
 	if !(cost > 0) || math.IsInf(cost, 1) {
 		cost = 0
 	}
-	return Permit{a: a, cost: cost, live: true, fleet: fleet}, nil
-}
-
-// heldSlots is the in-flight count a caller holding a slow-start or look
-// slot (held) accounts for itself.
-func heldSlots(held bool) int64 {
-	if held {
-		return 1
-	}
-	return 0
+	p.a, p.cost, p.live, p.fleet = a, cost, true, fleet
+	return nil
 }
 
 // settled reports whether no request of this limiter is in flight. While
@@ -500,103 +524,3 @@ func (a *Adaptive) noteCost(cost float64) float64 {
 	}
 	return cost
 }
-
-// charge takes one request (and cost tokens) from every budgeted quota. On
-// failure nothing stays charged and retryAt is when the exhausted quota's
-// window resets.
-//
-// The charge and the request's entry in the in-flight count (held reports
-// it) happen together under mu, where learn settles responses and sets the
-// budgets: a response is then applied either before the charge (and the
-// budget it sets is charged after) or after it (and counts the request as
-// unseen). Lock-free, a response applied in between would set the budget
-// from a figure that does not count the request, and the charge was lost.
-//
-// now is the admission's reading of the package clock (clock.Now).
-func (a *Adaptive) charge(cost float64, class Class, now int64, held *bool) (ok bool, retryAt time.Time) {
-	if !a.snap.Load().charged {
-		return true, time.Time{}
-	}
-	a.mu.Lock()
-	defer a.unlock()
-	share, idleAt := a.lanes.share(class, now)
-	if w := a.book.Charge(cost, now, share); w != nil {
-		// The window may have rolled over since the last look, refilling
-		// the budget; retune finds out and otherwise pauses until reset.
-		// retryAt is zero to retry at once, or now when a probe is out
-		// and only its response can tell.
-		amount := w.Amount(cost)
-		t := time.Now()
-		a.retune(t)
-		switch ns := clock.Of(t); {
-		case w.Budget() < amount+w.Debt(ns):
-			retryAt = t
-			switch {
-			case w.Probing() && a.inflight.Load() == heldSlots(*held):
-				// The look was taken but nothing is out: its answer
-				// will not come (a request abandoned, failed, or
-				// answered about another window). Look again.
-				w.StartProbe(float64(amount) / quota.Milli)
-				retryAt = time.Time{}
-			case !w.Probing():
-				retryAt = clock.Later(t, w.WakeAt())
-			}
-		case w.Reserved(amount, ns, share):
-			// Held back only by the reserve another class of work keeps:
-			// until the quota refills, or that work goes idle.
-			retryAt = w.RefillAt(t)
-			if idleAt != 0 {
-				retryAt = clock.Earlier(retryAt, clock.Time(idleAt, t, ns))
-			}
-		}
-		return false, retryAt
-	}
-	if !*held {
-		a.inflight.Add(1)
-		*held = true
-	}
-	return true, time.Time{}
-}
-
-// fleetNeeds is what a request of this cost takes of each quota the
-// fleet's budgets are kept for: the quotas this limiter knows.
-func (a *Adaptive) fleetNeeds(cost float64, class Class) []need {
-	a.mu.Lock()
-	defer a.unlock()
-	ws := a.book.Charged()
-	if len(ws) == 0 {
-		return nil
-	}
-	needs := make([]need, 0, len(ws))
-	for _, w := range ws {
-		if amount := float64(w.Amount(cost)) / quota.Milli; amount > 0 {
-			n := need{quota: w.Name(), amount: amount}
-			if class == Batch && !w.Probing() && !w.Rolled() {
-				r := a.lanes.reserve
-				n.reserve = &store.Reserve{Active: r.Share * w.Limit(), Floor: r.Floor * w.Limit(), Idle: r.Idle}
-			}
-			needs = append(needs, n)
-		}
-	}
-	return needs
-}
-
-// spentUntil is when the budgets could take a request of this cost: the
-// reset of a quota that is spent now, else the zero time.
-func (a *Adaptive) spentUntil(cost float64, class Class, ns int64, now time.Time) time.Time {
-	if !a.snap.Load().charged {
-		return time.Time{}
-	}
-	a.mu.Lock()
-	defer a.unlock()
-	share, idleAt := a.lanes.share(class, ns)
-	at := a.book.SpentUntil(cost, share, now)
-	if idleAt != 0 && !at.IsZero() {
-		at = clock.Earlier(at, clock.Time(idleAt, now, ns))
-	}
-	return at
-}
-
-// refund gives a request's charge back to every quota; called with a.mu
-// held.
-func (a *Adaptive) refund(cost float64) { a.book.Refund(cost) }

@@ -306,12 +306,16 @@ type plan struct {
 	never      bool  // not within maxSpan (or, for limit 0, not ever)
 }
 
-func (s *state) plan(tat, now int64, n int) (pl plan) {
+// plan sets pl to what taking n tokens at tat and now would do. (Into pl:
+// returned, a plan was stored byte and word by word and copied whole, and
+// the copy stalled on store forwarding on every request.)
+func (s *state) plan(pl *plan, tat, now int64, n int) {
+	*pl = plan{}
 	p := &s.params
 	floor := s.floor
 	if !p.inf && n > p.burst {
 		pl.tooBig = true
-		return pl
+		return
 	}
 	e := p.eff(now)
 	pl.cost = p.cost(n)
@@ -327,7 +331,6 @@ func (s *state) plan(tat, now int64, n int) (pl plan) {
 		pl.at = max(now, pl.end-p.capacity, floor)
 		pl.never = pl.end-e > maxSpan
 	}
-	return pl
 }
 
 // NewBucket returns a bucket that refills at limit tokens per second and holds

@@ -103,7 +103,8 @@ func (b *Bucket) allowSlow(now int64, n int) bool {
 	for {
 		s := b.state()
 		tat := s.tat.Load()
-		pl := s.plan(tat, now, n)
+		var pl plan
+		s.plan(&pl, tat, now, n)
 		if pl.tooBig || pl.never || pl.at > now {
 			return false
 		}

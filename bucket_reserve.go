@@ -55,7 +55,8 @@ func (b *Bucket) reserveAt(now int64, n int) *Reservation {
 	for {
 		s := b.state()
 		tat := s.tat.Load()
-		pl := s.plan(tat, now, n)
+		var pl plan
+		s.plan(&pl, tat, now, n)
 		if pl.tooBig || pl.never {
 			return r
 		}

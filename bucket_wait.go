@@ -19,6 +19,25 @@ func errNever(n int) error {
 
 var errNegative = errors.New("pacer: wait for a negative number of tokens")
 
+// take is wait's fast path: it takes n > 0 tokens if they are there at
+// now (package clock) without a wait, and reports whether it did. false
+// leaves the rest to the locked path (enqueue), which also reports a wait
+// that could never end. It never blocks and takes no lock: the adaptive
+// limiter calls it under its own.
+func (b *Bucket) take(n int, now int64) bool {
+	for {
+		s, tat := b.load()
+		var pl plan
+		s.plan(&pl, tat, now, n)
+		if pl.tooBig || pl.never || pl.at > now || now == s.floor || now == s.rec.Load() {
+			return false // at the floor, a grant is recorded: take the lock
+		}
+		if pl.cost == 0 || s.tat.CompareAndSwap(tat, pl.end) {
+			return true
+		}
+	}
+}
+
 // Wait is WaitN(ctx, 1).
 func (b *Bucket) Wait(ctx context.Context) error {
 	_, err := b.wait(ctx, 1, 0, useClock)
@@ -54,7 +73,8 @@ func (b *Bucket) nextAt(n int) time.Time {
 		return ref
 	}
 	s, tat := b.load()
-	pl := s.plan(tat, now, n)
+	var pl plan
+	s.plan(&pl, tat, now, n)
 	if pl.tooBig || pl.never {
 		return clock.Time(now+maxSpan, ref, now)
 	}
@@ -85,22 +105,8 @@ func (b *Bucket) wait(ctx context.Context, n int, maxWait time.Duration, now int
 	if now == useClock {
 		now = clock.Now()
 	}
-	if n == 0 {
+	if n == 0 || b.take(n, now) {
 		return now, nil
-	}
-	// Fast path: the tokens are there now.
-	for {
-		s, tat := b.load()
-		pl := s.plan(tat, now, n)
-		if pl.tooBig {
-			return 0, errTooBig(n, s.burst)
-		}
-		if pl.never || pl.at > now || now == s.floor || now == s.rec.Load() {
-			break // at the floor, a grant is recorded: take the lock
-		}
-		if pl.cost == 0 || s.tat.CompareAndSwap(tat, pl.end) {
-			return now, nil
-		}
 	}
 	e, at, err := b.enqueue(ctx, n, maxWait)
 	if err != nil {
@@ -171,7 +177,8 @@ func (b *Bucket) enqueue(ctx context.Context, n int, maxWait time.Duration) (*wa
 	for {
 		s := b.state()
 		tat := s.tat.Load()
-		pl := s.plan(tat, now, n)
+		var pl plan
+		s.plan(&pl, tat, now, n)
 		switch {
 		case pl.tooBig:
 			return nil, 0, errTooBig(n, s.burst)

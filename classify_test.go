@@ -142,7 +142,8 @@ func TestReadResponseTakesTheWaitABodyStates(t *testing.T) {
 		}
 		var co clockOffset
 		var qs quotaBuf
-		o := readResponse(&co, resp, now, tc.maxDelay, &qs)
+		var o outcome
+		readResponse(&o, &co, resp, now, tc.maxDelay, &qs)
 		assert.Equal(t, tc.want, o.Info.RetryAfter, tc.why)
 		if tc.want > 0 {
 			assert.True(t, o.throttled, "%s: throttled", tc.why)

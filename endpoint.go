@@ -366,7 +366,7 @@ func (e *endpoints) create(key string, sp *spec) *endpoint {
 // from is the limiter that admitted the request: its requests in flight
 // may be bound for the bucket too, and the bucket's limiter counts them as
 // unseen (feed), not as another client's spending.
-func (e *endpoints) teachBucket(key, bucket string, from *Adaptive, o outcome, quotas []Quota) {
+func (e *endpoints) teachBucket(key, bucket string, from *Adaptive, o *outcome, quotas []Quota) {
 	ep := e.peek(key)
 	if ep == nil {
 		fresh := e.newEndpoint(key, &spec{bucket: bucket})

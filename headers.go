@@ -152,7 +152,7 @@ func ParseHeaders(h http.Header, now time.Time) (Info, bool) {
 // DefaultMaxDelay.
 func parseHeaders(h http.Header, now time.Time, maxDelay time.Duration) (Info, bool) {
 	var hq header.Quotas
-	hi, ok := header.Parse(h, now, capsOf(maxDelay), 0, &hq)
+	hi, ok := header.Parse(h, now, capsOf(maxDelay), nil, &hq)
 	info := infoOf(hi)
 	if n := hq.Len(); n > 0 {
 		info.Quotas = make([]Quota, n)

@@ -122,12 +122,13 @@ func TestParseHeadersCarriesEveryFieldOfTheReading(t *testing.T) {
 
 	var co clockOffset
 	var qs quotaBuf
-	o := readResponse(&co, &http.Response{StatusCode: http.StatusOK, Header: h, Body: http.NoBody}, now, 0, &qs)
+	var o outcome
+	readResponse(&o, &co, &http.Response{StatusCode: http.StatusOK, Header: h, Body: http.NoBody}, now, 0, &qs)
 	assert.Nil(t, o.Info.Quotas, "the quotas go to the buffer")
 	o.Info.Quotas = qs.slice()
 	assert.Equal(t, want, o.Info)
 
-	readResponse(&co, &http.Response{StatusCode: http.StatusOK, Header: http.Header{"X-Ratelimit-Remaining": {"7"}}, Body: http.NoBody}, now, 0, &qs)
+	readResponse(&o, &co, &http.Response{StatusCode: http.StatusOK, Header: http.Header{"X-Ratelimit-Remaining": {"7"}}, Body: http.NoBody}, now, 0, &qs)
 	assert.Equal(t, []Quota{{Remaining: 7}}, qs.slice(), "a reused buffer holds the last response's quotas alone")
 }
 

@@ -2,6 +2,7 @@ package pacer
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/pacer-go/pacer/internal/response"
 )
@@ -38,8 +39,9 @@ type outcome struct {
 // throttledBy is the one rule for "throttled": a 429, a 503 or Anthropic's
 // 529; a 403 with a Retry-After or a stated quota with nothing left
 // (GitHub's primary and secondary limits); or a limit the body states.
-// Never a quota gone for good, which no wait lifts.
-func throttledBy(status int, info *Info, sig signal) bool {
+// Never a quota gone for good, which no wait lifts. retryAfter and quotas
+// are the response's Info's, the quotas apart (see quotaBuf).
+func throttledBy(status int, retryAfter time.Duration, quotas []Quota, sig signal) bool {
 	switch sig {
 	case signalBodyLimit:
 		return true
@@ -50,10 +52,10 @@ func throttledBy(status int, info *Info, sig signal) bool {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable, statusOverloaded:
 		return true
 	case http.StatusForbidden:
-		if info.RetryAfter > 0 {
+		if retryAfter > 0 {
 			return true
 		}
-		for _, q := range info.Quotas {
+		for _, q := range quotas {
 			if q.drained() {
 				return true
 			}

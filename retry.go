@@ -188,7 +188,9 @@ type verdictKey struct{}
 func classifyThrottled(resp *http.Response) bool {
 	var co clockOffset
 	var qs quotaBuf
-	return readResponse(&co, resp, time.Now(), DefaultMaxDelay, &qs).throttled
+	var o outcome
+	readResponse(&o, &co, resp, time.Now(), DefaultMaxDelay, &qs)
+	return o.throttled
 }
 
 // checkRetry asks the retry policy about a sent attempt.
@@ -207,20 +209,23 @@ func (rt *roundTrip) checkRetry(a *attemptState) (bool, error) {
 // decide turns a settled attempt into its outcome: what RoundTrip returns,
 // or a retry and when it may start. A retry is made when the policy asks
 // for one and the transport's bounds allow it: retries left, a request
-// that may be sent again, the retry budget for shed load.
-func (rt *roundTrip) decide(prev *attemptOutcome, a *attemptState) attemptOutcome {
+// that may be sent again, the retry budget for shed load. The outcome goes
+// to o, which the caller holds across attempts (not prev).
+func (rt *roundTrip) decide(prev *attemptOutcome, a *attemptState, o *attemptOutcome) {
 	if a.tooLate {
 		// A RoundTripper that obtained a response returns it: the retry
 		// that would come too late is not made, and the caller gets the
 		// throttled response, body intact, at once. (A *RateLimitError
 		// means nothing was sent.)
-		return attemptOutcome{resp: prev.resp, err: prev.err}
+		*o = attemptOutcome{resp: prev.resp, err: prev.err}
+		return
 	}
 	if !a.sent {
-		return attemptOutcome{err: a.err}
+		*o = attemptOutcome{err: a.err}
+		return
 	}
 	t := rt.t
-	o := attemptOutcome{resp: a.resp, err: a.err}
+	*o = attemptOutcome{resp: a.resp, err: a.err}
 	if a.resp != nil && rt.n == 0 {
 		a.lim.retryBudget.deposit()
 	}
@@ -229,12 +234,12 @@ func (rt *roundTrip) decide(prev *attemptOutcome, a *attemptState) attemptOutcom
 		o.err = err
 	}
 	if !retry || rt.n >= t.retries || !mayReplay(rt.req, a.resp) {
-		return o
+		return
 	}
 	if (a.resp == nil || overloaded(a.resp.StatusCode, &a.read.Info)) && !a.lim.retryBudget.withdraw() {
 		// Shedding (or failing) beyond what the budget covers: retries
 		// would only add to the overload. The caller gets what it got.
-		return o
+		return
 	}
 	rt.backoff = nextBackoff(rt.backoff)
 	now := time.Now()
@@ -250,7 +255,6 @@ func (rt *roundTrip) decide(prev *attemptOutcome, a *attemptState) attemptOutcom
 		}
 	}
 	o.retryAt, o.key, o.lim, o.info = at, key, a.lim, a.read.Info
-	return o
 }
 
 // tooLate returns the error for a retry that may not start before at, if

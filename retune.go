@@ -19,7 +19,7 @@ import (
 // shares the server's bucket): it retunes, pauses and counts a throttle,
 // and ends slow start if status ≠ 0, but does not touch the in-flight
 // count. quotas stand for o.Info.Quotas (see quotaBuf).
-func (a *Adaptive) learnOther(o outcome, quotas []Quota) {
+func (a *Adaptive) learnOther(o *outcome, quotas []Quota) {
 	a.learn(o, quotas, false, 0, time.Time{})
 }
 
@@ -98,17 +98,24 @@ func (a *Adaptive) settle(cost float64) int64 {
 // on mu behind the one being applied would be neither, and the server's
 // figure (which counted them) would read as that many units spent by
 // others: a drift baseline off by up to the whole in-flight count.
-func (a *Adaptive) learn(o outcome, quotas []Quota, own bool, cost float64, now time.Time) {
-	status, info, sig := o.Status, o.Info, o.signal
-	if status != 0 && now.IsZero() {
+func (a *Adaptive) learn(o *outcome, quotas []Quota, own bool, cost float64, now time.Time) {
+	if o.Status != 0 && now.IsZero() {
 		now = time.Now()
 	}
 	a.mu.Lock()
-	defer a.unlock()
-	// Once the response is applied (deferred, this runs before the
-	// unlock), the callers waiting for a change look again, and for a
-	// request of ours, which freed its slot, a caller held at the gate.
-	defer a.appliedLocked(own)
+	a.learnLocked(o, quotas, own, cost, now)
+	// Once the response is applied, the callers waiting for a change look
+	// again, and for a request of ours, which freed its slot, a caller
+	// held at the gate. (Called here, not deferred from learnLocked, with
+	// its many returns: the two deferred calls were 3% of a GitHub-style
+	// response's instructions.)
+	a.appliedLocked(own)
+	a.unlock()
+}
+
+// learnLocked is learn's body, with mu held.
+func (a *Adaptive) learnLocked(o *outcome, quotas []Quota, own bool, cost float64, now time.Time) {
+	status, info, sig := o.Status, &o.Info, o.signal
 	a.applied.Add(1)
 	if status == 0 {
 		if own {
@@ -135,7 +142,7 @@ func (a *Adaptive) learn(o outcome, quotas []Quota, own bool, cost float64, now 
 	}
 	a.trackRTT(now, others)
 	if len(quotas) > 0 || info.RetryAfter > 0 || info.Bucket != "" {
-		a.lastInfo, a.lastInfo.Quotas = info, nil
+		a.lastInfo, a.lastInfo.Quotas = *info, nil
 		if len(quotas) > 0 { // into the limiter's own slice, reused: readers clone it
 			a.lastQuotas = append(a.lastQuotas[:0], quotas...)
 			a.lastInfo.Quotas = a.lastQuotas
@@ -159,14 +166,23 @@ func (a *Adaptive) learn(o outcome, quotas []Quota, own bool, cost float64, now 
 	}
 	a.reports = a.reports[:0]
 	derived := derivedQuota(quotas)
-	for _, q := range quotas {
+	for i := range quotas {
+		q := &quotas[i]
 		if derived != "" && q.Name == derived {
 			continue
 		}
-		a.reports = append(a.reports, quota.Named{
-			Name: q.Name, Tokens: q.Unit == UnitTokens,
-			Report: quota.Report{Limit: q.Limit, Remaining: q.Remaining, Reset: q.Reset, Window: q.Window},
-		})
+		// Field by field into its place, every field (a report built
+		// apart and copied in was read whole right after it was written
+		// word by word: a store-forwarding stall; a slot cleared first
+		// was cleared for nothing).
+		if n := len(a.reports); n < cap(a.reports) {
+			a.reports = a.reports[:n+1]
+		} else {
+			a.reports = append(a.reports, quota.Named{})
+		}
+		r := &a.reports[len(a.reports)-1]
+		r.Name, r.Tokens = q.Name, q.Unit == UnitTokens
+		r.Limit, r.Remaining, r.Reset, r.Window = q.Limit, q.Remaining, q.Reset, q.Window
 	}
 	var handoff float64 // the model gave up: the probe starts at this rate
 	var handoffSpan time.Duration
@@ -199,7 +215,9 @@ func (a *Adaptive) learn(o outcome, quotas []Quota, own bool, cost float64, now 
 		} else {
 			seen.Fed = float64(fed)
 		}
-		exhausted = a.book.Observe(a.reports, now, a.counts(float64(others)), seen)
+		var c quota.Counts
+		a.countsInto(&c, float64(others))
+		exhausted = a.book.Observe(a.reports, now, &c, &seen)
 	}
 
 	if info.RetryAfter > 0 && status >= 400 { // negative: ignored
@@ -214,7 +232,7 @@ func (a *Adaptive) learn(o outcome, quotas []Quota, own bool, cost float64, now 
 	}
 	a.probe.Meter(now, status < 400)
 	if sig == signalBodyLimit {
-		a.bodyLimitLocked(now, info, exhausted, others)
+		a.bodyLimitLocked(now, *info, exhausted, others)
 	}
 	if o.throttled && sig != signalBodyLimit {
 		a.throttled++
@@ -277,15 +295,26 @@ func (a *Adaptive) stopInferring() {
 // endpoint; called with a.mu held.
 func (a *Adaptive) quotasKnown() bool { return a.book.Known() }
 
-// counts is what the quota model needs of the in-flight and admission
-// counts, with unseen requests in flight; called with a.mu held.
-func (a *Adaptive) counts(unseen float64) quota.Counts {
-	return quota.Counts{
-		Inflight: unseen, InflightCost: float64(a.inflightCost.Load()) / quota.Milli,
-		Admitted: float64(a.admitted.Load()), AdmittedCost: float64(a.admittedCost.Load()) / quota.Milli,
-		Blind:         float64(max(a.admitted.Load()-a.hintedAdmits.Load(), 0)),
-		BlindInflight: float64(max(a.inflight.Load()-a.hinted.Load(), 0)),
+// units converts milli-units to units. A count of 0 (each cost count of a
+// client that states no costs) is 0 without a division: a response
+// converts six, and their divisions were 1% of a GitHub-style response's
+// CPU time through the Transport.
+func units(m int64) float64 {
+	if m == 0 {
+		return 0
 	}
+	return float64(m) / quota.Milli
+}
+
+// countsInto sets c to what the quota model needs of the in-flight and
+// admission counts, with unseen requests in flight; called with a.mu held.
+// Field by field, and the model takes c by pointer (see readResponse for
+// why not whole values).
+func (a *Adaptive) countsInto(c *quota.Counts, unseen float64) {
+	c.Inflight, c.InflightCost = unseen, units(a.inflightCost.Load())
+	c.Admitted, c.AdmittedCost = float64(a.admitted.Load()), units(a.admittedCost.Load())
+	c.Blind = float64(max(a.admitted.Load()-a.hintedAdmits.Load(), 0))
+	c.BlindInflight = float64(max(a.inflight.Load()-a.hinted.Load(), 0))
 }
 
 // derivedQuota names the quota of quotas that only restates others, "" when
@@ -295,8 +324,8 @@ func (a *Adaptive) counts(unseen float64) quota.Counts {
 // sixfold, and a model of them learns neither.
 func derivedQuota(quotas []Quota) string {
 	var in, out, all bool
-	for _, q := range quotas {
-		switch q.Name {
+	for i := range quotas { // by index: a Quota copied to read its name stalled (see readResponse)
+		switch quotas[i].Name {
 		case "input-tokens":
 			in = true
 		case "output-tokens":
@@ -347,8 +376,9 @@ func (a *Adaptive) pauseLocked(t time.Time) {
 // rates and bursts from every source (quotas, probe, ceiling) and applies
 // them to the buckets. Called with a.mu held.
 func (a *Adaptive) retune(now time.Time) {
-	s := a.safety
-	p := a.book.Plan(now, a.counts(float64(a.inflight.Load())), max(float64(a.avgCost.Load())/quota.Milli, 1))
+	var c quota.Counts
+	a.countsInto(&c, float64(a.inflight.Load()))
+	p := a.book.Plan(now, &c, max(units(a.avgCost.Load()), 1))
 	next := int64(math.MaxInt64)
 	if !p.Next.IsZero() {
 		next = clock.Of(p.Next)
@@ -359,18 +389,17 @@ func (a *Adaptive) retune(now time.Time) {
 	if p.Rolled {
 		a.changedLocked()
 	}
-	known, blind := p.Known, p.Blind
-	reqRate, reqBudget, tokRate, tokBudget := p.ReqRate, p.ReqBudget, p.TokRate, p.TokBudget
-
-	in := decision.Input{
-		Started: a.started.Load(), Quotas: known, Blind: blind,
-		ReqRate: reqRate, ReqBudget: reqBudget, TokRate: tokRate, TokBudget: tokBudget,
-		ProbeRate: a.probe.Grow(now), ProbeEngaged: a.probe.Engaged(), ProbeClosed: a.probe.Closed(),
-		InferTrial: a.infer.Trial(), TrialGate: infer.TrialInFlight,
-		Ceiling: float64(a.cfg.Ceiling), CeilingBurst: float64(a.cfg.CeilingBurst),
-		MaxCost: float64(a.maxCost.Load()) / quota.Milli,
-		Safety:  s,
-	}.Canonical()
+	// Field by field, not a literal: the literal was built apart and
+	// copied whole (see readResponse for why that costs).
+	var in decision.Input
+	in.Started, in.Quotas, in.Blind = a.started.Load(), p.Known, p.Blind
+	in.ReqRate, in.ReqBudget, in.TokRate, in.TokBudget = p.ReqRate, p.ReqBudget, p.TokRate, p.TokBudget
+	in.ProbeRate, in.ProbeEngaged, in.ProbeClosed = a.probe.Grow(now), a.probe.Engaged(), a.probe.Closed()
+	in.InferTrial, in.TrialGate = a.infer.Trial(), infer.TrialInFlight
+	in.Ceiling, in.CeilingBurst = float64(a.cfg.Ceiling), float64(a.cfg.CeilingBurst)
+	in.MaxCost = units(a.maxCost.Load())
+	in.Safety = a.safety
+	in.Canonicalize()
 	if a.decided && in == a.lastDecision && a.share == nil {
 		// Decided and applied last time, and the buckets and the gate change
 		// nowhere else (with a Store, apply also publishes what it set).

@@ -112,12 +112,18 @@ type seenBinding struct {
 // limiterBound is limiterEndpoint, recording in seen (if not nil) the
 // binding it found.
 func (t *Transport) limiterBound(ep *endpoint, u *urlParts, seen *seenBinding) *endpoint {
-	var b binding
+	// The binding is read into seen and used from there: copied whole
+	// from a local, its wide loads waited for the narrow stores that wrote
+	// it (a store-forwarding stall).
+	var local seenBinding
+	b := &local.b // an unbound route
 	if m := ep.routes.Load(); m != nil {
-		b, _ = m.get(routeKeyOf(ep, u))
-		if seen != nil {
-			*seen = seenBinding{routes: m, b: b}
+		if seen == nil {
+			seen = &local
 		}
+		seen.routes = m
+		seen.b, _ = m.get(routeKeyOf(ep, u))
+		b = &seen.b
 	}
 	if b.key == "" {
 		return ep
@@ -185,7 +191,7 @@ func (t *Transport) match(r *http.Request) *rule {
 // o is what the response means; now is when it arrived. seen is the
 // binding limiterBound found for the request, or nil. quotas stand for
 // o.Info.Quotas (see quotaBuf).
-func (t *Transport) learn(ep, lim *endpoint, u *urlParts, seen *seenBinding, p *Permit, o outcome, quotas []Quota, now time.Time) {
+func (t *Transport) learn(ep, lim *endpoint, u *urlParts, seen *seenBinding, p *Permit, o *outcome, quotas []Quota, now time.Time) {
 	// The bucket is taught and bound before the permit settles: settling
 	// lets requests held for this answer go (the first look), and each
 	// must find its route bound, and the bucket knowing what this
@@ -194,7 +200,7 @@ func (t *Transport) learn(ep, lim *endpoint, u *urlParts, seen *seenBinding, p *
 	if lim.bucket != "" && o.Info.Bucket != "" && o.Info.Bucket != lim.bucket {
 		// The server moved this route to another bucket: what the response
 		// says belongs to that bucket (taught above), not to lim's.
-		p.doneWith(outcome{}, nil, now)
+		p.doneWith(&outcome{}, nil, now)
 	} else {
 		p.doneWith(o, quotas, now)
 	}
@@ -203,8 +209,8 @@ func (t *Transport) learn(ep, lim *endpoint, u *urlParts, seen *seenBinding, p *
 // learnBucket learns the server-named bucket of ep's route from a
 // response: it teaches the bucket's limiter what the response said and
 // binds the route to it.
-func (t *Transport) learnBucket(ep, lim *endpoint, u *urlParts, seen *seenBinding, o outcome, quotas []Quota) {
-	info := o.Info
+func (t *Transport) learnBucket(ep, lim *endpoint, u *urlParts, seen *seenBinding, o *outcome, quotas []Quota) {
+	info := &o.Info
 	if info.Bucket == "" || ep.pinned || len(info.Bucket) > maxBucketName {
 		return
 	}

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/header"
 )
 
 // clockOffset bounds how far a server's clock is ahead of this one (negative:
@@ -38,17 +40,12 @@ const skewDecay = time.Second
 // broken header, not a clock.
 const maxSkew = 24 * time.Hour
 
-// dateOf is h.Get("Date") without canonicalising the name on every
-// response: "Date" is canonical, and Get looks up the canonical name only.
-func dateOf(h http.Header) string {
-	if v := h["Date"]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
-}
+// A clockOffset is the Skew the grammar reads a response's resets with: it
+// hands over the response's Date, found in its pass over the fields.
+var _ header.Skew = (*clockOffset)(nil)
 
-// observe folds in the Date header of a response that arrived at recv.
-func (c *clockOffset) observe(date string, recv time.Time) {
+// Observe folds in the Date header of a response that arrived at recv.
+func (c *clockOffset) Observe(date string, recv time.Time) {
 	if date == "" {
 		return
 	}
@@ -83,8 +80,8 @@ func (c *clockOffset) decayed(now int64) int64 {
 	return c.lo.Load() - int64(float64(elapsed)/float64(time.Hour)*float64(skewDecay))
 }
 
-// offset is the server's clock minus ours, a lower bound; 0 before any Date.
-func (c *clockOffset) offset(now time.Time) time.Duration {
+// Offset is the server's clock minus ours, a lower bound; 0 before any Date.
+func (c *clockOffset) Offset(now time.Time) time.Duration {
 	if c.at.Load() == 0 {
 		return 0
 	}

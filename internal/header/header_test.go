@@ -35,10 +35,10 @@ func parse(h http.Header, now time.Time, maxDelay ...time.Duration) (parsed, boo
 		caps.Wait = maxDelay[0]
 	}
 	var qs Quotas
-	info, ok := Parse(h, now, caps, 0, &qs)
+	info, ok := Parse(h, now, caps, nil, &qs)
 	got := parsed{RetryAfter: info.RetryAfter, Bucket: info.Bucket, Global: info.Global}
 	for i := range qs.Len() {
-		got.Quotas = append(got.Quotas, qs.At(i))
+		got.Quotas = append(got.Quotas, *qs.At(i))
 	}
 	return got, ok
 }

@@ -128,7 +128,7 @@ func (p *parser) ietf(fs *fieldSet, out *Quotas) {
 		q.remaining, q.hasRemaining = parseCount(fs.first(fRLRemaining))
 		q.reset, _ = p.reset(fs.first(fRLReset))
 	}
-	p.combine(q, &ps, out)
+	p.combine(&q, &ps, out)
 }
 
 // draft07 handles the dictionary `RateLimit: limit=100, remaining=50, reset=5`.
@@ -152,7 +152,7 @@ func (p *parser) draft07(v string, ps *policies, out *Quotas) bool {
 	if !valid || (!q.hasLimit && !q.hasRemaining) {
 		return false
 	}
-	p.combine(q, ps, out)
+	p.combine(&q, ps, out)
 	return true
 }
 
@@ -214,12 +214,12 @@ func (p *parser) draft08(v string, ps *policies, out *Quotas) bool {
 			}
 		}
 		if !pol.skip {
-			p.emit(q, out)
+			p.emit(&q, out)
 		}
 	}
 	for _, it := range items[:n] {
 		if !it.used {
-			p.emit(quotaState{name: it.name, remaining: it.remaining, hasRemaining: it.hasR, reset: it.reset}, out)
+			p.emit(&quotaState{name: it.name, remaining: it.remaining, hasRemaining: it.hasR, reset: it.reset}, out)
 		}
 	}
 	return true
@@ -250,8 +250,8 @@ func (p *parser) limitField(fs *fieldSet, f field, q *quotaState, ps *policies) 
 }
 
 // combine emits the current quota q, taking name and window from the policy
-// with the same limit, then the other policies.
-func (p *parser) combine(q quotaState, ps *policies, out *Quotas) {
+// with the same limit, then the other policies. It completes q (see emit).
+func (p *parser) combine(q *quotaState, ps *policies, out *Quotas) {
 	if ps == nil {
 		p.emit(q, out)
 		return
@@ -272,7 +272,7 @@ func (p *parser) combine(q quotaState, ps *policies, out *Quotas) {
 	p.emit(q, out)
 	for i, pol := range ps.list[:ps.n] {
 		if i != matched && !pol.skip {
-			p.emit(quotaState{name: pol.name, limit: pol.q, hasLimit: pol.hasQ, window: pol.window}, out)
+			p.emit(&quotaState{name: pol.name, limit: pol.q, hasLimit: pol.hasQ, window: pol.window}, out)
 		}
 	}
 }

@@ -29,12 +29,17 @@ func isXList(fs *fieldSet) bool {
 		return true
 	}
 	for _, f := range [...]field{fXRemaining, fXReset, fXResetAfter, fXUsed} {
-		// The comma first: the usual single number costs no more.
-		if v, ok := fs.joined(f); ok && strings.IndexByte(v, ',') >= 0 {
-			var xs [maxQuotas]float64
-			if numberList(v, &xs) > 1 {
-				return true
-			}
+		// The comma first: the usual single number costs no more (and a
+		// single line is not joined to find one; several lines joined
+		// always have one).
+		vs := fs.vals[f]
+		if len(vs) == 0 || len(vs) == 1 && strings.IndexByte(vs[0], ',') < 0 {
+			continue
+		}
+		v, _ := fs.joined(f)
+		var xs [maxQuotas]float64
+		if numberList(v, &xs) > 1 {
+			return true
 		}
 	}
 	return false
@@ -130,7 +135,7 @@ func (p *parser) xRateLimitLists(fs *fieldSet, out *Quotas) {
 	}
 	for i := range n {
 		if !skip[i] {
-			p.emit(qs[i], out)
+			p.emit(&qs[i], out)
 		}
 	}
 }

@@ -115,6 +115,15 @@ func (m *Model) Observe(now time.Time, status int, retryAfter time.Duration) (qu
 	if m.off {
 		return quota.Report{}, false
 	}
+	if status < 400 && m.limit == 0 && m.reset.IsZero() && m.stated.IsZero() && !m.start.IsZero() {
+		// A success before any refusal stated an end (nearly every answer
+		// of a server that states nothing): what the steps below make of
+		// it, a success counted and no quota yet, without the steps (half
+		// of observing it).
+		m.ok++
+		m.total++
+		return quota.Report{}, false
+	}
 	if m.start.IsZero() {
 		m.start = now
 	}

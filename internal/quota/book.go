@@ -21,6 +21,7 @@ type Book struct {
 	cfg     BookConfig
 	windows []*Window
 	charged []*Window // the known windows, as of the last Plan
+	plan    Plan      // the last Plan's
 }
 
 // BookConfig configures a Book.
@@ -86,8 +87,9 @@ func (c Counts) admitted(w *Window) float64 {
 
 // Observe folds in what one response said of its quotas, at now. c counts
 // what is in flight besides the response's own request (with what feeding
-// limiters have in flight); seen carries the rest (its Unseen and Admitted
-// are set per quota from c). It reports whether a quota the response described is
+// limiters have in flight); seen carries the rest (Observe sets its Unseen,
+// Admitted, Blind, BlindUnseen and Stated per quota from c). Both are
+// passed by pointer (see Window.observeAt). It reports whether a quota the response described is
 // spent (nothing left before a stated reset).
 //
 // Reports the model cannot use are dropped: counts that are not finite or
@@ -95,18 +97,20 @@ func (c Counts) admitted(w *Window) float64 {
 // MaxQuotas. Remaining is clamped to Limit, the reset to Horizon. A quota
 // that rolled over blind (a look is due) and that this response did not
 // describe is forgotten: the server stopped speaking of it.
-func (b *Book) Observe(rs []Named, now time.Time, c Counts, seen Seen) (spent bool) {
+func (b *Book) Observe(rs []Named, now time.Time, c *Counts, seen *Seen) (spent bool) {
 	var mentioned uint64 // bit i: b.windows[i] was described (MaxQuotas ≤ 64)
-	for _, r := range rs {
-		q, ok := b.sane(r, now)
-		if !ok {
+	for k := range rs {
+		// By pointer, each step (see observeAt).
+		r := &rs[k]
+		var q Report
+		if !b.sane(r, now, &q) {
 			continue
 		}
 		i, w := b.window(r.Name, r.Tokens)
 		mentioned |= 1 << i
 		seen.Unseen, seen.Admitted = c.unseen(w), c.admitted(w)
 		seen.Blind, seen.BlindUnseen, seen.Stated = c.Blind, c.BlindInflight, c.AdmittedCost-c.InflightCost
-		w.Observe(q, now, seen)
+		w.observeAt(&q, now, seen)
 		if b.cfg.Fleet {
 			w.ForgetDrift()
 		}
@@ -114,25 +118,46 @@ func (b *Book) Observe(rs []Named, now time.Time, c Counts, seen Seen) (spent bo
 			spent = true
 		}
 	}
-	i := 0
-	b.windows = slices.DeleteFunc(b.windows, func(w *Window) bool {
-		drop := w.probing && w.rolled && mentioned&(1<<i) == 0
-		if drop {
-			// Nor is a request charged to it until the next Plan.
-			b.charged = slices.DeleteFunc(b.charged, func(c *Window) bool { return c == w })
-		}
-		i++
-		return drop
-	})
+	if b.anyForgotten(mentioned) {
+		i := 0
+		b.windows = slices.DeleteFunc(b.windows, func(w *Window) bool {
+			drop := b.forgotten(w, i, mentioned)
+			if drop {
+				// Nor is a request charged to it until the next Plan.
+				b.charged = slices.DeleteFunc(b.charged, func(c *Window) bool { return c == w })
+			}
+			i++
+			return drop
+		})
+	}
 	return spent
 }
 
-// sane clamps a report (see Observe).
-func (b *Book) sane(r Named, now time.Time) (Report, bool) {
-	q := r.Report
+// forgotten reports whether Observe forgets w, b.windows[i], after a
+// response that described the windows of the bit set mentioned: one that
+// rolled over blind and that the response did not describe.
+func (b *Book) forgotten(w *Window, i int, mentioned uint64) bool {
+	return w.probing && w.rolled && mentioned&(1<<i) == 0
+}
+
+// anyForgotten reports whether Observe forgets a window (forgotten): only
+// then does it rewrite the lists, which was 5% of observing a response.
+func (b *Book) anyForgotten(mentioned uint64) bool {
+	for i, w := range b.windows {
+		if b.forgotten(w, i, mentioned) {
+			return true
+		}
+	}
+	return false
+}
+
+// sane sets q to r's report, clamped (see Observe), and reports whether
+// it is one the model can use.
+func (b *Book) sane(r *Named, now time.Time, q *Report) bool {
+	*q = r.Report
 	finite := func(v float64) bool { return v >= 0 && !math.IsInf(v, 1) } // false for NaN
 	if !finite(q.Remaining) && q.Remaining != Unstated || !finite(q.Limit) || len(b.windows) >= MaxQuotas && b.Find(r.Name) == nil {
-		return q, false
+		return false
 	}
 	if q.Limit > 0 {
 		q.Remaining = min(q.Remaining, q.Limit)
@@ -141,7 +166,7 @@ func (b *Book) sane(r Named, now time.Time) (Report, bool) {
 	if !q.Reset.IsZero() && q.Reset.Sub(now) > b.cfg.Horizon {
 		q.Reset = now.Add(b.cfg.Horizon)
 	}
-	return q, true
+	return true
 }
 
 // Find returns the named quota's Window, or nil.
@@ -221,16 +246,20 @@ type Plan struct {
 
 // Plan brings every quota to now (Window.Advance) and combines them: the
 // tightest rate and budget of each unit, when to look next. tokenUnit is
-// what one request takes of a token quota (its average cost).
-func (b *Book) Plan(now time.Time, c Counts, tokenUnit float64) Plan {
-	p := Plan{ReqRate: math.Inf(1), ReqBudget: math.Inf(1), TokRate: math.Inf(1), TokBudget: math.Inf(1)}
+// what one request takes of a token quota (its average cost). The plan is
+// the book's, valid until its next Plan (see advance for why it is not
+// returned by value).
+func (b *Book) Plan(now time.Time, c *Counts, tokenUnit float64) *Plan {
+	p := &b.plan
+	*p = Plan{ReqRate: math.Inf(1), ReqBudget: math.Inf(1), TokRate: math.Inf(1), TokBudget: math.Inf(1)}
 	b.charged = b.charged[:0]
+	var st Step
 	for _, w := range b.windows {
 		unit := 1.0 // less than a request's worth left is spent
 		if w.tokens {
 			unit = max(tokenUnit, float64(w.blindAmount())/Milli)
 		}
-		st, ok := w.Advance(now, c.unseen(w), unit, c.Admitted)
+		ok := w.advance(&st, now, c.unseen(w), unit, c.Admitted)
 		p.Rolled = p.Rolled || st.Rolled
 		if !ok {
 			continue
@@ -289,11 +318,12 @@ func (b *Book) refund(w *Window, cost float64) {
 // SpentUntil is when the budgets could take a request of this cost: the
 // wake-up of a quota that is spent now, else the zero time. With share > 0
 // (a class's reserve, see Charge), a quota that holds the request only in
-// its reserve counts as spent until it refills by itself (RefillAt); now
-// is the time of the question.
-func (b *Book) SpentUntil(cost, share float64, now time.Time) time.Time {
+// its reserve counts as spent until it refills by itself (RefillAt). ns
+// is the time of the question on the package clock, and now the same
+// instant as a time.Time, read only with share > 0 (the caller makes it
+// only then: the clock is read once per admission, as ns).
+func (b *Book) SpentUntil(cost, share float64, ns int64, now time.Time) time.Time {
 	var at time.Time
-	ns := clock.Of(now)
 	for _, w := range b.charged {
 		amount := w.Amount(cost)
 		switch {

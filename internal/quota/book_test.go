@@ -40,10 +40,11 @@ func read(b *Book, pages []page) (spent bool, p Plan) {
 	for _, g := range pages {
 		now := t0.Add(g.at)
 		if g.plan {
-			p = b.Plan(now, g.counts, g.unit)
+			p = *b.Plan(now, &g.counts, g.unit)
 			continue
 		}
-		spent = b.Observe(g.reports, now, g.counts, g.seen)
+		c, seen := g.counts, g.seen
+		spent = b.Observe(g.reports, now, &c, &seen)
 	}
 	return spent, p
 }
@@ -342,8 +343,8 @@ func TestBookCharge(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			b := NewBook(bookConfig())
-			b.Observe(c.reports, t0, Counts{}, Seen{Horizon: horizon})
-			b.Plan(t0.Add(time.Second), Counts{}, 100)
+			b.Observe(c.reports, t0, &Counts{}, &Seen{Horizon: horizon})
+			b.Plan(t0.Add(time.Second), &Counts{}, 100)
 			if c.drop != nil {
 				b.Drop(c.drop)
 			}
@@ -378,20 +379,20 @@ func TestBookUntil(t *testing.T) {
 			name:    "SpentUntil is the wake-up of a spent quota",
 			why:     "the owner refuses at once a request whose wait for the reset is too long",
 			reports: []Named{{Name: "requests", Report: Report{Limit: 100, Remaining: 0, Reset: reset(30 * time.Second)}}},
-			query:   func(b *Book) time.Time { return b.SpentUntil(1, 0, time.Time{}) },
+			query:   func(b *Book) time.Time { return b.SpentUntil(1, 0, 0, time.Time{}) },
 			want:    reset(30 * time.Second).Add(RollGuard),
 		},
 		{
 			name:    "SpentUntil is zero while every quota affords the cost",
 			why:     "nothing to wait for: the request goes at once",
 			reports: []Named{{Name: "requests", Report: Report{Limit: 100, Remaining: 10, Reset: minute}}},
-			query:   func(b *Book) time.Time { return b.SpentUntil(1, 0, time.Time{}) },
+			query:   func(b *Book) time.Time { return b.SpentUntil(1, 0, 0, time.Time{}) },
 		},
 		{
 			name:    "SpentUntil counts a token quota by the request's cost",
 			why:     "50 tokens left do not take a request costing 200: it waits for the reset",
 			reports: []Named{{Name: "tokens", Tokens: true, Report: Report{Limit: 1000, Remaining: 50, Reset: reset(30 * time.Second)}}},
-			query:   func(b *Book) time.Time { return b.SpentUntil(200, 0, time.Time{}) },
+			query:   func(b *Book) time.Time { return b.SpentUntil(200, 0, 0, time.Time{}) },
 			want:    reset(30 * time.Second).Add(RollGuard),
 		},
 		{
@@ -433,8 +434,8 @@ func TestBookUntil(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			b := NewBook(bookConfig())
-			b.Observe(c.reports, t0, Counts{}, Seen{Horizon: horizon})
-			b.Plan(t0.Add(time.Second), Counts{}, 100)
+			b.Observe(c.reports, t0, &Counts{}, &Seen{Horizon: horizon})
+			b.Plan(t0.Add(time.Second), &Counts{}, 100)
 			assert.Equal(t, c.want, c.query(b), "why: %s", c.why)
 		})
 	}
@@ -445,13 +446,13 @@ func TestBookUntil(t *testing.T) {
 // book no longer follows.
 func TestAForgottenQuotaIsNotCharged(t *testing.T) {
 	b := NewBook(BookConfig{Safety: 0.9, MaxDelay: time.Hour, Horizon: time.Hour})
-	b.Observe([]Named{{Name: "a", Report: Report{Limit: 100, Remaining: 0, Reset: t0.Add(time.Minute)}}}, t0, Counts{}, Seen{})
-	b.Plan(t0.Add(60010*time.Millisecond), Counts{}, 1)
-	b.Plan(t0.Add(61210*time.Millisecond), Counts{}, 1)
+	b.Observe([]Named{{Name: "a", Report: Report{Limit: 100, Remaining: 0, Reset: t0.Add(time.Minute)}}}, t0, &Counts{}, &Seen{})
+	b.Plan(t0.Add(60010*time.Millisecond), &Counts{}, 1)
+	b.Plan(t0.Add(61210*time.Millisecond), &Counts{}, 1)
 	if short := b.Charge(1, clock.Of(t0.Add(61210*time.Millisecond)), 0); short != nil {
 		t.Fatalf("the look was refused by %v", short)
 	}
-	b.Observe(nil, t0.Add(61300*time.Millisecond), Counts{}, Seen{})
+	b.Observe(nil, t0.Add(61300*time.Millisecond), &Counts{}, &Seen{})
 	if b.Len() != 0 {
 		t.Fatalf("a blind-rolled quota the response did not mention is forgotten: %v", b)
 	}

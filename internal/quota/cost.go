@@ -100,7 +100,7 @@ func (w *Window) blindAmount() int64 {
 // sampleCost folds what q says into the estimate of a blind request's cost.
 // It is called at the end of observe for a token quota, with fresh as
 // observe read it (the response opened a new window, or moved a reset).
-func (w *Window) sampleCost(q Report, now time.Time, seen Seen, fresh bool) {
+func (w *Window) sampleCost(q *Report, now time.Time, seen *Seen, fresh bool) {
 	if seen.Refused {
 		return // its request was not counted; the figures say nothing new
 	}

@@ -84,7 +84,7 @@ func TestBlindCostIsLearntFromTheQuotasFigures(t *testing.T) {
 					reset = reset.Add(time.Minute)
 				}
 				q := Report{Limit: 40000, Remaining: r.rem, Reset: reset}
-				w.sampleCost(q, now, Seen{Blind: r.blind, BlindUnseen: r.unseen, Stated: r.cost, Refused: r.refused},
+				w.sampleCost(&q, now, &Seen{Blind: r.blind, BlindUnseen: r.unseen, Stated: r.cost, Refused: r.refused},
 					r.at >= 60)
 			}
 			assert.InDelta(t, tc.want, w.Estimate(), 1e-6, tc.why)

@@ -193,7 +193,7 @@ const fullRuns = 2
 // the last, undoes it. A reset closer than resets wander says too little
 // (1 token short, "in 1s" rounded up, would read as 1 token a second): the
 // last rate then stands.
-func (w *Window) readsToFull(q Report, now time.Time, timed bool) (float64, bool) {
+func (w *Window) readsToFull(q *Report, now time.Time, timed bool) (float64, bool) {
 	limit := w.limitOrPeak()
 	left := q.Reset.Sub(now)
 	tol := max(w.tolerance(), resetResolution)

@@ -90,7 +90,7 @@ func (w *Window) learnPhase(now, stated time.Time) {
 // is less than half a window later, and the rounding (the jitter) is small
 // against the window. Otherwise, and for other quotas, the later reset is
 // kept: the conservative choice.
-func (w *Window) sameWindowReset(q Report, timed bool, eff float64) {
+func (w *Window) sameWindowReset(q *Report, timed bool, eff float64) {
 	if !timed {
 		return
 	}

@@ -429,13 +429,21 @@ func (w *Window) tolerance() time.Duration {
 // down never raises it; a quota that refills may report more once the
 // budget has stood for seen.Horizon).
 func (w *Window) Observe(q Report, now time.Time, seen Seen) {
+	w.observeAt(&q, now, &seen)
+}
+
+// observeAt is Observe for q and seen by pointer, as Book.Observe calls it:
+// passed by value (15 words), they were stored word by word and copied
+// whole, and the copy's wide loads waited for the narrow stores (a
+// store-forwarding stall). Neither is changed.
+func (w *Window) observeAt(q *Report, now time.Time, seen *Seen) {
 	w.observe(q, now, seen)
 	if w.inferred || w.coordinated {
 		w.ForgetOthers()
 	}
 }
 
-func (w *Window) observe(q Report, now time.Time, seen Seen) {
+func (w *Window) observe(q *Report, now time.Time, seen *Seen) {
 	unseen, fed, admitted, horizon, age := seen.Unseen, seen.Fed, seen.Admitted, seen.Horizon, seen.Age
 	hasRemaining := q.Remaining != Unstated
 	if seen.Refused && hasRemaining && q.Remaining < 1 {
@@ -652,7 +660,7 @@ func (w *Window) observe(q Report, now time.Time, seen Seen) {
 // second), and by about the time the spending since then takes to refill
 // at the rate the stated limit and window imply, or, with no window
 // stated, in step with the spending (a fixed window's reset does not move).
-func (w *Window) fills(q Report) bool {
+func (w *Window) fills(q *Report) bool {
 	moved := q.Reset.Sub(w.first)
 	spent := w.firstRem - q.Remaining
 	if w.first.IsZero() || spent < 2 || moved < max(4*w.jitter, time.Second) {

@@ -121,7 +121,9 @@ func Classify(b []byte) Signal {
 // retryDelay that is not such a duration (a negative one, a number). A
 // digit string too long for a float64 is +Inf, for the caller to clamp.
 func RetryDelay(b []byte) (float64, bool) {
-	if !bytes.Contains(b, []byte("google.rpc.RetryInfo")) {
+	// Nearly every response: nothing was peeked (Peek reads only a 403's
+	// or 429's body), and a search of nothing is a call for nothing.
+	if len(b) == 0 || !bytes.Contains(b, []byte("google.rpc.RetryInfo")) {
 		return 0, false
 	}
 	const key = `"retryDelay"`
