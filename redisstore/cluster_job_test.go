@@ -189,7 +189,8 @@ func runKillJob(t *testing.T, c *redistest.Cluster, mode redisstore.FailureMode,
 		wg.Go(func() {
 			for next.Add(1) <= killJob {
 				refused := false
-				for !killJobCall(client, hs.URL, o, &refused, onAnswer) {
+				for done := false; !done; {
+					done = killJobCall(client, hs.URL, o, &refused, onAnswer)
 				}
 			}
 		})

@@ -328,37 +328,47 @@ func TestMultiProcessChild(t *testing.T) {
 	ctx, cancel := context.WithDeadline(context.Background(), end)
 	defer cancel()
 
+	c := &child{client: client, url: os.Getenv(envURL), start: start}
 	var (
-		res       childResult
-		mu        sync.Mutex
-		responses atomic.Int64
-		left      atomic.Int64 // a job's requests not yet sent
-		wg        sync.WaitGroup
+		left atomic.Int64 // a job's requests not yet sent
+		wg   sync.WaitGroup
 	)
 	left.Store(int64(job))
 	for range workers {
 		wg.Go(func() {
 			for ctx.Err() == nil && (job == 0 || left.Add(-1) >= 0) {
-				for !send(ctx, client, &res, &mu, &responses, start) && ctx.Err() == nil {
+				for sent := false; !sent && ctx.Err() == nil; {
+					sent = c.send(ctx)
 				}
 			}
 		})
 	}
 	wg.Wait()
 	if store != nil {
-		res.Store = store.Stats()
+		c.res.Store = store.Stats()
 	}
-	out, err := json.Marshal(res)
+	out, err := json.Marshal(c.res)
 	require.NoError(t, err)
 	fmt.Println(resultTag + string(out))
 }
 
-// send makes one request of a child and counts its outcome in res. It
-// returns false when pacer refused the request: it waited until the
-// refusal's RetryAt (or the end of ctx), and the request is still to send.
-func send(ctx context.Context, client *http.Client, res *childResult, mu *sync.Mutex, responses *atomic.Int64, start time.Time) bool {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, os.Getenv(envURL)+"/v1/items", nil)
-	resp, err := client.Do(req)
+// child is what a child process's workers share.
+type child struct {
+	client    *http.Client
+	url       string
+	start     time.Time
+	responses atomic.Int64
+
+	mu  sync.Mutex
+	res childResult
+}
+
+// send makes one request and counts its outcome. It returns false when
+// pacer refused the request: it waited until the refusal's RetryAt (or the
+// end of ctx), and the request is still to send.
+func (c *child) send(ctx context.Context) bool {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.url+"/v1/items", nil)
+	resp, err := c.client.Do(req)
 	var rle *pacer.RateLimitError
 	switch {
 	case errors.As(err, &rle):
@@ -375,24 +385,24 @@ func send(ctx context.Context, client *http.Client, res *childResult, mu *sync.M
 		return false
 	case err != nil:
 		if ctx.Err() == nil {
-			mu.Lock()
-			res.Errors = append(res.Errors, err.Error())
-			mu.Unlock()
+			c.mu.Lock()
+			c.res.Errors = append(c.res.Errors, err.Error())
+			c.mu.Unlock()
 		}
 		return true
 	}
 	resp.Body.Close()
-	first := responses.Add(1) == 1
-	mu.Lock()
-	defer mu.Unlock()
-	res.Took = max(res.Took, time.Since(start))
+	first := c.responses.Add(1) == 1
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.res.Took = max(c.res.Took, time.Since(c.start))
 	switch {
 	case resp.StatusCode == http.StatusOK:
-		res.OK++
+		c.res.OK++
 	case first:
-		res.FirstThrottled = true
+		c.res.FirstThrottled = true
 	default:
-		res.Throttled++
+		c.res.Throttled++
 	}
 	return true
 }

@@ -222,11 +222,11 @@ now leaves the bucket to the ceiling and to pauses. The last 1-6% went to fracti
 share of 600 between 100 members is 5.9), held by members that could not spend them; a member now
 gives a fraction back with its next call.
 
-On Redis, measured in real time by redisstore's tests (the same budget, kept by a Lua script; worst runs
-under the race detector on a loaded two-core machine): four OS processes on one Redis ran a job of 400
-requests within a 5,000-an-hour quota in 1.05x the unpaced time with no 429, and, saturating a
+On Redis, measured in real time by redisstore's tests (the same budget, kept by a Lua script; on a
+loaded two-core machine, mostly under the race detector): four OS processes on one Redis ran a job of
+400 requests within a 5,000-an-hour quota in 1.06x the unpaced time with no 429, and, saturating a
 60-a-second quota, spent every window to 0.993 of it at least with no 429 after each process's first
-response (worst of 10; TestFourProcessesRunAJobWithinTheQuotaThroughRedis,
+response (worst of 24; TestFourProcessesRunAJobWithinTheQuotaThroughRedis,
 TestFourProcessesShareOneQuotaThroughRedis). The saturated run once met a 429 in 6 runs of 21, and
 stalled for the rest of the run in 3 of them: a member's first figures were dropped and its first
 requests held by nobody, requests sent by a member's own model while no budget was known reached the
