@@ -634,7 +634,9 @@ func (w *Window) observe(q *Report, now time.Time, seen *Seen) {
 		// would otherwise have reported less), so Remaining less everything
 		// unseen is a lower bound of what is left, and exact once nothing
 		// is in flight.
-		if !w.tokens && w.known && !w.rolled && q.Remaining < w.Units()-1-fed {
+		// (With fed +Inf no figure is less than the budget less it: the
+		// comparison is false, and its division is skipped.)
+		if !w.tokens && w.known && !w.rolled && !math.IsInf(fed, 1) && q.Remaining < w.Units()-1-fed {
 			// Less left than the budget, which counts every request of
 			// ours, even those the server has not seen (but not those
 			// that feeding limiters admitted): someone else spent it.
