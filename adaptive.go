@@ -217,12 +217,6 @@ type Adaptive struct {
 	// and applied.
 	lastDecision decision.Input
 	decided      bool
-	// checkFor is the plan's Next that checkNs, the admission's checkAt,
-	// was last worked out from: while the plan names the same time, the
-	// package clock's reading of it is the same (clock.Of, not worked out
-	// again: 1% of a response's CPU time).
-	checkFor time.Time
-	checkNs  int64
 }
 
 // NewAdaptive returns an Adaptive for cfg. It panics if a field is invalid

@@ -30,47 +30,28 @@ func (a *Adaptive) admit(ctx context.Context, cost float64, class Class) ([]need
 	if !(cost > 0) || math.IsInf(cost, 1) {
 		cost = 0
 	}
-	// The caller counts as waiting (Stats) from its first step that may
-	// wait until it is admitted or refused (counted, see markWaiting): one
-	// let through at once never waits, and counting it in and out was 1%
-	// of a request's CPU time. One deferred call before one return is
-	// compiled inline; in the loop's function, with its many returns, the
-	// two it took were kept on the stack and run by the runtime: 2% of a
-	// request's cost.
-	counted := false
-	defer a.doneWaiting(class, &counted)
-	return a.admitWaiting(ctx, cost, class, &counted)
-}
-
-// markWaiting counts a caller of the class as waiting, once: counted
-// records that it did.
-func (a *Adaptive) markWaiting(class Class, counted *bool) {
-	if *counted {
-		return
-	}
-	*counted = true
+	// The caller counts as waiting until it is admitted or refused. One
+	// deferred call before one return is compiled inline; in the loop's
+	// function, with its many returns, the two it took were kept on the
+	// stack and run by the runtime: 2% of a request's cost.
 	a.waiting.Add(1)
 	if class == Batch {
 		a.batchWaiting.Add(1)
 	}
+	defer a.doneWaiting(class)
+	return a.admitWaiting(ctx, cost, class)
 }
 
-// doneWaiting counts a caller of the class out of the waiting ones, if
-// markWaiting counted it in.
-func (a *Adaptive) doneWaiting(class Class, counted *bool) {
-	if !*counted {
-		return
-	}
+// doneWaiting counts a caller of the class out of the waiting ones.
+func (a *Adaptive) doneWaiting(class Class) {
 	a.waiting.Add(-1)
 	if class == Batch {
 		a.batchWaiting.Add(-1)
 	}
 }
 
-// admitWaiting is admit's loop. It counts the caller as waiting
-// (markWaiting) before each step that may wait: the gate, and all that
-// follows the first look at the budgets unless that look admitted it.
-func (a *Adaptive) admitWaiting(ctx context.Context, cost float64, class Class, counted *bool) ([]need, error) {
+// admitWaiting is admit's loop, for a caller counted as waiting.
+func (a *Adaptive) admitWaiting(ctx context.Context, cost float64, class Class) ([]need, error) {
 	held := false // in-flight slot taken through the gate
 	release := func() {
 		if held {
@@ -87,7 +68,6 @@ func (a *Adaptive) admitWaiting(ctx context.Context, cost float64, class Class, 
 admission:
 	for {
 		if !held && a.gated.Load() {
-			a.markWaiting(class, counted)
 			var err error
 			if held, err = a.enterGate(ctx); err != nil {
 				return nil, err
@@ -139,7 +119,6 @@ admission:
 				break admission
 			}
 			if tried {
-				a.markWaiting(class, counted)
 				release()
 				if err := a.awaitBudget(ctx, retryAt, mark, seen); err != nil {
 					return nil, err
@@ -148,7 +127,6 @@ admission:
 			}
 			spent = at
 		}
-		a.markWaiting(class, counted) // from here on the caller may wait
 		if tokens || !spent.IsZero() {
 			if now.IsZero() {
 				t := time.Now() // for the wall clock: now is the instant ns

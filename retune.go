@@ -381,10 +381,7 @@ func (a *Adaptive) retune(now time.Time) {
 	p := a.book.Plan(now, &c, max(units(a.avgCost.Load()), 1))
 	next := int64(math.MaxInt64)
 	if !p.Next.IsZero() {
-		if p.Next != a.checkFor { // bit for bit (see checkFor)
-			a.checkFor, a.checkNs = p.Next, clock.Of(p.Next)
-		}
-		next = a.checkNs
+		next = clock.Of(p.Next)
 	}
 	if old := a.snap.Load(); old.checkAt != next || old.charged != (p.Known > 0) || old.tokens != p.Tokens {
 		a.snap.Store(&admission{charged: p.Known > 0, tokens: p.Tokens, checkAt: next})

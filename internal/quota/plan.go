@@ -56,10 +56,7 @@ func (w *Window) advance(st *Step, now time.Time, unseen, unit, admitted float64
 	}
 	st.Rate = w.Plan(now, unit)
 	if !w.reset.IsZero() {
-		if w.reset != w.rollFor { // bit for bit: the same reset gives the same sum
-			w.rollFor, w.rollAt = w.reset, w.reset.Add(RollGuard)
-		}
-		st.Next = w.rollAt
+		st.Next = w.reset.Add(RollGuard)
 	}
 	st.Next = earlierSet(st.Next, w.wakeAt)
 	st.Next = earlierSet(st.Next, w.probeAt)

@@ -126,10 +126,9 @@ type Window struct {
 	probing bool
 	probeAt time.Time // when a quota with no reset may probe again
 	wakeAt  time.Time // when a spent budget can next take a request
-	// rollAt is rollFor (the reset it was worked out for) plus RollGuard:
-	// advance's look-again time, not worked out again while the reset
-	// stands (the same value; time.Time.Add was 1% of a response's CPU).
-	rollFor, rollAt time.Time
+
+	// mentioned marks the windows the response being observed described.
+	mentioned bool
 }
 
 // windowKind is what happens to a quota when its reset passes.
@@ -635,9 +634,7 @@ func (w *Window) observe(q *Report, now time.Time, seen *Seen) {
 		// would otherwise have reported less), so Remaining less everything
 		// unseen is a lower bound of what is left, and exact once nothing
 		// is in flight.
-		// (With fed +Inf no figure is less than the budget less it: the
-		// comparison is false, and its division is skipped.)
-		if !w.tokens && w.known && !w.rolled && !math.IsInf(fed, 1) && q.Remaining < w.Units()-1-fed {
+		if !w.tokens && w.known && !w.rolled && q.Remaining < w.Units()-1-fed {
 			// Less left than the budget, which counts every request of
 			// ours, even those the server has not seen (but not those
 			// that feeding limiters admitted): someone else spent it.
