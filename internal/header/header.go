@@ -484,7 +484,7 @@ func (p *parser) resetNumber(v float64) (time.Time, bool) {
 		sec-- // floored, as Unix() is: the nanoseconds are never negative
 	}
 	nowSec := float64(sec) + float64(un-sec*1e9)/1e9
-	slack := p.slack.Seconds()
+	slack := seconds(p.slack)
 	// An epoch in seconds, else in milliseconds (divided only then).
 	d := v - nowSec
 	if !(d >= -slack && d <= slack) {

@@ -1,10 +1,12 @@
 package header
 
 import (
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -45,5 +47,14 @@ func TestParseDecimalReadsChunksAsDigits(t *testing.T) {
 				assert.Equal(t, want, got, "%q", v)
 			}
 		}
+	}
+}
+
+// seconds is Duration.Seconds, bit for bit, with or without whole seconds.
+func TestSecondsIsDurationSeconds(t *testing.T) {
+	for _, d := range []time.Duration{0, time.Second, -time.Second, 10 * time.Minute, 24 * time.Hour,
+		1, -1, time.Second + 1, 1500 * time.Millisecond, -2500 * time.Millisecond, math.MaxInt64, math.MinInt64,
+		math.MaxInt64 / time.Second * time.Second, math.MinInt64 / time.Second * time.Second} {
+		assert.Equal(t, math.Float64bits(d.Seconds()), math.Float64bits(seconds(d)), "%d", d)
 	}
 }

@@ -489,7 +489,15 @@ func (w *Window) observe(q *Report, now time.Time, seen *Seen) {
 		w.kind = kindSmooth
 	}
 	w.ApplyDrift(now)
-	eff := max(q.Remaining-unseen-max(-w.drift, 0)*age.Seconds(), 0)
+	// What others take until the figure is seen, at the measured drain:
+	// converted only when there is one (the conversion's division was 1%
+	// of a response's CPU time; without a drain the term is +0, and
+	// subtracting +0 changes no figure).
+	eff := q.Remaining - unseen
+	if drain := max(-w.drift, 0); drain != 0 {
+		eff -= drain * age.Seconds()
+	}
+	eff = max(eff, 0)
 	tol := w.tolerance()
 	if timed && w.rolled && w.kind == kindRefill && !q.Reset.After(w.stamp.Add(tol)) {
 		// A response from the window that just ended, overtaken by the
