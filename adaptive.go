@@ -12,6 +12,7 @@ import (
 	"github.com/pacer-go/pacer/internal/decision"
 	"github.com/pacer-go/pacer/internal/infer"
 	"github.com/pacer-go/pacer/internal/quota"
+	"github.com/pacer-go/pacer/internal/response"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -190,11 +191,10 @@ type Adaptive struct {
 
 	book      *quota.Book // the quotas the server states (or the inferred one)
 	probe     *cubic.Probe
-	clock     clockOffset   // the server's clock, for Permit.Done (the Transport keeps one per host)
-	infer     infer.Model   // the quota of a server that states none
-	inferBuf  [1]Quota      // infer's quota, without an allocation per response
-	reports   []quota.Named // what a response said of its quotas, reused
-	paused    time.Time     // no request starts before this
+	clock     response.Clock // the server's clock, for Permit.Done (the Transport keeps one per host)
+	infer     infer.Model    // the quota of a server that states none
+	reports   []quota.Named  // what a response said of its quotas, reused
+	paused    time.Time      // no request starts before this
 	lastInfo  Info
 	lanes     lanes // the classes of work seen, for their reserves (atomic)
 	throttled int64

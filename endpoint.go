@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/internal/response"
 )
 
 // maxRoutesPerEndpoint bounds the server-named bucket bindings one endpoint
@@ -31,7 +32,7 @@ type endpoint struct {
 	lim *Adaptive
 	// clock bounds the server's clock offset from its Date headers, for
 	// the absolute resets it states.
-	clock clockOffset
+	clock response.Clock
 	// retryBudget bounds the retries of requests the server shed.
 	retryBudget retryBudget
 	// bucket is the server's name for this limiter's bucket; "" for the
@@ -366,18 +367,18 @@ func (e *endpoints) create(key string, sp *spec) *endpoint {
 // from is the limiter that admitted the request: its requests in flight
 // may be bound for the bucket too, and the bucket's limiter counts them as
 // unseen (feed), not as another client's spending.
-func (e *endpoints) teachBucket(key, bucket string, from *Adaptive, o *outcome, quotas []Quota) {
+func (e *endpoints) teachBucket(key, bucket string, from *Adaptive, m *response.Meaning) {
 	ep := e.peek(key)
 	if ep == nil {
 		fresh := e.newEndpoint(key, &spec{bucket: bucket})
 		fresh.lim.feed(from)
-		fresh.lim.learnOther(o, quotas) // before anyone else can see it
+		fresh.lim.learnOther(m) // before anyone else can see it
 		if ep = e.insert(fresh, clock.Now(), 0); ep == fresh {
 			return
 		}
 	}
 	ep.lim.feed(from)
-	ep.lim.learnOther(o, quotas)
+	ep.lim.learnOther(m)
 }
 
 func (e *endpoints) newEndpoint(key string, sp *spec) *endpoint {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/quota"
+	"github.com/pacer-go/pacer/internal/response"
 )
 
 // Settling: a Permit's Done, which applies what the response said, and its
@@ -38,29 +39,26 @@ func (p *Permit) Done(resp *http.Response) {
 	}
 	now := time.Now()
 	if resp == nil {
-		p.doneWith(&outcome{}, nil, now)
+		p.doneWith(nil, now)
 		return
 	}
-	var qs quotaBuf
-	var o outcome
-	readResponse(&o, &p.a.clock, resp, now, p.a.cfg.MaxDelay, &qs)
-	p.doneWith(&o, qs.slice(), now)
+	var m response.Meaning
+	response.Read(&m, resp, now, capsOf(p.a.cfg.MaxDelay), &p.a.clock)
+	p.doneWith(&m, now)
 }
 
-// doneWith is Done for a response read as o, which arrived at now (the
-// Transport's one clock reading per response); &outcome{} for none. The
-// response's quotas are apart: they stand for o.Info.Quotas, which is
-// ignored (see quotaBuf). The limiter copies what it keeps of them. (o
-// goes by pointer, as down to the limiter's learn: an outcome is 80 bytes,
-// and copying it at each call was 4% of a response's CPU time through the
-// Transport.)
-func (p *Permit) doneWith(o *outcome, quotas []Quota, now time.Time) {
+// doneWith is Done for a response read as m, which arrived at now (the
+// Transport's one reading of the clock and of the response); nil for none.
+// The limiter copies what it keeps of m. (m goes by pointer, down to the
+// limiter's learn: copying it at each call was 4% of a response's CPU time
+// through the Transport.)
+func (p *Permit) doneWith(m *response.Meaning, now time.Time) {
 	if !p.live {
 		return
 	}
 	p.live = false
-	p.a.fleet.answered(p.fleet, quotas, now)
-	p.a.learn(o, quotas, true, p.cost, now)
+	p.a.fleet.answered(p.fleet, m, now)
+	p.a.learn(m, true, p.cost, now)
 }
 
 // Abandon settles the permit of a request that was not sent: its charge is

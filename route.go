@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/internal/response"
 )
 
 // This file maps a request to the endpoint and limiter it waits on (route
@@ -186,31 +187,30 @@ func (t *Transport) match(r *http.Request) *rule {
 	return nil
 }
 
-// learn reports an admitted attempt's outcome to the limiter that admitted
-// it and learns the server-named bucket of ep's route from it.
-// o is what the response means; now is when it arrived. seen is the
-// binding limiterBound found for the request, or nil. quotas stand for
-// o.Info.Quotas (see quotaBuf).
-func (t *Transport) learn(ep, lim *endpoint, u *urlParts, seen *seenBinding, p *Permit, o *outcome, quotas []Quota, now time.Time) {
+// learn reports what an admitted attempt's response meant, m, to the
+// limiter that admitted it and learns the server-named bucket of ep's
+// route from it; now is when it arrived. seen is the binding limiterBound
+// found for the request, or nil.
+func (t *Transport) learn(ep, lim *endpoint, u *urlParts, seen *seenBinding, p *Permit, m *response.Meaning, now time.Time) {
 	// The bucket is taught and bound before the permit settles: settling
 	// lets requests held for this answer go (the first look), and each
 	// must find its route bound, and the bucket knowing what this
 	// response said, or it spends the host's budget beside the bucket's.
-	t.learnBucket(ep, lim, u, seen, o, quotas)
-	if lim.bucket != "" && o.Info.Bucket != "" && o.Info.Bucket != lim.bucket {
+	t.learnBucket(ep, lim, u, seen, m)
+	if lim.bucket != "" && m.Bucket != "" && m.Bucket != lim.bucket {
 		// The server moved this route to another bucket: what the response
 		// says belongs to that bucket (taught above), not to lim's.
-		p.doneWith(&outcome{}, nil, now)
+		p.doneWith(nil, now)
 	} else {
-		p.doneWith(o, quotas, now)
+		p.doneWith(m, now)
 	}
 }
 
 // learnBucket learns the server-named bucket of ep's route from a
 // response: it teaches the bucket's limiter what the response said and
 // binds the route to it.
-func (t *Transport) learnBucket(ep, lim *endpoint, u *urlParts, seen *seenBinding, o *outcome, quotas []Quota) {
-	info := &o.Info
+func (t *Transport) learnBucket(ep, lim *endpoint, u *urlParts, seen *seenBinding, m *response.Meaning) {
+	info := &m.Info
 	if info.Bucket == "" || ep.pinned || len(info.Bucket) > maxBucketName {
 		return
 	}
@@ -231,7 +231,7 @@ func (t *Transport) learnBucket(ep, lim *endpoint, u *urlParts, seen *seenBindin
 	if lim.bucket != info.Bucket {
 		// Teach first: requests the binding sends to the bucket's limiter
 		// must find it knowing what this response said.
-		t.eps.teachBucket(b.key, b.name, lim.lim, o, quotas)
+		t.eps.teachBucket(b.key, b.name, lim.lim, m)
 	}
 	if rebind {
 		ep.bind(u, b)

@@ -1,4 +1,4 @@
-package pacer
+package response
 
 import (
 	"net/http"
@@ -8,7 +8,7 @@ import (
 	"github.com/pacer-go/pacer/internal/header"
 )
 
-// clockOffset bounds how far a server's clock is ahead of this one (negative:
+// Clock bounds how far a server's clock is ahead of this one (negative:
 // behind), from the Date header every HTTP response carries, so that resets
 // stated in the server's clock (epoch seconds, HTTP-dates, RFC 3339) are read
 // in ours. A server 3 s behind states a reset 3 s before its window ends by
@@ -23,7 +23,7 @@ import (
 // half a round trip once responses at many sub-second phases have been seen.
 // It decays slowly (skewDecay) so that a server whose clock is set back is
 // followed eventually.
-type clockOffset struct {
+type Clock struct {
 	lo   atomic.Int64           // ns, the lower bound; valid when at != 0
 	at   atomic.Int64           // when lo was set, ns on the local clock (Unix)
 	last atomic.Pointer[string] // the last Date seen
@@ -40,12 +40,12 @@ const skewDecay = time.Second
 // broken header, not a clock.
 const maxSkew = 24 * time.Hour
 
-// A clockOffset is the Skew the grammar reads a response's resets with: it
+// A Clock is the Skew the grammar reads a response's resets with: it
 // hands over the response's Date, found in its pass over the fields.
-var _ header.Skew = (*clockOffset)(nil)
+var _ header.Skew = (*Clock)(nil)
 
 // Observe folds in the Date header of a response that arrived at recv.
-func (c *clockOffset) Observe(date string, recv time.Time) {
+func (c *Clock) Observe(date string, recv time.Time) {
 	if date == "" {
 		return
 	}
@@ -75,13 +75,13 @@ func (c *clockOffset) Observe(date string, recv time.Time) {
 
 // decayed is the bound at now (ns), lowered by skewDecay per hour since it
 // was set.
-func (c *clockOffset) decayed(now int64) int64 {
+func (c *Clock) decayed(now int64) int64 {
 	elapsed := max(now-c.at.Load(), 0)
 	return c.lo.Load() - int64(float64(elapsed)/float64(time.Hour)*float64(skewDecay))
 }
 
 // Offset is the server's clock minus ours, a lower bound; 0 before any Date.
-func (c *clockOffset) Offset(now time.Time) time.Duration {
+func (c *Clock) Offset(now time.Time) time.Duration {
 	if c.at.Load() == 0 {
 		return 0
 	}
