@@ -232,11 +232,11 @@ type attemptState struct {
 	sent      bool          // out was handed to the base transport, which closes its body
 	sentAt    time.Time     // set only for an observer
 	resp      *http.Response
-	now       time.Time // when resp arrived
+	now       time.Time        // when resp arrived
 	read      response.Meaning // what resp means
-	err       error     // why the attempt got no response
-	refusedBy *endpoint // the endpoint whose Refused counts err, a *RateLimitError
-	tooLate   bool      // the previous attempt's retry was refused before it waited
+	err       error            // why the attempt got no response
+	refusedBy *endpoint        // the endpoint whose Refused counts err, a *RateLimitError
+	tooLate   bool             // the previous attempt's retry was refused before it waited
 }
 
 // attempt makes attempt rt.n and sets o to how it ended. prev is the
