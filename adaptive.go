@@ -194,6 +194,7 @@ type Adaptive struct {
 	clock     response.Clock // the server's clock, for Permit.Done (the Transport keeps one per host)
 	infer     infer.Model    // the quota of a server that states none
 	reports   []quota.Named  // what a response said of its quotas, reused
+	stated    []statedQuota  // the quotas stated for the endpoint (WithQuota), until its server states its own
 	paused    time.Time      // no request starts before this
 	lastInfo  Info
 	lanes     lanes // the classes of work seen, for their reserves (atomic)

@@ -222,7 +222,7 @@ func (t *routeTable) with(rk routeKey, b binding) *routeTable {
 // creating an endpoint at the cap makes room, so there is no background
 // goroutine to stop.
 type endpoints struct {
-	newLimiter func(key string, ceiling Limit, burst int) *Adaptive
+	newLimiter func(key string, ceiling Limit, burst int, stated []statedQuota) *Adaptive
 	max        int
 
 	mu sync.RWMutex
@@ -243,7 +243,7 @@ type endpoints struct {
 // it. Memory is bounded by the cap on endpoints, not by this.
 const idleTTL = 10 * time.Minute
 
-func newEndpoints(max int, newLimiter func(string, Limit, int) *Adaptive) *endpoints {
+func newEndpoints(max int, newLimiter func(string, Limit, int, []statedQuota) *Adaptive) *endpoints {
 	e := &endpoints{newLimiter: newLimiter, max: max, m: make(map[string]*endpoint)}
 	e.nextSweep.Store(clock.Now() + sweepEvery)
 	return e
@@ -257,8 +257,10 @@ const sweepEvery = int64(idleTTL / 4)
 // rule is what a route pattern configured for the endpoint it keys.
 type rule struct {
 	pattern string
-	ceiling Limit // 0: none
+	option  string // the option that configured it, for a panic's message
+	ceiling Limit  // 0: none
 	burst   int
+	stated  []statedQuota // WithQuota's
 }
 
 // spec says how to create an endpoint that does not exist yet.
@@ -385,11 +387,15 @@ func (e *endpoints) newEndpoint(key string, sp *spec) *endpoint {
 	ep := &endpoint{key: key, bucket: sp.bucket, hostScoped: sp.rule != nil}
 	var ceiling Limit
 	var burst int
-	if sp.rule != nil && sp.rule.ceiling > 0 {
-		ceiling, burst = sp.rule.ceiling, sp.rule.burst
-		ep.pinned = true
+	var stated []statedQuota
+	if sp.rule != nil {
+		stated = sp.rule.stated
+		if sp.rule.ceiling > 0 {
+			ceiling, burst = sp.rule.ceiling, sp.rule.burst
+			ep.pinned = true
+		}
 	}
-	ep.lim = e.newLimiter(key, ceiling, burst)
+	ep.lim = e.newLimiter(key, ceiling, burst, stated)
 	return ep
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/pacer-go/pacer/internal/quota"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -78,11 +79,56 @@ func WithEndpoint(pattern string, limit Limit, burst int) Option {
 	if burst < 0 {
 		panic(fmt.Sprintf("pacer: WithEndpoint(%q): negative burst %d", pattern, burst))
 	}
-	r := &rule{pattern: pattern}
+	r := &rule{pattern: pattern, option: "WithEndpoint"}
 	if limit != Inf {
 		r.ceiling, r.burst = limit, max(burst, 1)
 	}
 	return func(c *config) { c.rules = append(c.rules, r) }
+}
+
+// WithQuota states a quota of the requests matching pattern: at most limit
+// of them per window, counted afresh each window, the first starting with
+// the endpoint's first request. It is the statement "5,000 requests an
+// hour" (WithQuota(pattern, 5000, time.Hour)), which a rate serves badly:
+// 1.39 a second paces a job of 100 that the quota affords at once.
+//
+// The endpoint's limiter knows the quota from the start, as if a server
+// had stated it: a request the quota affords goes at once, with no slow
+// start; once a window's quota is spent, requests wait for the next
+// window (up to MaxWait; see [WithMaxWait]). Once the server's responses
+// state quotas of their own (any header convention [ParseHeaders] reads),
+// those govern and the stated quotas are dropped: the server's count is
+// exact, the statement a model of it. To stay below what the server
+// allows whatever it states, set a rate with [WithEndpoint].
+//
+// pattern is as in [WithEndpoint], and keys the same endpoint as a
+// WithEndpoint of the same pattern; a pattern may state several quotas
+// (an hourly and a per-minute one), each of which a request must fit.
+// With a [WithStore] store, each replica counts only its own requests
+// against a stated quota: state each replica's share.
+//
+// It panics if limit is not positive, or window is not positive or is
+// longer than [MaxResetHorizon]; NewTransport panics for a pattern as it
+// does for WithEndpoint's.
+func WithQuota(pattern string, limit int, window time.Duration) Option {
+	if limit <= 0 {
+		panic(fmt.Sprintf("pacer: WithQuota(%q, %d, %v): limit must be > 0", pattern, limit, window))
+	}
+	if window <= 0 || window > MaxResetHorizon {
+		panic(fmt.Sprintf("pacer: WithQuota(%q, %d, %v): window must be in (0, %v]", pattern, limit, window, MaxResetHorizon))
+	}
+	r := &rule{pattern: pattern, option: "WithQuota", stated: []statedQuota{{
+		name:   fmt.Sprintf("%d per %v", limit, window),
+		Stated: quota.Stated{Limit: float64(limit), Window: window},
+	}}}
+	return func(c *config) { c.rules = append(c.rules, r) }
+}
+
+// statedQuota is a quota WithQuota states, by the name the limiter knows
+// it by.
+type statedQuota struct {
+	name string
+	quota.Stated
 }
 
 // WithKeyFunc keys the requests that match no [WithEndpoint] pattern by

@@ -187,6 +187,9 @@ func (a *Adaptive) learnLocked(m *response.Meaning, own bool, cost float64, now 
 		r.Name, r.Tokens = q.Name, q.Unit == header.Tokens
 		r.Limit, r.Remaining, r.Reset, r.Window = q.Limit, q.Remaining, q.Reset, q.Window
 	}
+	if len(a.stated) > 0 {
+		a.reportStated(now, nq > 0, status != http.StatusTooManyRequests && status != http.StatusServiceUnavailable)
+	}
 	var handoff float64 // the model gave up: the probe starts at this rate
 	var handoffSpan time.Duration
 	switch {
@@ -292,6 +295,45 @@ func (a *Adaptive) appliedLocked(own bool) {
 func (a *Adaptive) stopInferring() {
 	a.infer.Stop()
 	a.book.Drop((*quota.Window).Inferred)
+}
+
+// state starts the quotas stated for the endpoint (WithQuota) at now, as a
+// server's statement of them would: their budgets are known from the
+// start, so slow start is over before it began.
+func (a *Adaptive) state(qs []statedQuota, now time.Time) {
+	a.mu.Lock()
+	a.stated = slices.Clone(qs)
+	a.reports = a.reports[:0]
+	for i := range a.stated {
+		s := &a.stated[i]
+		a.reports = append(a.reports, quota.Named{Name: s.name, Report: s.Start(now)})
+	}
+	var c quota.Counts
+	seen := quota.Seen{Horizon: a.horizon(), Age: a.rtt()}
+	a.book.Observe(a.reports, now, &c, &seen)
+	a.started.Store(true)
+	a.retune(now)
+	a.changedLocked()
+	a.unlock()
+}
+
+// reportStated adds to a.reports what the stated quotas say after a
+// response that arrived at now (counted: one the server counted), or
+// drops them for good when the server states quotas of its own. Called
+// with a.mu held.
+func (a *Adaptive) reportStated(now time.Time, serverStates, counted bool) {
+	if serverStates {
+		stated := a.stated
+		a.book.Drop(func(w *quota.Window) bool {
+			return slices.ContainsFunc(stated, func(s statedQuota) bool { return s.name == w.Name() })
+		})
+		a.stated = nil
+		return
+	}
+	for i := range a.stated {
+		s := &a.stated[i]
+		a.reports = append(a.reports, quota.Named{Name: s.name, Report: s.Answered(now, counted)})
+	}
 }
 
 // quotasKnown reports whether the server has described a quota of this

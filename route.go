@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,20 +23,46 @@ type routeMarker struct{ rule *rule }
 func (*routeMarker) ServeHTTP(http.ResponseWriter, *http.Request) {}
 
 func register(mux *http.ServeMux, r *rule) {
-	pattern := muxPattern(r.pattern)
+	pattern := muxPattern(r.option, r.pattern)
 	defer func() {
 		if p := recover(); p != nil {
-			panic(fmt.Sprintf("pacer: WithEndpoint(%q): %v", r.pattern, p))
+			panic(fmt.Sprintf("pacer: %s(%q): %v", r.option, r.pattern, p))
 		}
 	}()
 	mux.Handle(pattern, &routeMarker{rule: r})
+}
+
+// mergeRules folds the quotas WithQuota states for a pattern into the rule
+// of that pattern's WithEndpoint, or of its first WithQuota, in fresh rules
+// (an Option may configure several Transports). Two WithEndpoints of one
+// pattern stay apart, for the mux to refuse.
+func mergeRules(rules []*rule) []*rule {
+	out := make([]*rule, 0, len(rules))
+	byPattern := make(map[string]*rule, len(rules))
+	for _, r := range rules {
+		m := byPattern[r.pattern]
+		if m == nil || r.stated == nil && m.option == "WithEndpoint" {
+			c := *r
+			c.stated = slices.Clone(r.stated)
+			out = append(out, &c)
+			if m == nil {
+				byPattern[r.pattern] = &c
+			}
+			continue
+		}
+		if r.stated == nil { // a WithEndpoint after WithQuotas of its pattern
+			m.option, m.ceiling, m.burst = r.option, r.ceiling, r.burst
+		}
+		m.stated = append(m.stated, r.stated...)
+	}
+	return out
 }
 
 // muxPattern returns pattern as the mux must see it to match what
 // [Transport.match] shows it: the host lower-cased and an IPv6 literal
 // unbracketed. A host with a port panics: ServeMux ignores the request's
 // port, so the pattern would never match.
-func muxPattern(pattern string) string {
+func muxPattern(option, pattern string) string {
 	method, rest := "", pattern
 	if i := strings.IndexAny(pattern, " \t"); i >= 0 {
 		method, rest = pattern[:i+1], strings.TrimLeft(pattern[i:], " \t")
@@ -46,10 +73,10 @@ func muxPattern(pattern string) string {
 	}
 	host := rest[:i]
 	if strings.ContainsAny(host, " \t") || strings.Contains(rest, "://") {
-		panic(fmt.Sprintf("pacer: WithEndpoint(%q): %q is not a host", pattern, host))
+		panic(fmt.Sprintf("pacer: %s(%q): %q is not a host", option, pattern, host))
 	}
 	if h, _, err := net.SplitHostPort(host); err == nil {
-		panic(fmt.Sprintf("pacer: WithEndpoint(%q): host %q has a port, which is never matched: use %q (WithKeyFunc can tell ports apart)", pattern, host, h))
+		panic(fmt.Sprintf("pacer: %s(%q): host %q has a port, which is never matched: use %q (WithKeyFunc can tell ports apart)", option, pattern, host, h))
 	}
 	host = strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
 	return method + host + rest[i:]

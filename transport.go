@@ -111,12 +111,12 @@ func (t *Transport) setup(base http.RoundTripper, c *config) {
 	t.views.New = func() any { return new(http.Request) }
 	if len(c.rules) > 0 {
 		t.mux = http.NewServeMux()
-		for _, r := range c.rules {
+		for _, r := range mergeRules(c.rules) {
 			register(t.mux, r)
 		}
 	}
-	t.eps = newEndpoints(c.maxEndpoints, func(key string, ceiling Limit, burst int) *Adaptive {
-		return NewAdaptive(AdaptiveConfig{
+	t.eps = newEndpoints(c.maxEndpoints, func(key string, ceiling Limit, burst int, stated []statedQuota) *Adaptive {
+		a := NewAdaptive(AdaptiveConfig{
 			Key:          key,
 			SafetyFactor: c.safety,
 			Ceiling:      ceiling,
@@ -127,6 +127,10 @@ func (t *Transport) setup(base http.RoundTripper, c *config) {
 			Store:        c.store,
 			BatchReserve: c.batchReserve,
 		})
+		if len(stated) > 0 {
+			a.state(stated, time.Now())
+		}
+		return a
 	})
 }
 
