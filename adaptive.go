@@ -414,7 +414,9 @@ func (p *Permit) doneWith(m *response.Meaning, now time.Time) {
 		return
 	}
 	p.live = false
-	p.a.fleet.answered(p.fleet, m, now)
+	if p.a.fleet != nil { // (a call fewer, and a file, on a request's path without a fleet)
+		p.a.fleet.answered(p.fleet, m, now)
+	}
 	p.a.learn(m, true, p.cost, now)
 }
 
