@@ -11,6 +11,7 @@ import (
 
 	"github.com/pacer-go/pacer/internal/cubic"
 	"github.com/pacer-go/pacer/internal/decision"
+	"github.com/pacer-go/pacer/internal/header"
 	"github.com/pacer-go/pacer/internal/infer"
 	"github.com/pacer-go/pacer/internal/quota"
 	"github.com/pacer-go/pacer/internal/response"
@@ -197,7 +198,7 @@ type Adaptive struct {
 	reports   []quota.Named  // what a response said of its quotas, reused
 	stated    []statedQuota  // the quotas stated for the endpoint (WithQuota), until its server states its own
 	paused    time.Time      // no request starts before this
-	lastInfo  Info
+	lastInfo  header.Info // what the last response that stated anything said besides its quotas (see lastInfoLocked)
 	lanes     lanes // the classes of work seen, for their reserves (atomic)
 	throttled int64
 	requests  int64
@@ -212,9 +213,9 @@ type Adaptive struct {
 	// began: answers arriving before it belong to the same trip.
 	bodyLimitUntil time.Time
 
-	// lastQuotas holds lastInfo.Quotas, reused from response to response
-	// (see learn); readers clone it under mu.
-	lastQuotas []Quota
+	// lastQuotas holds that response's quotas; readers convert them under
+	// mu.
+	lastQuotas header.Quotas
 	// lastDecision is what retune last decided on (decided: it has),
 	// and applied.
 	lastDecision decision.Input

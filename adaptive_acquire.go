@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
@@ -383,8 +382,7 @@ func (a *Adaptive) tooLong(ctx context.Context, now, at time.Time) error {
 
 func (a *Adaptive) rateLimitError(at time.Time, cause error) *RateLimitError {
 	a.mu.Lock()
-	info := a.lastInfo
-	info.Quotas = slices.Clone(info.Quotas) // the limiter's, rewritten by the next response
+	info := a.lastInfoLocked()
 	a.unlock()
 	return &RateLimitError{Endpoint: a.cfg.Key, RetryAt: at, Info: info, Err: cause}
 }

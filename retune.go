@@ -144,12 +144,9 @@ func (a *Adaptive) learnLocked(m *response.Meaning, own bool, cost float64, now 
 	a.trackRTT(now, others)
 	status, sig, nq := m.Status, m.Body, m.Quotas.Len()
 	if nq > 0 || m.RetryAfter > 0 || m.Bucket != "" {
-		a.lastInfo = Info{RetryAfter: m.RetryAfter, Bucket: m.Bucket, Global: m.Global}
-		if nq > 0 { // into the limiter's own slice, reused: readers clone it
-			a.lastQuotas = slices.Grow(a.lastQuotas[:0], nq)[:nq]
-			copyQuotas(a.lastQuotas, &m.Quotas)
-			a.lastInfo.Quotas = a.lastQuotas
-		}
+		// Kept as the grammar read them: the readers (Stats, a
+		// *RateLimitError) convert them.
+		a.lastInfo, a.lastQuotas = m.Info, m.Quotas
 	}
 
 	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
