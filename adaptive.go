@@ -198,8 +198,8 @@ type Adaptive struct {
 	reports   []quota.Named  // what a response said of its quotas, reused
 	stated    []statedQuota  // the quotas stated for the endpoint (WithQuota), until its server states its own
 	paused    time.Time      // no request starts before this
-	lastInfo  header.Info // what the last response that stated anything said besides its quotas (see lastInfoLocked)
-	lanes     lanes // the classes of work seen, for their reserves (atomic)
+	lastInfo  header.Info    // what the last response that stated anything said besides its quotas (see lastInfoLocked)
+	lanes     lanes          // the classes of work seen, for their reserves (atomic)
 	throttled int64
 	requests  int64
 	lastObs   time.Time
