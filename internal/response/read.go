@@ -43,19 +43,29 @@ type Meaning struct {
 // loads right after narrow stores wrote it (store-forwarding stalls, 3% of
 // a GitHub-style response's CPU time through the Transport).
 func Read(m *Meaning, resp *http.Response, now time.Time, caps header.Caps, clk *Clock) {
-	body := Peek(resp)
-	m.Status, m.Body = resp.StatusCode, Classify(body)
+	m.Status, m.Body = resp.StatusCode, None
+	var body []byte
+	if refusal(m.Status) { // (Peek reads no other body: nearly every response is spared three calls)
+		body = Peek(resp)
+		m.Body = Classify(body)
+	}
 	var skew header.Skew
 	if clk != nil {
 		skew = clk
 	}
 	m.Info, _ = header.Parse(resp.Header, now, caps, skew, &m.Quotas)
-	if m.RetryAfter == 0 {
+	if m.RetryAfter == 0 && body != nil {
 		if s, ok := RetryDelay(body); ok {
 			m.RetryAfter = header.ClampSeconds(s, caps.Wait)
 		}
 	}
 	m.Throttled = throttled(m)
+}
+
+// refusal reports whether a response of this status is one whose body
+// Peek reads: a 403 or a 429, the refusals whose bodies state limits.
+func refusal(status int) bool {
+	return status == http.StatusForbidden || status == http.StatusTooManyRequests
 }
 
 // throttled is the one rule for "throttled": a 429, a 503 or Anthropic's
