@@ -16,8 +16,8 @@ import (
 
 // The per-response shortcuts of issue 13 keep their promises: a response's
 // quotas cost no allocation on their way from the headers to the limiter,
-// and the buffer they travel in (quotaBuf) is never what a caller is
-// handed; a decision retune skips as already applied is one it made.
+// and the reading they travel in (response.Meaning) is never what a
+// caller is handed; a decision retune skips as already applied is one it made.
 
 // githubResponder answers like GitHub: a quota of 5,000 counting down from
 // 4,000 (so that both figures always take strconv.Itoa an allocation),

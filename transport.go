@@ -154,7 +154,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeRequestBody(req)
 		return nil, errNilURL
 	}
-	// Field by field (see readResponse for why not whole values).
+	// Field by field (see response.Read for why not whole values).
 	var rt roundTrip
 	rt.t, rt.req, rt.ctx = t, req, req.Context()
 	m := marksOf(rt.ctx)
@@ -179,7 +179,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // without a retry. An attempt (run) waits out the retry the previous one
 // asked for, picks its endpoint and limiter (route.go, endpoint.go), waits
 // for the limiter (Adaptive.Acquire), sends through the base transport and
-// reads the response (headers.go, skew.go, classify.go); settle then squares
+// reads what the response means (response.Read); settle then squares
 // it in one place (the limiter learns the response through Permit.Done, the
 // endpoints are released, Stats counts, the observer sees the attempt), and
 // decide (retry.go) asks the retry policy whether and when to go again.
