@@ -149,7 +149,7 @@ func (a *Adaptive) learnLocked(m *response.Meaning, own bool, cost float64, now 
 		a.lastInfo, a.lastQuotas = m.Info, m.Quotas
 	}
 
-	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+	if !m.Counted() {
 		// The server did not count this request: neither do the drifts'
 		// baselines (it would read as a refill otherwise).
 		a.admitted.Add(-1)
@@ -185,7 +185,7 @@ func (a *Adaptive) learnLocked(m *response.Meaning, own bool, cost float64, now 
 		r.Limit, r.Remaining, r.Reset, r.Window = q.Limit, q.Remaining, q.Reset, q.Window
 	}
 	if len(a.stated) > 0 {
-		a.reportStated(now, nq > 0, status != http.StatusTooManyRequests && status != http.StatusServiceUnavailable)
+		a.reportStated(now, nq > 0, m.Counted())
 	}
 	var handoff float64 // the model gave up: the probe starts at this rate
 	var handoffSpan time.Duration

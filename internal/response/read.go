@@ -111,6 +111,14 @@ func (m *Meaning) Overloaded() bool {
 	return true
 }
 
+// Counted reports whether the server counted the request against its
+// quotas: every response but a 429 or a 503, refusals that spend nothing
+// (a request that read as spent would read as a refill once the server's
+// figures show it was not).
+func (m *Meaning) Counted() bool {
+	return m.Status != http.StatusTooManyRequests && m.Status != http.StatusServiceUnavailable
+}
+
 // drained reports whether the server said less than one unit of q is left;
 // never when it did not say (Remaining -1).
 func drained(q *header.Quota) bool { return 0 <= q.Remaining && q.Remaining < 1 }

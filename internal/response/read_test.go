@@ -193,3 +193,11 @@ func TestClockBoundsTheServersOffsetFromBelow(t *testing.T) {
 		assert.Equal(t, tc.want, c.Offset(t0.Add(tc.at)), tc.why)
 	}
 }
+
+// A refusal of the limit (429) or of load (503) spends no quota; every
+// other answer, a 403 or a 529 too, may have.
+func TestCountedIsEveryAnswerButA429OrA503(t *testing.T) {
+	for status, want := range map[int]bool{200: true, 201: true, 403: true, 404: true, 500: true, StatusOverloaded: true, 429: false, 503: false} {
+		assert.Equal(t, want, read(&http.Response{StatusCode: status}, time.Now()).Counted(), "status %d", status)
+	}
+}
