@@ -28,7 +28,10 @@ type Meaning struct {
 	// Body is what a 403's or 429's body says of the limit.
 	Body Signal
 	// Throttled reports that the server refused the request for a reason
-	// it may lift later (see Throttled).
+	// it may lift later, by the one rule for it: a 429, a 503 or
+	// Anthropic's 529; a 403 with a wait or a stated quota with nothing
+	// left (GitHub's primary and secondary limits); a limit the body
+	// states. Never a quota gone for good (Body Gone), which no wait lifts.
 	Throttled bool
 }
 
@@ -68,10 +71,7 @@ func refusal(status int) bool {
 	return status == http.StatusForbidden || status == http.StatusTooManyRequests
 }
 
-// throttled is the one rule for "throttled": a 429, a 503 or Anthropic's
-// 529; a 403 with a Retry-After or a stated quota with nothing left
-// (GitHub's primary and secondary limits); or a limit the body states.
-// Never a quota gone for good, which no wait lifts.
+// throttled is Meaning.Throttled's rule, for m read but for it.
 func throttled(m *Meaning) bool {
 	switch m.Body {
 	case BodyLimit:
