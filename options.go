@@ -87,10 +87,11 @@ func WithEndpoint(pattern string, limit Limit, burst int) Option {
 }
 
 // WithQuota states a quota of the requests matching pattern: at most limit
-// of them per window, counted afresh each window, the first starting with
-// the endpoint's first request. It is the statement "5,000 requests an
-// hour" (WithQuota(pattern, 5000, time.Hour)), which a rate serves badly:
-// 1.39 a second paces a job of 100 that the quota affords at once.
+// of them per window, counted afresh each window, the windows following
+// each other from the endpoint's first request. It is the statement "5,000
+// requests an hour" (WithQuota(pattern, 5000, time.Hour)), which a rate
+// serves badly: 1.39 a second paces a job of 100 that the quota affords at
+// once.
 //
 // The endpoint's limiter knows the quota from the start, as if a server
 // had stated it: a request the quota affords goes at once, with no slow
@@ -99,7 +100,11 @@ func WithEndpoint(pattern string, limit Limit, burst int) Option {
 // state quotas of their own (any header convention [ParseHeaders] reads),
 // those govern and the stated quotas are dropped: the server's count is
 // exact, the statement a model of it. To stay below what the server
-// allows whatever it states, set a rate with [WithEndpoint].
+// allows whatever it states, set a rate with [WithEndpoint]. A server that
+// states nothing and counts in windows of its own phase (starting on its
+// clock's hour) can see up to twice limit in one of its windows, from a
+// client that spends a whole window's worth at the end of one of these
+// windows and again at the start of the next: state such a quota at half.
 //
 // pattern is as in [WithEndpoint], and keys the same endpoint as a
 // WithEndpoint of the same pattern; a pattern may state several quotas
