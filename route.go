@@ -2,6 +2,7 @@ package pacer
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -15,6 +16,145 @@ import (
 // This file maps a request to the endpoint and limiter it waits on (route
 // patterns, key functions, hosts, server-named buckets) and teaches a
 // server-named bucket what a response said.
+
+// maxRoutesPerEndpoint bounds the server-named bucket bindings one endpoint
+// learns, so a server inventing bucket names per path cannot grow memory.
+const maxRoutesPerEndpoint = 64
+
+// maxBucketName bounds the length of a server-named bucket that is kept; a
+// longer (hostile or broken) name is ignored.
+const maxBucketName = 128
+
+// binding is the server-named bucket a route was last seen in.
+type binding struct {
+	key  string // the bucket endpoint's key, "scope#name"
+	name string // the name the server gave
+}
+
+// routeKey identifies the part of an endpoint's traffic a server-named bucket
+// was learned for: the first path segment (GitHub's resources split there:
+// /search, /graphql, everything else "core"), and the host for endpoints
+// whose key spans hosts.
+type routeKey struct{ host, seg string }
+
+func routeKeyOf(ep *endpoint, u *urlParts) routeKey {
+	rk := routeKey{seg: firstSegment(u.path)}
+	if ep.hostScoped {
+		rk.host = u.host
+	}
+	return rk
+}
+
+// urlParts is the little of a request URL the table needs.
+type urlParts struct{ scheme, host, path string }
+
+func firstSegment(p string) string {
+	p = strings.TrimPrefix(p, "/")
+	if i := strings.IndexByte(p, '/'); i >= 0 {
+		return p[:i]
+	}
+	return p
+}
+
+// boundBucket returns the server-named bucket u's route is bound to; its
+// zero value when none.
+func (ep *endpoint) boundBucket(u *urlParts) binding {
+	t := ep.routes.Load()
+	if t == nil {
+		return binding{}
+	}
+	b, _ := t.get(routeKeyOf(ep, u))
+	return b
+}
+
+// bind records that a response for u's route named bucket b. It returns
+// false when that was known already or cannot be kept: pinned endpoints are
+// never bound, and an endpoint keeps at most maxRoutesPerEndpoint routes.
+func (ep *endpoint) bind(u *urlParts, b binding) bool {
+	if ep.pinned {
+		return false
+	}
+	rk := routeKeyOf(ep, u)
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	old := ep.routes.Load()
+	if old != nil {
+		if cur, ok := old.get(rk); ok && cur == b {
+			return false
+		} else if !ok && old.len() >= maxRoutesPerEndpoint {
+			return false
+		}
+	}
+	// Copy the strings out of the request so the binding does not keep the
+	// caller's URL alive.
+	ep.routes.Store(old.with(routeKey{host: strings.Clone(rk.host), seg: strings.Clone(rk.seg)}, b))
+	return true
+}
+
+// routeTable is an endpoint's route bindings, copied on write. A few
+// routes (a client of GitHub calls one or two of its resources) are found
+// by comparing strings: in CPU profiles of a loopback round trip, hashing
+// the two-string key and comparing it in a map cost about 35 ns a request,
+// the scan a few. More routes go in a map.
+type routeTable struct {
+	list []routeEntry         // while there are at most routeScanMax
+	m    map[routeKey]binding // beyond
+}
+
+type routeEntry struct {
+	rk routeKey
+	b  binding
+}
+
+// routeScanMax is about where a scan of string comparisons stops being
+// cheaper than one map lookup of a two-string key.
+const routeScanMax = 8
+
+func (t *routeTable) get(rk routeKey) (binding, bool) {
+	if t.m != nil {
+		b, ok := t.m[rk]
+		return b, ok
+	}
+	for i := range t.list {
+		if e := &t.list[i]; e.rk.seg == rk.seg && e.rk.host == rk.host {
+			return e.b, true
+		}
+	}
+	return binding{}, false
+}
+
+func (t *routeTable) len() int {
+	if t.m != nil {
+		return len(t.m)
+	}
+	return len(t.list)
+}
+
+// with returns a copy of t (nil: empty) with rk bound to b.
+func (t *routeTable) with(rk routeKey, b binding) *routeTable {
+	var out routeTable
+	var list []routeEntry
+	var m map[routeKey]binding
+	if t != nil {
+		list, m = t.list, t.m
+	}
+	switch {
+	case m != nil:
+		out.m = maps.Clone(m)
+		out.m[rk] = b
+	default:
+		out.list = slices.DeleteFunc(slices.Clone(list), func(e routeEntry) bool { return e.rk == rk })
+		out.list = append(out.list, routeEntry{rk, b})
+		if len(out.list) > routeScanMax {
+			out.m = make(map[routeKey]binding, len(out.list))
+			for _, e := range out.list {
+				out.m[e.rk] = e.b
+			}
+			out.list = nil
+		}
+	}
+	return &out
+}
 
 // routeMarker is the handler registered for a pattern: the mux is only asked
 // which pattern matches, never to serve.
