@@ -30,6 +30,8 @@ func TestStatedQuotaIsSpentAsAServersWouldBe(t *testing.T) {
 			j: job{style: apisim.StyleBare, limit: 5000, window: time.Hour, n: 100}, limit: 5000, within: 1.0},
 		{why: "the whole of a minute's quota at once",
 			j: job{style: apisim.StyleRetryAfter, limit: 300, window: time.Minute, n: 300}, limit: 300, within: 1.0},
+		{why: "more callers at once than slow start lets through: the quota is known, there is no slow start",
+			j: job{style: apisim.StyleBare, limit: 300, window: time.Minute, n: 300, workers: 100}, limit: 300, within: 1.0},
 		{why: "a job beyond a minute's quota, paced window by window",
 			j: job{style: apisim.StyleBare, limit: 200, window: time.Minute, n: 700}, limit: 200, within: 1.10},
 		{why: "beyond an hourly quota stated below the server's",
@@ -38,7 +40,10 @@ func TestStatedQuotaIsSpentAsAServersWouldBe(t *testing.T) {
 			j: job{style: apisim.StyleGitHub, limit: 300, window: time.Minute, n: 1000}, limit: 300, within: 1.10},
 	} {
 		j := tc.j
-		j.workers, j.latency = 16, lat
+		j.latency = lat
+		if j.workers == 0 {
+			j.workers = 16
+		}
 		t.Run(fmt.Sprintf("%s/%d-per-%v/n=%d", j.style, j.limit, j.window, j.n), func(t *testing.T) {
 			r := j.run(t, WithQuota("api.test/", tc.limit, j.window), WithMaxWait(48*time.Hour))
 			t.Log(r)
