@@ -21,7 +21,7 @@ const (
 	// fell to Jain 0.82-0.89 in the worst of 20 runs (0.91 with 16). A
 	// Transport whose server's quota is known states it with
 	// [WithEndpoint] instead.
-	DefaultSlowStart = 16
+	DefaultSlowStart = 1
 
 	// DefaultMaxDelay is the cap [ParseHeaders] puts
 	// on every wait a server asks for: a Retry-After or a reset further
