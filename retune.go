@@ -128,6 +128,13 @@ func (a *Adaptive) learnLocked(o *outcome, quotas []Quota, own bool, cost float6
 	if own {
 		others = a.settle(cost) + fed
 	} else {
+		// The response's own request is one of the feeders' in flight
+		// (a feeder settles its permit after teaching this limiter), not
+		// another request the server may not have counted: counted as
+		// one, it was noise in the books, and hid the few units an unseen
+		// client spent during our first burst.
+		fed = max(fed-1, 0)
+		others = a.inflight.Load() + fed
 		// Another limiter admitted it, but the server charged it to this
 		// quota: for the drift it is this limiter's spending, not someone
 		// else's (the host's limiter sends a route's first requests before
