@@ -73,10 +73,11 @@ func (a *Adaptive) bodyLimitLocked(now time.Time, info Info, exhausted bool, oth
 	}
 	a.throttled++
 	// Resume below what the server admitted before it objected, climb back
-	// over bodyLimitCycle, never beyond it while the trip is remembered: a
-	// second trip within 20 minutes was the rule, not the exception, with
-	// the cubic left to climb.
-	a.probe.Punished(now, until, others, a.rtt(), bodyLimitCycle, bodyLimitMemory)
+	// over bodyLimitCycle to the safety factor's share of it, never beyond
+	// while the trip is remembered: a second trip within 20 minutes was
+	// the rule, not the exception, with the cubic left to climb, and at
+	// the whole of it (issue 24).
+	a.probe.Punished(now, until, others, a.rtt(), a.safety, bodyLimitCycle, bodyLimitMemory)
 }
 
 const (
