@@ -231,6 +231,20 @@ func (p *Probe) Meter(now time.Time, ok bool) {
 // server admitted over the cycle.
 func (p *Probe) reopen(now time.Time) {
 	p.closed = false
+	if p.fromBurst && p.cycleOK <= 1 && !p.punished {
+		// The server admitted nothing from our first response until now
+		// (this answer is the first it accepted): its quota was spent
+		// before we came, and the cycle measured no capacity, only the
+		// wait. Taken as one, the floor (0.5 a second) was lastMax,
+		// climbed back to over two minutes: a fan-out of 200 onto a
+		// spent window of 300 got 68 through in three minutes. As before
+		// any throttle: unlimited, and the next throttle's burst is the
+		// first event's.
+		p.engaged, p.events, p.fromBurst = false, 0, false
+		p.limit, p.lastMax, p.k = 0, 0, 0
+		p.cycleFrom, p.cycleOK = now, 1
+		return
+	}
 	if p.fromBurst {
 		p.fromBurst = false
 		span := now.Sub(p.cycleFrom).Seconds()

@@ -188,3 +188,42 @@ func TestAPunishedLimitIsPacedBelowWhatTheServerAdmitted(t *testing.T) {
 		})
 	}
 }
+
+// A quota spent before the client came refuses its first request, and
+// admits nothing until its window ends: that cycle measured the wait, not
+// a capacity. Taken as one, the floor was the remembered rate, climbed back
+// to over two minutes (a fan-out of 200 onto a spent window of 300 got 68
+// through in three minutes); the probe is unlimited again, and the next
+// throttle starts the first event afresh, from its own burst.
+func TestACycleThatAdmittedNothingMeasuresNoCapacity(t *testing.T) {
+	p := New(0.5)
+	p.Meter(t0, false) // the first response: refused
+	p.Throttle(t0, 0, 50*time.Millisecond)
+	reopened := t0.Add(45 * time.Second)
+	p.Meter(reopened, true) // the window ended: the look is accepted
+	if r := p.Grow(reopened.Add(time.Second)); !math.IsInf(r, 1) || p.Engaged() {
+		t.Fatalf("after a cycle that admitted nothing the rate is %v (engaged %v), want unlimited", r, p.Engaged())
+	}
+	// The next throttle, after a burst of 300 in a second, remembers what
+	// that burst measured.
+	now := meter(p, reopened, time.Second, 300)
+	p.Throttle(now, 0, 50*time.Millisecond)
+	p.Meter(now.Add(time.Minute), true)
+	if r := p.Grow(now.Add(time.Minute)); r <= 1 {
+		t.Errorf("after a burst of 300 a second, the probe climbs from %v a second, want more than the floor", r)
+	}
+}
+
+// One request the server admitted in the cycle is a measurement: the
+// probe keeps it.
+func TestACycleThatAdmittedSomethingIsMeasured(t *testing.T) {
+	p := New(0.5)
+	p.Meter(t0, true)
+	p.Meter(t0.Add(time.Millisecond), false)
+	p.Throttle(t0.Add(time.Millisecond), 0, 50*time.Millisecond)
+	reopened := t0.Add(45 * time.Second)
+	p.Meter(reopened, true)
+	if !p.Engaged() || math.IsInf(p.Grow(reopened), 1) {
+		t.Fatal("a cycle with a success was forgotten")
+	}
+}
