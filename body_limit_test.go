@@ -50,8 +50,9 @@ func TestQuotaGoneForGoodIsReturnedAtOnce(t *testing.T) {
 // A secondary limit GitHub states only in a 403's body, with the primary
 // quota far from spent: no more than 60 requests a minute. 16 workers
 // saturate the endpoint for 20 minutes: pacer waits a minute after the
-// first (then doubling), slows down, and trips it a handful of times while
-// still using at least half of what it allows.
+// first (then doubling), slows down below what the server admitted, and
+// trips it at most a handful of times while still using at least half of
+// what it allows.
 func TestSecondaryLimitInTheBodyIsHonoured(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const perMinute = 60
@@ -99,9 +100,11 @@ func TestSecondaryLimitInTheBodyIsHonoured(t *testing.T) {
 		wg.Wait()
 		t.Logf("ok %d, secondary-limit responses %d", ok.Load(), secondary.Load())
 		assert.LessOrEqual(t, secondary.Load(), int64(5), "secondary-limit responses in 20 minutes")
-		// At least half of what the limit allows (985 of 1,200 in every
-		// run measured): one trip, its answers counted as one, a minute's
-		// wait, then no probing past what the server admitted.
+		// At least half of what the limit allows (1,077 of 1,200 and one
+		// secondary-limit response in every run measured; 985 and two
+		// when paced at the whole of what the server admitted): one trip,
+		// its answers counted as one, a minute's wait, then no probing past
+		// what the server admitted.
 		assert.GreaterOrEqual(t, float64(ok.Load()), 0.5*perMinute*20, "what the secondary limit allows")
 	})
 }

@@ -11,17 +11,18 @@ const (
 
 	// DefaultSlowStart is how many requests may be in flight to an endpoint
 	// before its first response (AdaptiveConfig.SlowStart's default, and
-	// the Transport's). 16 is the worker count of a typical fan-out (and
-	// of the jobs pacer is measured on): its first round goes at once, as
-	// without a limiter, while a fan-out of thousands onto a quota someone
-	// else spent costs 16 429s, not thousands. With 1 (the old default)
-	// every job waited a round trip first: 2× the unpaced time for a job
-	// of one round. A first window of 1 (tried again for issue 24) also
-	// tied uncoordinated clients of one quota into lockstep: 50 of them
-	// fell to Jain 0.82-0.89 in the worst of 20 runs (0.91 with 16). A
-	// Transport whose server's quota is known states it with
-	// [WithEndpoint] instead.
-	DefaultSlowStart = 16
+	// the Transport's): the first request to an endpoint nobody knows goes
+	// alone, and its answer states the quota the rest are admitted by. That
+	// costs one round trip, once per endpoint per process (2× the unpaced
+	// time of a job of one round, within 1.25× from four rounds on), and
+	// buys the first contact with a quota someone else has spent: a
+	// fan-out of thousands meets one 429, not one per request in flight
+	// (16 with the old default of 16), and an unseen client's spending
+	// shows in the books of our first burst, which no request of ours was
+	// in flight at the start of. A Transport whose server's quota is known
+	// states it with [WithEndpoint] instead (a limiter of one's own: a
+	// wider AdaptiveConfig.SlowStart).
+	DefaultSlowStart = 1
 
 	// DefaultMaxDelay is the cap [ParseHeaders] puts
 	// on every wait a server asks for: a Retry-After or a reset further

@@ -64,3 +64,65 @@ func TestFirstContactWithANamedBucketMeetsNo429(t *testing.T) {
 		assert.GreaterOrEqual(t, ok, 140, "requests served")
 	})
 }
+
+// TestFirstContactWithAnExhaustedQuotaCostsOneLook fans 200 calls out at
+// once onto a quota someone else has already spent, through a Transport
+// that has never seen the server: the first request goes alone, its 429
+// states the reset, and the other 199 wait for it rather than meeting a 429
+// each. Every call completes once the quota comes back, within its window,
+// where the server states the quota.
+func TestFirstContactWithAnExhaustedQuotaCostsOneLook(t *testing.T) {
+	for _, style := range []apisim.Style{apisim.StyleGitHub, apisim.StyleIETF, apisim.StyleOpenAI, apisim.StyleAnthropic, apisim.StyleDiscord, apisim.StyleRetryAfter} {
+		t.Run(string(style), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const limit, fanout = 300, 200
+				srv := apisim.New(apisim.Config{Style: style, Limit: limit, Window: time.Minute, Latency: 50 * time.Millisecond})
+				// Someone else spends the whole window first.
+				for range limit {
+					r, _ := http.NewRequest(http.MethodGet, "https://api.test/v1/x", nil)
+					resp, err := srv.Transport().RoundTrip(r)
+					if err != nil {
+						t.Fatal(err)
+					}
+					resp.Body.Close()
+				}
+				before := srv.Stats()
+				tr := NewTransport(srv.Transport())
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+				defer cancel()
+				var wg sync.WaitGroup
+				var mu sync.Mutex
+				ok := 0
+				for range fanout {
+					wg.Go(func() {
+						r, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://api.test/v1/x", nil)
+						resp, err := tr.RoundTrip(r)
+						if err != nil {
+							if style != apisim.StyleRetryAfter {
+								t.Errorf("RoundTrip: %v", err)
+							}
+							return
+						}
+						resp.Body.Close()
+						mu.Lock()
+						if resp.StatusCode == http.StatusOK {
+							ok++
+						}
+						mu.Unlock()
+					})
+				}
+				wg.Wait()
+				after := srv.Stats()
+				refused := after.Throttled - before.Throttled
+				t.Logf("%d 429s, %d of %d calls served, the last at %v", refused, ok, fanout, after.LastRequest.Sub(before.LastRequest))
+				assert.LessOrEqual(t, refused, 3, "429s to the fan-out (issue 24: at most 3)")
+				if style != apisim.StyleRetryAfter {
+					// (A server that states only Retry-After is probed
+					// back up from its first refusal, and the probe is
+					// slower than the quota; the 429 bound holds.)
+					assert.Equal(t, fanout, ok, "calls that succeeded once the quota came back")
+				}
+			})
+		})
+	}
+}

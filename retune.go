@@ -129,6 +129,13 @@ func (a *Adaptive) learnLocked(m *response.Meaning, own bool, cost float64, now 
 	if own {
 		others = a.settle(cost) + fed
 	} else {
+		// The response's own request is one of the feeders' in flight
+		// (a feeder settles its permit after teaching this limiter), not
+		// another request the server may not have counted: counted as
+		// one, it was noise in the books, and hid the few units an unseen
+		// client spent during our first burst.
+		fed = max(fed-1, 0)
+		others = a.inflight.Load() + fed
 		// Another limiter admitted it, but the server charged it to this
 		// quota: for the drift it is this limiter's spending, not someone
 		// else's (the host's limiter sends a route's first requests before
@@ -550,10 +557,11 @@ func (a *Adaptive) bodyLimitLocked(now time.Time, retryAfter time.Duration, exha
 	}
 	a.throttled++
 	// Resume below what the server admitted before it objected, climb back
-	// over bodyLimitCycle, never beyond it while the trip is remembered: a
-	// second trip within 20 minutes was the rule, not the exception, with
-	// the cubic left to climb.
-	a.probe.Punished(now, until, others, a.rtt(), bodyLimitCycle, bodyLimitMemory)
+	// over bodyLimitCycle to the safety factor's share of it, never beyond
+	// while the trip is remembered: a second trip within 20 minutes was
+	// the rule, not the exception, with the cubic left to climb, and at
+	// the whole of it (issue 24).
+	a.probe.Punished(now, until, others, a.rtt(), a.safety, bodyLimitCycle, bodyLimitMemory)
 }
 
 const (

@@ -54,6 +54,7 @@ type sitRun struct {
 	requests, ok   int
 	allowed        float64 // what the limit allowed during the run; 0: nothing could succeed
 	refusedLate    int     // refusal-status responses to requests sent after the first response
+	refusedAgain   int     // and after the server accepted again following its first refusal
 	throttled      int     // 429s of the stated quota, all of them
 	secondary      int     // secondary-limit responses, all of them
 	shed, shedSeen int     // 503s the server shed, and the ones that reached the caller
@@ -209,7 +210,7 @@ func runSituation(t *testing.T, sit situation, kind clientKind) sitRun {
 		for _, c := range clients {
 			c.CloseIdleConnections()
 		}
-		r.requests, r.refusedLate = int(tap.requests.Load()), int(tap.late.Load())
+		r.requests, r.refusedLate, r.refusedAgain = int(tap.requests.Load()), int(tap.late.Load()), int(tap.again.Load())
 		r.ok, r.throttled = int(tap.status[0].Load()), int(tap.status[1].Load())
 		r.secondary, r.shed = int(tap.status[2].Load()), int(tap.status[3].Load())
 		switch {
@@ -244,6 +245,11 @@ type refusalTap struct {
 	late     atomic.Int64
 	requests atomic.Int64
 	status   [4]atomic.Int64 // 200, 429, 403, 503
+
+	// refused is when the first refusal arrived, reopened when the first
+	// success to a request sent after it did (unix nanoseconds; 0 before);
+	// again counts refusals to requests sent after reopened.
+	refused, reopened, again atomic.Int64
 }
 
 func (t *refusalTap) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -266,6 +272,16 @@ func (t *refusalTap) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if resp.StatusCode == t.refusal && sent.UnixNano() >= t.first.Load() {
 		t.late.Add(1)
+	}
+	switch at := t.refused.Load(); {
+	case resp.StatusCode == t.refusal && at == 0:
+		t.refused.CompareAndSwap(0, now)
+	case resp.StatusCode == t.refusal:
+		if r := t.reopened.Load(); r != 0 && sent.UnixNano() >= r {
+			t.again.Add(1)
+		}
+	case resp.StatusCode/100 == 2 && at != 0 && sent.UnixNano() > at:
+		t.reopened.CompareAndSwap(0, now)
 	}
 	return resp, nil
 }
@@ -342,7 +358,6 @@ func TestSituations(t *testing.T) {
 		md.WriteString("\n**Targets pacer does not meet yet** (the test holds it to the bound it reliably keeps, so a collapse still fails):\n\n")
 		md.WriteString(gaps.String())
 		md.WriteString(secondaryGapNote)
-		md.WriteString(unseenGapNote)
 	}
 	md.WriteString(situationsFooter)
 	t.Log("\n" + md.String())
@@ -395,10 +410,12 @@ type sitCheck struct {
 }
 
 // The bound pacer is held to on the hidden secondary limit's responses,
-// above issue 12's ≤ 5, which it does not meet: every run sends 20 to 24
-// requests into the limit, all in flight (or sent at the same virtual
-// instant) when the first 403 arrives (see secondaryGapNote). One burst of
-// the 32 workers still fails. Its goodput target (≥ 0.5) is held as is.
+// above issue 12's ≤ 5, which it does not meet: every run sends 20 to 23
+// requests into the limit, all sent before the first 403 arrived or at
+// that very instant (see secondaryGapNote): the in-flight requests of
+// one round of the 32 workers, less what the limit had left. None meets
+// it once the server accepted again (held as a target of its own). Its
+// goodput target (≥ 0.5) is held as is.
 const secondaryHeldTrips = 32
 
 // sitTargets checks pacer's run r of sit against issue 12's targets.
@@ -413,7 +430,7 @@ func sitTargets(sit situation, r sitRun) []sitCheck {
 	g := r.goodput()
 	switch {
 	case sit.server.Now != nil && sit.server.UnseenShare > 0: // issue 24
-		target(fmt.Sprintf("%d 429s after the first response", r.refusedLate), "0", r.refusedLate == 0, "≤ 1", r.refusedLate <= 1)
+		exact(fmt.Sprintf("%d 429s after the first response", r.refusedLate), "0", r.refusedLate == 0)
 		exact(fmt.Sprintf("goodput %.3f of what the unseen client leaves", g), "≥ 0.80", g >= 0.80)
 	case sit.server.Now != nil: // clock skew
 		exact(fmt.Sprintf("%d 429s after the first response", r.refusedLate), "0", r.refusedLate == 0)
@@ -426,6 +443,8 @@ func sitTargets(sit situation, r sitRun) []sitCheck {
 		target(fmt.Sprintf("%d secondary-limit responses", r.secondary), "≤ 5", r.secondary <= 5,
 			fmt.Sprintf("≤ %d", secondaryHeldTrips), r.secondary <= secondaryHeldTrips)
 		exact(fmt.Sprintf("goodput %.3f of what the secondary limit allows", g), "≥ 0.5", g >= 0.5)
+		// Issue 24: the trip's in-flight requests aside, none after.
+		exact(fmt.Sprintf("%d secondary-limit responses once the server accepted again", r.refusedAgain), "0", r.refusedAgain == 0)
 	case sit.server.QuotaGone:
 		exact(fmt.Sprintf("%d requests for %d calls", r.requests, r.calls), "one each", r.requests == r.calls)
 		exact(fmt.Sprintf("calls held %v in all after their response arrived", r.held), "0", r.held == 0)
@@ -441,24 +460,19 @@ func sitTargets(sit situation, r sitRun) []sitCheck {
 	return out
 }
 
-// unseenGapNote says why pacer misses the unseen client's target.
-const unseenGapNote = `
-Why, with 30% spent by an unseen client: pacer spends what a window affords at once (a job below the
-quota must not be paced), and the unseen client spends its 3 a second evenly. Its spending inside our
-first window's one-second burst is a few requests, within the noise of the 16 requests in flight at the
-first response, so nothing marks the quota shared; in the second window the last request of our burst
-races the unseen client's and, in about one run of five, loses: one 429, after which pacer knows.
-`
-
 // secondaryGapNote says why pacer misses the secondary limit's target.
 const secondaryGapNote = `
 Why, on the hidden secondary limit: the limit is unknowable until it trips, and the primary quota's
-headers say 4,999 of 5,000 left, so the 32 workers run unpaced (as they should below a quota): 60
-requests pass in the first 0.1 s, then the requests in flight meet the 403 (4 sent at 0.05 s, the rest
-at 0.1 s, the instant the first 403 arrives). After that burst pacer does not trip the limit again:
-it waits GitHub's minute, and the answers of one burst count as one trip (they once each doubled the
-wait, to its 15-minute cap, and kept 0.19 of what the limit allows), and it no longer probes past what
-the server admitted while the trip is remembered: 0.82 of what it allows.
+headers say 4,999 of 5,000 left, so the 32 workers run unpaced (as they should below a quota): 16 requests
+go at 0 s (the first window), 32 at 0.05 s and 32 at 0.1 s, of which the limit admits 12; the other 20
+meet the 403, and 0 to 3 more are sent at 0.15 s, the instant the first 403 arrives, by workers whose
+answer arrived with it. How many is arithmetic, not pacing: a round of 32 less what the limit had left
+(50 a minute would cost 30, 70 a minute 10). No general rule avoids it without pacing jobs far below a
+quota: 5 requests in flight would keep it to 5 (and to 0.89 of what the limit allows), but make a job of
+16 workers 3.2 times slower than unpaced. After the trip pacer waits GitHub's minute, counts the answers
+of one burst as one trip, and paces evenly below what the server admitted from the first response until
+it accepted again (the safety factor's share of it): it does not meet the limit again. Paced at the
+whole of what it admitted (1.003 a second), it met it again at 190 s in every run (0.82).
 `
 
 // situationsHeader opens SITUATIONS.md.

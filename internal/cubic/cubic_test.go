@@ -75,3 +75,155 @@ func TestTheRateNeverFallsBelowTheFloor(t *testing.T) {
 
 // beta is the cut, AWS's β.
 const beta = probeBeta
+
+// A limit the server punishes tripping (GitHub's secondary limits), as the
+// limiter reports it: a burst of n successes in the first 0.1 s trips it
+// (Punished, a minute's wait); the looks at looks (from the trip) are
+// refused, and the server accepts again at reopen. Then the client sends
+// at the rate it is allowed, in steps of 100 ms, until end; pace returns
+// the highest and the last rate it was allowed after climb (from reopen).
+type punishedCase struct {
+	name          string
+	n             int
+	paced         float64 // > 0: before the burst, paced at this rate for 5 minutes instead
+	looks         []time.Duration
+	reopen        time.Duration
+	climb, end    time.Duration
+	wantMax       float64 // the rate never goes above it (below · what the server admitted)
+	wantLast      float64 // and is at least this at the end
+	wantMaxBeyond float64 // > 0: the highest rate in the 10 s after the memory ran out, at most
+}
+
+const (
+	punishBelow  = 0.9
+	punishCycle  = 5 * time.Minute
+	punishMemory = time.Hour
+)
+
+func (c punishedCase) run(t *testing.T) (highest, last, beyond float64) {
+	p := New(0.5)
+	start := t0
+	if c.paced > 0 {
+		start = meter(p, t0, 5*time.Minute, int(c.paced*300))
+	}
+	burst := meter(p, start, 100*time.Millisecond, c.n)
+	trip := burst.Add(50 * time.Millisecond)
+	p.Meter(trip, false)
+	p.Punished(trip, trip.Add(time.Minute), 0, 50*time.Millisecond, punishBelow, punishCycle, punishMemory)
+	for _, d := range c.looks {
+		at := trip.Add(d)
+		p.Meter(at, false)
+		p.Punished(at, at.Add(2*time.Minute), 0, 50*time.Millisecond, punishBelow, punishCycle, punishMemory)
+	}
+	now := trip.Add(c.reopen)
+	p.Meter(now, true)
+	from := now
+	var acc float64
+	for ; now.Before(trip.Add(c.end)); now = now.Add(100 * time.Millisecond) {
+		r := p.Grow(now)
+		if now.Sub(from) >= c.climb {
+			highest = max(highest, r)
+		}
+		if d := now.Sub(from); d >= punishMemory && d < punishMemory+10*time.Second {
+			beyond = max(beyond, r)
+		}
+		last = r
+		for acc += r / 10; acc >= 1; acc-- {
+			p.Meter(now, true)
+		}
+	}
+	return highest, last, beyond
+}
+
+// A punished limit is paced below what the server admitted: its limit,
+// measured, which a rate at it trips on a trailing window; however slow
+// (below the floor); measured by the trip that began the event, not by
+// the refused looks after it; remembered from when the server accepted
+// again; and probed beyond, after that, from the flat of the cubic.
+func TestAPunishedLimitIsPacedBelowWhatTheServerAdmitted(t *testing.T) {
+	for _, c := range []punishedCase{
+		{
+			// 61 successes from the first to the one that reopened, over
+			// 60.15 s: 1.01 a second, the limit itself.
+			name: "60 a minute, reopened after the wait",
+			n:    60, reopen: time.Minute, end: 20 * time.Minute,
+			wantMax: punishBelow * 61 / 60.15, wantLast: 0.85 * 61 / 60.15,
+		},
+		{
+			// 501 over an hour: 0.14 a second, a quarter of the floor.
+			name: "500 an hour, looks refused until the window ends",
+			n:    500, looks: []time.Duration{time.Minute, 3 * time.Minute, 7 * time.Minute, 15 * time.Minute, 30 * time.Minute, 45 * time.Minute},
+			reopen: time.Hour, end: time.Hour + 59*time.Minute, // the memory counts from reopen
+			wantMax: punishBelow * 501 / 3600.15, wantLast: 0.85 * 501 / 3600.15,
+		},
+		{
+			// 10 a second for 5 minutes, then refused for 7: 3,002
+			// successes over 720.15 s, 4.2 a second. The looks, at 1 and 3
+			// minutes, find the minute's goodput decayed to a tenth and to
+			// a thousandth: read as the limit, the floor.
+			name:  "paced at 10 a second, looks refused for 7 minutes",
+			paced: 10, n: 1, looks: []time.Duration{time.Minute, 3 * time.Minute},
+			reopen: 7 * time.Minute, end: 20 * time.Minute,
+			wantMax: punishBelow * 3002 / 720.15, wantLast: 0.85 * 3002 / 720.15,
+		},
+		{
+			// An hour after the server accepted again, the probe looks
+			// beyond: from lastMax, slowly, not at twice the send rate.
+			name: "60 a minute, the memory runs out",
+			n:    60, reopen: time.Minute, climb: 0, end: time.Minute + punishMemory + 10*time.Second,
+			wantMax: 1.05 * 61 / 60.15, wantLast: 0.85 * 61 / 60.15, wantMaxBeyond: 1.05 * 61 / 60.15,
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			highest, last, beyond := c.run(t)
+			if highest > c.wantMax+1e-9 {
+				t.Errorf("highest rate %.4f/s, want at most %.4f/s", highest, c.wantMax)
+			}
+			if last < c.wantLast {
+				t.Errorf("rate at the end %.4f/s, want at least %.4f/s", last, c.wantLast)
+			}
+			if c.wantMaxBeyond > 0 && beyond > c.wantMaxBeyond {
+				t.Errorf("rate once the memory ran out %.4f/s, want at most %.4f/s", beyond, c.wantMaxBeyond)
+			}
+		})
+	}
+}
+
+// A quota spent before the client came refuses its first request, and
+// admits nothing until its window ends: that cycle measured the wait, not
+// a capacity. Taken as one, the floor was the remembered rate, climbed back
+// to over two minutes (a fan-out of 200 onto a spent window of 300 got 68
+// through in three minutes); the probe is unlimited again, and the next
+// throttle starts the first event afresh, from its own burst.
+func TestACycleThatAdmittedNothingMeasuresNoCapacity(t *testing.T) {
+	p := New(0.5)
+	p.Meter(t0, false) // the first response: refused
+	p.Throttle(t0, 0, 50*time.Millisecond)
+	reopened := t0.Add(45 * time.Second)
+	p.Meter(reopened, true) // the window ended: the look is accepted
+	if r := p.Grow(reopened.Add(time.Second)); !math.IsInf(r, 1) || p.Engaged() {
+		t.Fatalf("after a cycle that admitted nothing the rate is %v (engaged %v), want unlimited", r, p.Engaged())
+	}
+	// The next throttle, after a burst of 300 in a second, remembers what
+	// that burst measured.
+	now := meter(p, reopened, time.Second, 300)
+	p.Throttle(now, 0, 50*time.Millisecond)
+	p.Meter(now.Add(time.Minute), true)
+	if r := p.Grow(now.Add(time.Minute)); r <= 1 {
+		t.Errorf("after a burst of 300 a second, the probe climbs from %v a second, want more than the floor", r)
+	}
+}
+
+// One request the server admitted in the cycle is a measurement: the
+// probe keeps it.
+func TestACycleThatAdmittedSomethingIsMeasured(t *testing.T) {
+	p := New(0.5)
+	p.Meter(t0, true)
+	p.Meter(t0.Add(time.Millisecond), false)
+	p.Throttle(t0.Add(time.Millisecond), 0, 50*time.Millisecond)
+	reopened := t0.Add(45 * time.Second)
+	p.Meter(reopened, true)
+	if !p.Engaged() || math.IsInf(p.Grow(reopened), 1) {
+		t.Fatal("a cycle with a success was forgotten")
+	}
+}

@@ -265,8 +265,19 @@ func (w *Window) observe(q *Report, now time.Time, seen *Seen) {
 		if timed {
 			w.reset, w.stamp = clock.Later(w.reset, q.Reset), clock.Later(w.stamp, q.Reset)
 		}
-		if unseen == 0 && w.low > w.Units() {
-			w.budget = ToMilli(max(w.low-max(-w.drift, 0)*age.Seconds(), 0))
+		if unseen == 0 {
+			exact := max(w.low-max(-w.drift, 0)*age.Seconds(), 0)
+			if w.low > w.Units() {
+				w.budget = ToMilli(exact)
+			}
+			// And the books are exact too: the moment a burst's last
+			// answer comes in is the one point where others' spending
+			// shows without the noise of ours in flight. Skipped when
+			// that answer happened to be overtaken (its burst's answers
+			// all arrive at once, read in any order), an unseen client's
+			// few units during our first burst went unseen in 1 run of
+			// 30, and the next window's burst raced it for its last unit.
+			w.measureDrift(now, exact, admitted, 0, horizon)
 		}
 		return
 	case !countsDown && eff > w.Units() && now.Sub(w.setAt) < horizon:

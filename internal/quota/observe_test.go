@@ -296,12 +296,14 @@ func TestObserve(t *testing.T) {
 			why: "others cannot spend more than the quota's long-run rate leaves us, " +
 				"(600 − 50) / 60 s; a bigger gap (450 in 10 s) is an error of the baseline, and " +
 				"taken as a rate it would be extrapolated to the reset; and at most nine tenths " +
-				"of what is left is kept for them (90 of 100), so each client keeps a floor",
+				"of what is left is kept for them (90 of 100), so each client keeps a floor; " +
+				"its 10 are spent a look at least every reprobe (3 s), not 0.18 a second: " +
+				"others' spending is only seen through responses",
 			events: []event{
 				obs(0, 0, Report{Limit: 600, Remaining: 600, Reset: minute, Window: time.Minute}, Seen{}),
 				obs(10*time.Second, 50, Report{Limit: 600, Remaining: 100, Reset: minute, Window: time.Minute}, Seen{Admitted: 50}),
 			},
-			want: observed{units: 100, known: true, reset: minute, length: time.Minute, shared: true, drift: -550.0 / 60, rate: 0.9 * 10 / 50},
+			want: observed{units: 100, known: true, reset: minute, length: time.Minute, shared: true, drift: -550.0 / 60, rate: 1.0 / 3},
 		},
 		{
 			name: "a fall within our requests in flight is not others' spending",

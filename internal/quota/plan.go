@@ -164,6 +164,14 @@ func (w *Window) Plan(now time.Time, unit float64) (rate float64) {
 			rate = min(rate, safety*(prev+share*(avail/span-prev)))
 		}
 		rate = max(rate, safety*unit/span)
+		if avail >= 2*unit {
+			// Others' spending is only seen through responses, and a
+			// drain measured over our first burst can be off by half:
+			// keep sampling. (One request per span to a reset a minute
+			// away held back a third of a window on a drain measured low,
+			// then looked into a window the others had emptied.)
+			rate = max(rate, unit/w.reprobe().Seconds())
+		}
 		w.spread = rate
 		return rate
 	}
