@@ -4,14 +4,17 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/pacer-go/pacer/internal/cubic"
 	"github.com/pacer-go/pacer/internal/decision"
+	"github.com/pacer-go/pacer/internal/header"
 	"github.com/pacer-go/pacer/internal/infer"
 	"github.com/pacer-go/pacer/internal/quota"
+	"github.com/pacer-go/pacer/internal/response"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -190,13 +193,13 @@ type Adaptive struct {
 
 	book      *quota.Book // the quotas the server states (or the inferred one)
 	probe     *cubic.Probe
-	clock     clockOffset   // the server's clock, for Permit.Done (the Transport keeps one per host)
-	infer     infer.Model   // the quota of a server that states none
-	inferBuf  [1]Quota      // infer's quota, without an allocation per response
-	reports   []quota.Named // what a response said of its quotas, reused
-	paused    time.Time     // no request starts before this
-	lastInfo  Info
-	lanes     lanes // the classes of work seen, for their reserves (atomic)
+	clock     response.Clock // the server's clock, for Permit.Done (the Transport keeps one per host)
+	infer     infer.Model    // the quota of a server that states none
+	reports   []quota.Named  // what a response said of its quotas, reused
+	stated    []statedQuota  // the quotas stated for the endpoint (WithQuota), until its server states its own
+	paused    time.Time      // no request starts before this
+	lastInfo  header.Info    // what the last response that stated anything said besides its quotas (see lastInfoLocked)
+	lanes     lanes          // the classes of work seen, for their reserves (atomic)
 	throttled int64
 	requests  int64
 	lastObs   time.Time
@@ -210,9 +213,9 @@ type Adaptive struct {
 	// began: answers arriving before it belong to the same trip.
 	bodyLimitUntil time.Time
 
-	// lastQuotas holds lastInfo.Quotas, reused from response to response
-	// (see learn); readers clone it under mu.
-	lastQuotas []Quota
+	// lastQuotas holds that response's quotas; readers convert them under
+	// mu.
+	lastQuotas header.Quotas
 	// lastDecision is what retune last decided on (decided: it has),
 	// and applied.
 	lastDecision decision.Input
@@ -364,4 +367,82 @@ func (a *Adaptive) unlock() {
 	for _, f := range out {
 		f()
 	}
+}
+
+// Permit is one request's admission by [Adaptive.Acquire]. The request
+// counts as in flight, and its cost as charged, until the permit is settled
+// by exactly one call of Done (the request was sent) or Abandon (it was
+// not). Later calls on the same Permit do nothing; a Permit must not be
+// copied before it is settled.
+type Permit struct {
+	a     *Adaptive
+	cost  float64
+	live  bool
+	fleet []need // what the request took of the fleet's budgets
+}
+
+// Done settles the permit of a request that was sent, with the response it
+// got: nil when none was obtained (the request stops counting as in flight,
+// nothing is learned, and its cost stays charged, since the server may have
+// counted it). The limiter learns at once what the response says about the
+// rate limit: every header convention [ParseHeaders] reads, absolute resets
+// corrected by the server's Date, and, for a 403 or 429, what its body
+// states (a limit only the body names, such as GitHub's secondary limits; a
+// quota gone for good, such as OpenAI's insufficient_quota). For that it
+// reads at most 4 KiB of such a body, which stays readable byte for byte;
+// resp is otherwise untouched, and the caller still closes its body.
+func (p *Permit) Done(resp *http.Response) {
+	if !p.live {
+		return
+	}
+	now := time.Now()
+	if resp == nil {
+		p.doneWith(nil, now)
+		return
+	}
+	var m response.Meaning
+	response.Read(&m, resp, now, capsOf(p.a.cfg.MaxDelay), &p.a.clock)
+	p.doneWith(&m, now)
+}
+
+// doneWith is Done for a response read as m, which arrived at now (the
+// Transport's one reading of the clock and of the response); nil for none.
+// The limiter copies what it keeps of m. (m goes by pointer, down to the
+// limiter's learn: copying it at each call was 4% of a response's CPU time
+// through the Transport.)
+func (p *Permit) doneWith(m *response.Meaning, now time.Time) {
+	if !p.live {
+		return
+	}
+	p.live = false
+	if p.a.fleet != nil { // (a call fewer, and a file, on a request's path without a fleet)
+		p.a.fleet.answered(p.fleet, m, now)
+	}
+	p.a.learn(m, true, p.cost, now)
+}
+
+// Abandon settles the permit of a request that was not sent: its charge is
+// given back to every quota and it stops counting as in flight.
+func (p *Permit) Abandon() {
+	if !p.live {
+		return
+	}
+	p.live = false
+	p.a.fleet.giveBack(p.fleet)
+	p.a.abandon(p.cost)
+}
+
+// abandon undoes an admission whose request was never sent.
+func (a *Adaptive) abandon(cost float64) {
+	a.mu.Lock()
+	a.refund(cost)
+	a.settle(cost)
+	a.admitted.Add(-1)
+	if m := quota.ToMilli(cost); m > 0 {
+		a.admittedCost.Add(-m)
+		a.hintedAdmits.Add(-1)
+	}
+	a.changedLocked()
+	a.wakeGateLocked()
+	a.unlock()
 }

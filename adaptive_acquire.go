@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
@@ -12,7 +11,7 @@ import (
 )
 
 // Admission: Acquire, the wait for a request's slot, budget and token, and
-// every bound on that wait (its Permit is settled in permit.go).
+// every bound on that wait (its Permit is settled by Done or Abandon).
 
 // admit blocks until one request may start: a slow-start slot, a request
 // token, and cost tokens of any token-denominated quota (cost ≤ 0 charges
@@ -306,7 +305,7 @@ func (a *Adaptive) Acquire(ctx context.Context, cost float64) (Permit, error) {
 // it from the context with the request's other marks), setting p only when
 // it admits the request. (Into p, field by field: returned, the permit was
 // stored word by word and copied whole into the attempt, and the copy
-// stalled on store forwarding; see readResponse.)
+// stalled on store forwarding; see response.Read.)
 func (a *Adaptive) acquire(ctx context.Context, p *Permit, cost float64, class Class) error {
 	fleet, err := a.admit(ctx, cost, class)
 	if err != nil {
@@ -383,8 +382,7 @@ func (a *Adaptive) tooLong(ctx context.Context, now, at time.Time) error {
 
 func (a *Adaptive) rateLimitError(at time.Time, cause error) *RateLimitError {
 	a.mu.Lock()
-	info := a.lastInfo
-	info.Quotas = slices.Clone(info.Quotas) // the limiter's, rewritten by the next response
+	info := a.lastInfoLocked()
 	a.unlock()
 	return &RateLimitError{Endpoint: a.cfg.Key, RetryAt: at, Info: info, Err: cause}
 }

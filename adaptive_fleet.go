@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/quota"
+	"github.com/pacer-go/pacer/internal/response"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -348,16 +349,20 @@ func (f *fleetShare) settleLocked(needs []need, unused bool) {
 }
 
 // answered settles the units a request held once its response arrived at
-// now, and keeps the freshest figure each stated quota showed, to report
-// with the next call. quotas are the response's, whose resets are times.
-func (f *fleetShare) answered(needs []need, quotas []Quota, now time.Time) {
+// now, and keeps the freshest figure each quota it stated showed (m: what
+// the response meant, nil for none), to report with the next call.
+func (f *fleetShare) answered(needs []need, m *response.Meaning, now time.Time) {
 	if f == nil {
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.settleLocked(needs, false)
-	for _, qt := range quotas {
+	if m == nil {
+		return
+	}
+	for i := range m.Quotas.Len() {
+		qt := m.Quotas.At(i)
 		if !(qt.Remaining >= 0) || math.IsInf(qt.Remaining, 0) {
 			continue
 		}

@@ -2,6 +2,7 @@ package pacer
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -49,7 +50,7 @@ func TestFleetMemberReportsItsFirstContact(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
-	f.answered(nil, []Quota{{Name: "requests", Remaining: 30, Reset: now.Add(time.Second)}}, now)
+	f.answered(nil, meaningOf(reply(http.StatusOK, requestsLeft(100, 30, time.Second)), now), now)
 
 	ok, _, err := f.take(ctx, oneRequest(), now, -1)
 	require.NoError(t, err)
@@ -69,7 +70,7 @@ func TestFleetMemberDropsAFigureOfAWindowThatEnded(t *testing.T) {
 		f, b := newScriptedFleet(store.Lease{Known: false})
 		now := time.Now()
 		f.quota("requests") // a quota the member leases from
-		f.answered(nil, []Quota{{Name: "requests", Remaining: 0, Reset: now.Add(time.Second)}}, now)
+		f.answered(nil, meaningOf(reply(http.StatusOK, requestsLeft(100, 0, time.Second)), now), now)
 		_, _, err := f.take(context.Background(), oneRequest(), now.Add(late), -1)
 		require.NoError(t, err)
 		require.Len(t, b.calls, 1)

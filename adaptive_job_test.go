@@ -38,6 +38,7 @@ type jobResult struct {
 	fastest      time.Duration // the fastest schedule that sends no 429
 	callerErrors int
 	late429      int // 429s for requests sent after the first response
+	all429       int // every 429 the job's requests got
 	maxAttempt   time.Duration
 	first429     time.Duration // when the first late 429 was sent, from the start
 }
@@ -126,6 +127,9 @@ func (j job) run(t *testing.T, opts ...Option) jobResult {
 		if len(events) > 0 {
 			first := events[0].At.Add(j.latency)
 			for _, e := range events {
+				if e.Status == http.StatusTooManyRequests {
+					r.all429++
+				}
 				if e.Status == http.StatusTooManyRequests && !e.At.Before(first) {
 					if r.late429 == 0 {
 						r.first429 = e.At.Sub(start)

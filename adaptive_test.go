@@ -443,10 +443,7 @@ func TestAdaptiveLearnDoesNotTouchInFlight(t *testing.T) {
 		admit(t, a, 0)
 		admit(t, a, 0)
 		// What the Transport reads of a response another limiter admitted.
-		var qs quotaBuf
-		var o outcome
-		readResponse(&o, &clockOffset{}, reply(http.StatusOK, requestsLeft(100, 90, time.Minute)), time.Now(), DefaultMaxDelay, &qs)
-		a.learnOther(&o, qs.slice())
+		a.learnOther(meaningOf(reply(http.StatusOK, requestsLeft(100, 90, time.Minute)), time.Now()))
 		st := a.Stats()
 		assert.Equal(t, 2, st.InFlight)
 		assert.Equal(t, ModeHeaders, st.Mode, "a response ends slow start")

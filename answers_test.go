@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-go/pacer/internal/response"
 )
 
 // The tests of the limiter drive it as the Transport does: Acquire, then
@@ -67,6 +69,14 @@ func policyLeft(name string, limit float64, window time.Duration, remaining floa
 // retryAfter is a Retry-After of d, in seconds.
 func retryAfter(d time.Duration) []string {
 	return []string{"Retry-After", num(d.Seconds())}
+}
+
+// meaningOf is what resp, arriving at now, means, read as the Transport
+// and Permit.Done read it (with the default wait cap, no clock to correct).
+func meaningOf(resp *http.Response, now time.Time) *response.Meaning {
+	m := new(response.Meaning)
+	response.Read(m, resp, now, capsOf(DefaultMaxDelay), nil)
+	return m
 }
 
 // num is a figure as servers write it: a plain decimal.

@@ -476,6 +476,25 @@ func (b *Bucket) allowAt(now int64, n int) bool {
 	}
 }
 
+// take is wait's fast path: it takes n > 0 tokens if they are there at
+// now (package clock) without a wait, and reports whether it did. false
+// leaves the rest to the locked path (enqueue), which also reports a wait
+// that could never end. It never blocks and takes no lock: the adaptive
+// limiter calls it under its own.
+func (b *Bucket) take(n int, now int64) bool {
+	for {
+		s, tat := b.load()
+		var pl plan
+		s.plan(&pl, tat, now, n)
+		if pl.tooBig || pl.never || pl.at > now || now == s.floor || now == s.rec.Load() {
+			return false // at the floor, a grant is recorded: take the lock
+		}
+		if pl.cost == 0 || s.tat.CompareAndSwap(tat, pl.end) {
+			return true
+		}
+	}
+}
+
 // SetLimit changes the limit. The tokens in the bucket stay (the level, not
 // the time to refill), and waiters are re-planned at the new rate in arrival
 // order. Tokens owed stay owed: when reservations kept across a slower limit

@@ -19,25 +19,6 @@ func errNever(n int) error {
 
 var errNegative = errors.New("pacer: wait for a negative number of tokens")
 
-// take is wait's fast path: it takes n > 0 tokens if they are there at
-// now (package clock) without a wait, and reports whether it did. false
-// leaves the rest to the locked path (enqueue), which also reports a wait
-// that could never end. It never blocks and takes no lock: the adaptive
-// limiter calls it under its own.
-func (b *Bucket) take(n int, now int64) bool {
-	for {
-		s, tat := b.load()
-		var pl plan
-		s.plan(&pl, tat, now, n)
-		if pl.tooBig || pl.never || pl.at > now || now == s.floor || now == s.rec.Load() {
-			return false // at the floor, a grant is recorded: take the lock
-		}
-		if pl.cost == 0 || s.tat.CompareAndSwap(tat, pl.end) {
-			return true
-		}
-	}
-}
-
 // Wait is WaitN(ctx, 1).
 func (b *Bucket) Wait(ctx context.Context) error {
 	_, err := b.wait(ctx, 1, 0, useClock)

@@ -177,3 +177,41 @@ func (l *lanes) share(c Class, now int64) (share float64, until int64) {
 	}
 	return l.reserve.Floor, 0
 }
+
+// marks is what a context says of the requests made with it: their cost
+// and their class. One value under one key, so that a request's every
+// mark is found with one lookup.
+type marks struct {
+	cost    float64
+	class   Class
+	classed bool // class was set (WithClass), not left Interactive by default
+}
+
+type marksKey struct{}
+
+func marksOf(ctx context.Context) marks {
+	m, _ := ctx.Value(marksKey{}).(marks)
+	return m
+}
+
+// WithCost returns a context whose requests cost n units of the endpoint's
+// token-denominated quotas (the tokens quotas of LLM APIs): a limiter that
+// has learnt such a quota admits the request only when n units are left.
+// Request quotas are charged one per request regardless. A negative or NaN
+// cost counts as 0.
+//
+// It is an override, not a requirement: a request with no stated cost is
+// charged what the endpoint's requests were learnt to cost each token quota
+// (from how its remaining tokens fall between responses; see
+// [Stats.Costs]), and every response trues the charge up. State a cost
+// when it is known before the request goes and the quotas count it alike:
+// n is charged to every token quota, so where they count different tokens
+// (Anthropic's input and output token limits) leave it unstated.
+func WithCost(ctx context.Context, n float64) context.Context {
+	if !(n > 0) {
+		n = 0
+	}
+	m := marksOf(ctx)
+	m.cost = n
+	return context.WithValue(ctx, marksKey{}, m)
+}

@@ -2,7 +2,6 @@ package pacer
 
 import (
 	"cmp"
-	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -12,15 +11,8 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/internal/response"
 )
-
-// maxRoutesPerEndpoint bounds the server-named bucket bindings one endpoint
-// learns, so a server inventing bucket names per path cannot grow memory.
-const maxRoutesPerEndpoint = 64
-
-// maxBucketName bounds the length of a server-named bucket that is kept; a
-// longer (hostile or broken) name is ignored.
-const maxBucketName = 128
 
 // endpoint is one limiter in a transport's table. The table holds two kinds:
 // the endpoint of a key (a route pattern, a KeyFunc result or scheme://host),
@@ -31,7 +23,7 @@ type endpoint struct {
 	lim *Adaptive
 	// clock bounds the server's clock offset from its Date headers, for
 	// the absolute resets it states.
-	clock clockOffset
+	clock response.Clock
 	// retryBudget bounds the retries of requests the server shed.
 	retryBudget retryBudget
 	// bucket is the server's name for this limiter's bucket; "" for the
@@ -78,137 +70,6 @@ func (ep *endpoint) tryRef() bool { return ep.refs.Add(1) > 0 }
 // took it meanwhile. Called under the table's write lock.
 func (ep *endpoint) evict() bool { return ep.refs.CompareAndSwap(0, evictedRefs) }
 
-// binding is the server-named bucket a route was last seen in.
-type binding struct {
-	key  string // the bucket endpoint's key, "scope#name"
-	name string // the name the server gave
-}
-
-// routeKey identifies the part of an endpoint's traffic a server-named bucket
-// was learned for: the first path segment (GitHub's resources split there:
-// /search, /graphql, everything else "core"), and the host for endpoints
-// whose key spans hosts.
-type routeKey struct{ host, seg string }
-
-func routeKeyOf(ep *endpoint, u *urlParts) routeKey {
-	rk := routeKey{seg: firstSegment(u.path)}
-	if ep.hostScoped {
-		rk.host = u.host
-	}
-	return rk
-}
-
-// urlParts is the little of a request URL the table needs.
-type urlParts struct{ scheme, host, path string }
-
-func firstSegment(p string) string {
-	p = strings.TrimPrefix(p, "/")
-	if i := strings.IndexByte(p, '/'); i >= 0 {
-		return p[:i]
-	}
-	return p
-}
-
-// boundBucket returns the server-named bucket u's route is bound to; its
-// zero value when none.
-func (ep *endpoint) boundBucket(u *urlParts) binding {
-	t := ep.routes.Load()
-	if t == nil {
-		return binding{}
-	}
-	b, _ := t.get(routeKeyOf(ep, u))
-	return b
-}
-
-// bind records that a response for u's route named bucket b. It returns
-// false when that was known already or cannot be kept: pinned endpoints are
-// never bound, and an endpoint keeps at most maxRoutesPerEndpoint routes.
-func (ep *endpoint) bind(u *urlParts, b binding) bool {
-	if ep.pinned {
-		return false
-	}
-	rk := routeKeyOf(ep, u)
-	ep.mu.Lock()
-	defer ep.mu.Unlock()
-	old := ep.routes.Load()
-	if old != nil {
-		if cur, ok := old.get(rk); ok && cur == b {
-			return false
-		} else if !ok && old.len() >= maxRoutesPerEndpoint {
-			return false
-		}
-	}
-	// Copy the strings out of the request so the binding does not keep the
-	// caller's URL alive.
-	ep.routes.Store(old.with(routeKey{host: strings.Clone(rk.host), seg: strings.Clone(rk.seg)}, b))
-	return true
-}
-
-// routeTable is an endpoint's route bindings, copied on write. A few
-// routes (a client of GitHub calls one or two of its resources) are found
-// by comparing strings: in CPU profiles of a loopback round trip, hashing
-// the two-string key and comparing it in a map cost about 35 ns a request,
-// the scan a few. More routes go in a map.
-type routeTable struct {
-	list []routeEntry         // while there are at most routeScanMax
-	m    map[routeKey]binding // beyond
-}
-
-type routeEntry struct {
-	rk routeKey
-	b  binding
-}
-
-// routeScanMax is about where a scan of string comparisons stops being
-// cheaper than one map lookup of a two-string key.
-const routeScanMax = 8
-
-func (t *routeTable) get(rk routeKey) (binding, bool) {
-	if t.m != nil {
-		b, ok := t.m[rk]
-		return b, ok
-	}
-	for i := range t.list {
-		if e := &t.list[i]; e.rk.seg == rk.seg && e.rk.host == rk.host {
-			return e.b, true
-		}
-	}
-	return binding{}, false
-}
-
-func (t *routeTable) len() int {
-	if t.m != nil {
-		return len(t.m)
-	}
-	return len(t.list)
-}
-
-// with returns a copy of t (nil: empty) with rk bound to b.
-func (t *routeTable) with(rk routeKey, b binding) *routeTable {
-	var out routeTable
-	var list []routeEntry
-	var m map[routeKey]binding
-	if t != nil {
-		list, m = t.list, t.m
-	}
-	switch {
-	case m != nil:
-		out.m = maps.Clone(m)
-		out.m[rk] = b
-	default:
-		out.list = slices.DeleteFunc(slices.Clone(list), func(e routeEntry) bool { return e.rk == rk })
-		out.list = append(out.list, routeEntry{rk, b})
-		if len(out.list) > routeScanMax {
-			out.m = make(map[routeKey]binding, len(out.list))
-			for _, e := range out.list {
-				out.m[e.rk] = e.b
-			}
-			out.list = nil
-		}
-	}
-	return &out
-}
-
 // endpoints is a transport's table of limiters: key → endpoint, created on
 // first use, evicted when idle.
 //
@@ -221,7 +82,7 @@ func (t *routeTable) with(rk routeKey, b binding) *routeTable {
 // creating an endpoint at the cap makes room, so there is no background
 // goroutine to stop.
 type endpoints struct {
-	newLimiter func(key string, ceiling Limit, burst int) *Adaptive
+	newLimiter func(key string, ceiling Limit, burst int, stated []statedQuota) *Adaptive
 	max        int
 
 	mu sync.RWMutex
@@ -242,7 +103,7 @@ type endpoints struct {
 // it. Memory is bounded by the cap on endpoints, not by this.
 const idleTTL = 10 * time.Minute
 
-func newEndpoints(max int, newLimiter func(string, Limit, int) *Adaptive) *endpoints {
+func newEndpoints(max int, newLimiter func(string, Limit, int, []statedQuota) *Adaptive) *endpoints {
 	e := &endpoints{newLimiter: newLimiter, max: max, m: make(map[string]*endpoint)}
 	e.nextSweep.Store(clock.Now() + sweepEvery)
 	return e
@@ -256,8 +117,10 @@ const sweepEvery = int64(idleTTL / 4)
 // rule is what a route pattern configured for the endpoint it keys.
 type rule struct {
 	pattern string
-	ceiling Limit // 0: none
+	option  string // the option that configured it, for a panic's message
+	ceiling Limit  // 0: none
 	burst   int
+	stated  []statedQuota // WithQuota's
 }
 
 // spec says how to create an endpoint that does not exist yet.
@@ -366,29 +229,33 @@ func (e *endpoints) create(key string, sp *spec) *endpoint {
 // from is the limiter that admitted the request: its requests in flight
 // may be bound for the bucket too, and the bucket's limiter counts them as
 // unseen (feed), not as another client's spending.
-func (e *endpoints) teachBucket(key, bucket string, from *Adaptive, o *outcome, quotas []Quota) {
+func (e *endpoints) teachBucket(key, bucket string, from *Adaptive, m *response.Meaning) {
 	ep := e.peek(key)
 	if ep == nil {
 		fresh := e.newEndpoint(key, &spec{bucket: bucket})
 		fresh.lim.feed(from)
-		fresh.lim.learnOther(o, quotas) // before anyone else can see it
+		fresh.lim.learnOther(m) // before anyone else can see it
 		if ep = e.insert(fresh, clock.Now(), 0); ep == fresh {
 			return
 		}
 	}
 	ep.lim.feed(from)
-	ep.lim.learnOther(o, quotas)
+	ep.lim.learnOther(m)
 }
 
 func (e *endpoints) newEndpoint(key string, sp *spec) *endpoint {
 	ep := &endpoint{key: key, bucket: sp.bucket, hostScoped: sp.rule != nil}
 	var ceiling Limit
 	var burst int
-	if sp.rule != nil && sp.rule.ceiling > 0 {
-		ceiling, burst = sp.rule.ceiling, sp.rule.burst
-		ep.pinned = true
+	var stated []statedQuota
+	if sp.rule != nil {
+		stated = sp.rule.stated
+		if sp.rule.ceiling > 0 {
+			ceiling, burst = sp.rule.ceiling, sp.rule.burst
+			ep.pinned = true
+		}
 	}
-	ep.lim = e.newLimiter(key, ceiling, burst)
+	ep.lim = e.newLimiter(key, ceiling, burst, stated)
 	return ep
 }
 

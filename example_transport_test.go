@@ -84,6 +84,41 @@ func ExampleWithEndpoint() {
 	// https://api.example.com
 }
 
+// An API documents a quota of 100 requests an hour but sends no rate-limit
+// headers. Stated with WithQuota, the quota's requests go at once; the
+// ones beyond it would wait for the next hour, longer than this client's
+// MaxWait, so they fail at once with a *RateLimitError and are never sent:
+// the server answers no 429.
+func ExampleWithQuota() {
+	api := apisim.New(apisim.Config{Style: apisim.StyleBare, Limit: 100, Window: time.Hour})
+	tr := pacer.NewTransport(api.Transport(),
+		pacer.WithQuota("api.example.com/", 100, time.Hour),
+		pacer.WithMaxWait(time.Minute),
+	)
+	client := &http.Client{Transport: tr}
+	sent, refused := 0, 0
+	start := time.Now()
+	for range 120 {
+		resp, err := client.Get("https://api.example.com/v1/items")
+		var rle *pacer.RateLimitError
+		switch {
+		case errors.As(err, &rle):
+			refused++
+		case err != nil:
+			fmt.Println(err)
+			return
+		default:
+			sent++
+			resp.Body.Close()
+		}
+	}
+	fmt.Println("sent:", sent, "refused before sending:", refused)
+	fmt.Println("429s:", api.Stats().Throttled, "waited:", time.Since(start) > time.Second)
+	// Output:
+	// sent: 100 refused before sending: 20
+	// 429s: 0 waited: false
+}
+
 // Most APIs count quotas per credential: key the endpoints by a hash of it,
 // so each token gets its own limit and the secret itself is never kept,
 // shown in Stats, logged, or carried in a RateLimitError.

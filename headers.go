@@ -153,52 +153,7 @@ func ParseHeaders(h http.Header, now time.Time) (Info, bool) {
 func parseHeaders(h http.Header, now time.Time, maxDelay time.Duration) (Info, bool) {
 	var hq header.Quotas
 	hi, ok := header.Parse(h, now, capsOf(maxDelay), nil, &hq)
-	info := infoOf(hi)
-	if n := hq.Len(); n > 0 {
-		info.Quotas = make([]Quota, n)
-		copyQuotas(info.Quotas, &hq)
-	}
-	return info, ok
-}
-
-// quotaBuf holds the quotas of one response without a heap allocation for
-// the usual few (a GitHub-style response states one; IETF and OpenAI
-// responses two). The Transport parses into one held by the attempt and
-// hands the quotas to the limiter apart from the rest of the Info, which
-// copies what it keeps (Adaptive.lastQuotas): in CPU profiles of a
-// GitHub-style response through the Transport, allocating and copying the
-// Quotas slice was 15% of the parse, before the garbage it left. (Apart,
-// because Go's escape analysis follows a struct as a whole: riding in an
-// Info that the limiter keeps, the buffer would go to the heap with it.)
-type quotaBuf struct {
-	n      int
-	inline [2]Quota
-	more   []Quota // all of them when more than fit inline
-}
-
-// slice returns the quotas held; it aliases b.
-func (b *quotaBuf) slice() []Quota {
-	if b.more != nil {
-		return b.more
-	}
-	return b.inline[:b.n]
-}
-
-// set makes b hold the quotas of hq.
-func (b *quotaBuf) set(hq *header.Quotas) {
-	b.n, b.more = hq.Len(), nil
-	if b.n > 0 {
-		b.fill(hq)
-	}
-}
-
-// fill is the copying of set, apart so that set stays inlined for a
-// response that states no quota.
-func (b *quotaBuf) fill(hq *header.Quotas) {
-	if b.n > len(b.inline) {
-		b.more = make([]Quota, b.n)
-	}
-	copyQuotas(b.slice(), hq)
+	return infoOf(hi, &hq), ok
 }
 
 // capsOf is what a parse under the wait cap maxDelay believes: waits up to
@@ -217,9 +172,15 @@ func delayCap(maxDelay time.Duration) time.Duration {
 	return maxDelay
 }
 
-// infoOf is the Info of the grammar's reading hi, without its quotas.
-func infoOf(hi header.Info) Info {
-	return Info{RetryAfter: hi.RetryAfter, Bucket: hi.Bucket, Global: hi.Global}
+// infoOf is the Info of the grammar's reading hi and hq, the quotas in a
+// slice of their own (nil for none).
+func infoOf(hi header.Info, hq *header.Quotas) Info {
+	info := Info{RetryAfter: hi.RetryAfter, Bucket: hi.Bucket, Global: hi.Global}
+	if n := hq.Len(); n > 0 {
+		info.Quotas = make([]Quota, n)
+		copyQuotas(info.Quotas, hq)
+	}
+	return info
 }
 
 // copyQuotas converts the quotas of hq into dst, of length hq.Len().

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacer-go/pacer/internal/header"
+	"github.com/pacer-go/pacer/internal/response"
 )
 
 // The header conventions themselves, case by case with the providers'
@@ -84,10 +85,9 @@ func TestParseHeadersUnitIsTheConventionsNotTheName(t *testing.T) {
 }
 
 // Every field of the grammar's reading reaches the caller: several
-// conventions at once, more quotas than the Transport's buffer holds
-// inline, tokens, windows, a policy's unknown Remaining, names made
+// conventions at once, more quotas than a reading holds inline, tokens, windows, a policy's unknown Remaining, names made
 // unique, the wait, the bucket and the scope; the same through the
-// Transport's reading (readResponse, into its buffer) as through
+// Transport's reading (response.Read, then infoOf) as through
 // ParseHeaders.
 func TestParseHeadersCarriesEveryFieldOfTheReading(t *testing.T) {
 	now := time.Date(2025, 8, 21, 12, 40, 0, 0, time.UTC)
@@ -120,16 +120,11 @@ func TestParseHeadersCarriesEveryFieldOfTheReading(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, want, info)
 
-	var co clockOffset
-	var qs quotaBuf
-	var o outcome
-	readResponse(&o, &co, &http.Response{StatusCode: http.StatusOK, Header: h, Body: http.NoBody}, now, 0, &qs)
-	assert.Nil(t, o.Info.Quotas, "the quotas go to the buffer")
-	o.Info.Quotas = qs.slice()
-	assert.Equal(t, want, o.Info)
+	m := meaningOf(&http.Response{StatusCode: http.StatusOK, Header: h, Body: http.NoBody}, now)
+	assert.Equal(t, want, infoOf(m.Info, &m.Quotas))
 
-	readResponse(&o, &co, &http.Response{StatusCode: http.StatusOK, Header: http.Header{"X-Ratelimit-Remaining": {"7"}}, Body: http.NoBody}, now, 0, &qs)
-	assert.Equal(t, []Quota{{Remaining: 7}}, qs.slice(), "a reused buffer holds the last response's quotas alone")
+	response.Read(m, &http.Response{StatusCode: http.StatusOK, Header: http.Header{"X-Ratelimit-Remaining": {"7"}}, Body: http.NoBody}, now, capsOf(0), nil)
+	assert.Equal(t, Info{Quotas: []Quota{{Remaining: 7}}}, infoOf(m.Info, &m.Quotas), "a Meaning read again holds the last response's quotas alone")
 }
 
 // Quota is the grammar's quota, field for field, so that no field is lost

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/pacer-go/pacer/internal/quota"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -78,11 +79,61 @@ func WithEndpoint(pattern string, limit Limit, burst int) Option {
 	if burst < 0 {
 		panic(fmt.Sprintf("pacer: WithEndpoint(%q): negative burst %d", pattern, burst))
 	}
-	r := &rule{pattern: pattern}
+	r := &rule{pattern: pattern, option: "WithEndpoint"}
 	if limit != Inf {
 		r.ceiling, r.burst = limit, max(burst, 1)
 	}
 	return func(c *config) { c.rules = append(c.rules, r) }
+}
+
+// WithQuota states a quota of the requests matching pattern: at most limit
+// of them per window, counted afresh each window, the windows following
+// each other from the endpoint's first request. It is the statement "5,000
+// requests an hour" (WithQuota(pattern, 5000, time.Hour)), which a rate
+// serves badly: 1.39 a second paces a job of 100 that the quota affords at
+// once.
+//
+// The endpoint's limiter knows the quota from the start, as if a server
+// had stated it: a request the quota affords goes at once, with no slow
+// start; once a window's quota is spent, requests wait for the next
+// window (up to MaxWait; see [WithMaxWait]). Once the server's responses
+// state quotas of their own (any header convention [ParseHeaders] reads),
+// those govern and the stated quotas are dropped: the server's count is
+// exact, the statement a model of it. To stay below what the server
+// allows whatever it states, set a rate with [WithEndpoint]. A server that
+// states nothing and counts in windows of its own phase (starting on its
+// clock's hour) can see up to twice limit in one of its windows, from a
+// client that spends a whole window's worth at the end of one of these
+// windows and again at the start of the next: state such a quota at half.
+//
+// pattern is as in [WithEndpoint], and keys the same endpoint as a
+// WithEndpoint of the same pattern; a pattern may state several quotas
+// (an hourly and a per-minute one), each of which a request must fit.
+// With a [WithStore] store, each replica counts only its own requests
+// against a stated quota: state each replica's share.
+//
+// It panics if limit is not positive, or window is not positive or is
+// longer than [MaxResetHorizon]; NewTransport panics for a pattern as it
+// does for WithEndpoint's.
+func WithQuota(pattern string, limit int, window time.Duration) Option {
+	if limit <= 0 {
+		panic(fmt.Sprintf("pacer: WithQuota(%q, %d, %v): limit must be > 0", pattern, limit, window))
+	}
+	if window <= 0 || window > MaxResetHorizon {
+		panic(fmt.Sprintf("pacer: WithQuota(%q, %d, %v): window must be in (0, %v]", pattern, limit, window, MaxResetHorizon))
+	}
+	r := &rule{pattern: pattern, option: "WithQuota", stated: []statedQuota{{
+		name:   fmt.Sprintf("%d per %v", limit, window),
+		Stated: quota.Stated{Limit: float64(limit), Window: window},
+	}}}
+	return func(c *config) { c.rules = append(c.rules, r) }
+}
+
+// statedQuota is a quota WithQuota states, by the name the limiter knows
+// it by.
+type statedQuota struct {
+	name string
+	quota.Stated
 }
 
 // WithKeyFunc keys the requests that match no [WithEndpoint] pattern by
@@ -185,42 +236,4 @@ func WithLongWaits(threshold time.Duration, fn func(LongWait)) Option {
 		panic(fmt.Sprintf("pacer: WithLongWaits(%v, fn): threshold must be > 0", threshold))
 	}
 	return func(c *config) { c.longWait = longWaitHook{threshold: threshold, fn: fn} }
-}
-
-// marks is what a context says of the requests made with it: their cost
-// and their class. One value under one key, so that a request's every
-// mark is found with one lookup.
-type marks struct {
-	cost    float64
-	class   Class
-	classed bool // class was set (WithClass), not left Interactive by default
-}
-
-type marksKey struct{}
-
-func marksOf(ctx context.Context) marks {
-	m, _ := ctx.Value(marksKey{}).(marks)
-	return m
-}
-
-// WithCost returns a context whose requests cost n units of the endpoint's
-// token-denominated quotas (the tokens quotas of LLM APIs): a limiter that
-// has learnt such a quota admits the request only when n units are left.
-// Request quotas are charged one per request regardless. A negative or NaN
-// cost counts as 0.
-//
-// It is an override, not a requirement: a request with no stated cost is
-// charged what the endpoint's requests were learnt to cost each token quota
-// (from how its remaining tokens fall between responses; see
-// [Stats.Costs]), and every response trues the charge up. State a cost
-// when it is known before the request goes and the quotas count it alike:
-// n is charged to every token quota, so where they count different tokens
-// (Anthropic's input and output token limits) leave it unstated.
-func WithCost(ctx context.Context, n float64) context.Context {
-	if !(n > 0) {
-		n = 0
-	}
-	m := marksOf(ctx)
-	m.cost = n
-	return context.WithValue(ctx, marksKey{}, m)
 }

@@ -16,8 +16,8 @@ import (
 
 // The per-response shortcuts of issue 13 keep their promises: a response's
 // quotas cost no allocation on their way from the headers to the limiter,
-// and the buffer they travel in (quotaBuf) is never what a caller is
-// handed; a decision retune skips as already applied is one it made.
+// and the reading they travel in (response.Meaning) is never what a
+// caller is handed; a decision retune skips as already applied is one it made.
 
 // githubResponder answers like GitHub: a quota of 5,000 counting down from
 // 4,000 (so that both figures always take strconv.Itoa an allocation),
@@ -38,7 +38,8 @@ func githubResponder() (http.RoundTripper, func() int) {
 }
 
 // A GitHub-style response costs the Transport no allocation: its quota is
-// parsed into the attempt's buffer and copied into the limiter's own.
+// parsed into the attempt's reading (response.Meaning) and copied into the
+// limiter's own.
 func TestTransportAllocatesNothingForAResponsesQuotas(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
@@ -118,7 +119,7 @@ func TestTransportKeptQuotasAreNotOverwrittenByLaterResponses(t *testing.T) {
 	assert.Equal(t, was, rle.Info.Quotas[0].Remaining, "a *RateLimitError's Info")
 }
 
-// A response stating more quotas than the attempt's buffer holds inline
+// A response stating more quotas than the attempt's reading holds inline
 // (Anthropic's four) reaches the limiter whole, through the Transport.
 func TestTransportPassesEveryQuotaOfAResponse(t *testing.T) {
 	reset := time.Now().Add(time.Minute).UTC().Format(time.RFC3339)
@@ -180,7 +181,7 @@ func TestRetuneAppliesAChangedDecisionAfterUnchangedOnes(t *testing.T) {
 }
 
 // A retry refused as too late reports what the throttled response said,
-// its quotas included, though they were parsed into the attempt's buffer.
+// its quotas included, though they were parsed into the attempt's reading.
 func TestTransportRefusedRetryKeepsTheResponsesQuotas(t *testing.T) {
 	reset := strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)
 	var errs []error

@@ -47,7 +47,7 @@ func TestAPolicyAloneIsNeitherFullNorEmpty(t *testing.T) {
 				require.True(t, ok)
 				require.Len(t, info.Quotas, 1)
 				assert.Equal(t, -1.0, info.Quotas[0].Remaining, "reported as unknown; why: %s", c.why)
-				assert.False(t, throttledBy(http.StatusForbidden, info.RetryAfter, info.Quotas, signalNone), "a 403 it rides on is no throttle")
+				assert.False(t, meaningOf(&http.Response{StatusCode: http.StatusForbidden, Header: c.h, Body: http.NoBody}, now).Throttled, "a 403 it rides on is no throttle")
 
 				p.Done(&http.Response{StatusCode: http.StatusOK, Header: c.h, Body: http.NoBody})
 				a.mu.Lock()

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/response"
 )
 
 // This file is the Transport's retry policy: which attempts are retried
@@ -142,7 +144,9 @@ func DefaultRetryPolicy(ctx context.Context, resp *http.Response, err error) (bo
 	}
 	v, ok := ctx.Value(verdictKey{}).(verdict)
 	if !ok || v.resp != resp {
-		v = verdict{req: resp.Request, resp: resp, throttled: classifyThrottled(resp)}
+		var m response.Meaning
+		response.Read(&m, resp, time.Now(), capsOf(DefaultMaxDelay), nil)
+		v = verdict{req: resp.Request, resp: resp, throttled: m.Throttled}
 	}
 	return retryThrottled(v.req, resp, v.throttled), nil
 }
@@ -169,7 +173,7 @@ func retryThrottled(req *http.Request, resp *http.Response, throttled bool) bool
 // answer (429, a rate-limited 403) or Anthropic's 529, which the API sends
 // when it is too overloaded to start.
 func refusedUnacted(status int) bool {
-	return status == http.StatusTooManyRequests || status == http.StatusForbidden || status == statusOverloaded
+	return status == http.StatusTooManyRequests || status == http.StatusForbidden || status == response.StatusOverloaded
 }
 
 // verdict is the Transport's reading of a response, handed to
@@ -183,25 +187,15 @@ type verdict struct {
 
 type verdictKey struct{}
 
-// classifyThrottled is the Transport's reading of whether resp is
-// throttled (readResponse), for a response that did not come through it.
-func classifyThrottled(resp *http.Response) bool {
-	var co clockOffset
-	var qs quotaBuf
-	var o outcome
-	readResponse(&o, &co, resp, time.Now(), DefaultMaxDelay, &qs)
-	return o.throttled
-}
-
 // checkRetry asks the retry policy about a sent attempt.
 func (rt *roundTrip) checkRetry(a *attemptState) (bool, error) {
 	if rt.t.retryPolicy == nil {
 		// DefaultRetryPolicy, without a context to carry the verdict.
-		return a.resp != nil && retryThrottled(rt.req, a.resp, a.read.throttled), nil
+		return a.resp != nil && retryThrottled(rt.req, a.resp, a.read.Throttled), nil
 	}
 	ctx := rt.ctx
 	if a.resp != nil {
-		ctx = context.WithValue(ctx, verdictKey{}, verdict{req: rt.req, resp: a.resp, throttled: a.read.throttled})
+		ctx = context.WithValue(ctx, verdictKey{}, verdict{req: rt.req, resp: a.resp, throttled: a.read.Throttled})
 	}
 	return rt.t.retryPolicy(ctx, a.resp, a.err)
 }
@@ -236,7 +230,7 @@ func (rt *roundTrip) decide(prev *attemptOutcome, a *attemptState, o *attemptOut
 	if !retry || rt.n >= t.retries || !mayReplay(rt.req, a.resp) {
 		return
 	}
-	if (a.resp == nil || overloaded(a.resp.StatusCode, &a.read.Info)) && !a.lim.retryBudget.withdraw() {
+	if (a.resp == nil || a.read.Overloaded()) && !a.lim.retryBudget.withdraw() {
 		// Shedding (or failing) beyond what the budget covers: retries
 		// would only add to the overload. The caller gets what it got.
 		return
@@ -254,7 +248,9 @@ func (rt *roundTrip) decide(prev *attemptOutcome, a *attemptState, o *attemptOut
 			at = na
 		}
 	}
-	o.retryAt, o.key, o.lim, o.info = at, key, a.lim, a.read.Info
+	// The Info, quotas and all, outlives the attempt: a *RateLimitError
+	// reports it if the retry comes too late.
+	o.retryAt, o.key, o.lim, o.info = at, key, a.lim, infoOf(a.read.Info, &a.read.Quotas)
 }
 
 // tooLate returns the error for a retry that may not start before at, if
@@ -273,35 +269,6 @@ func (t *Transport) tooLate(ctx context.Context, key string, at, now time.Time, 
 	}
 	return nil
 }
-
-// statusOverloaded is Anthropic's 529 overloaded_error: load shedding, retried
-// like a 503 (see overloaded).
-const statusOverloaded = 529
-
-// overloaded reports whether a throttled response is the server shedding
-// load rather than a rate limit: a 5xx with no Retry-After and no quota
-// stated as spent.
-func overloaded(status int, info *Info) bool {
-	if status < 500 || info.RetryAfter > 0 {
-		return false
-	}
-	for _, q := range info.Quotas {
-		if q.spent() {
-			return false
-		}
-	}
-	return true
-}
-
-// spent reports whether q says nothing is left until a stated reset: less
-// than one unit remaining. The limiter (an exhausted quota explains a
-// throttle) and the retry decision (a 5xx is overload unless one is spent)
-// read it the same way.
-func (q Quota) spent() bool { return q.drained() && !q.Reset.IsZero() }
-
-// drained reports whether the server said less than one unit of q is left;
-// never when it did not say (Remaining -1).
-func (q Quota) drained() bool { return 0 <= q.Remaining && q.Remaining < 1 }
 
 // retryBudget bounds the retries of shed requests (overloaded) to a share
 // of an endpoint's traffic, as gRPC's retry throttling and Finagle's retry

@@ -468,19 +468,6 @@ func TestNilResponseWithoutErrorFromTheBaseIsAnError(t *testing.T) {
 	}
 }
 
-func TestA403IsThrottledWhenRemainingReadsAsZeroHoweverWritten(t *testing.T) {
-	for _, tc := range []struct {
-		remaining string
-		want      bool
-	}{
-		{"0", true}, {" 0", true}, {"0.0", true}, {"0 ", true}, {"12", false},
-		{"", false}, {"none", false}, {"-1", false}, {"NaN", false},
-	} {
-		resp := &http.Response{StatusCode: http.StatusForbidden, Header: http.Header{"X-Ratelimit-Remaining": {tc.remaining}}, Body: http.NoBody}
-		assert.Equal(t, tc.want, classifyThrottled(resp), "Remaining %q", tc.remaining)
-	}
-}
-
 // A server shedding load (bare 503s while its quota shows room) is retried
 // while the shedding is light, but the retries of shed requests stay within
 // a tenth of the traffic (and a burst of ten): a server shedding everything

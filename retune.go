@@ -10,17 +10,19 @@ import (
 
 	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/internal/decision"
+	"github.com/pacer-go/pacer/internal/header"
 	"github.com/pacer-go/pacer/internal/infer"
 	"github.com/pacer-go/pacer/internal/quota"
+	"github.com/pacer-go/pacer/internal/response"
 )
 
-// learnOther applies what a response said, as Permit.Done does, for a
+// learnOther applies what a response meant, as Permit.Done does, for a
 // request this limiter did not admit (it went through another limiter that
 // shares the server's bucket): it retunes, pauses and counts a throttle,
-// and ends slow start if status ≠ 0, but does not touch the in-flight
-// count. quotas stand for o.Info.Quotas (see quotaBuf).
-func (a *Adaptive) learnOther(o *outcome, quotas []Quota) {
-	a.learn(o, quotas, false, 0, time.Time{})
+// and ends slow start if m.Status ≠ 0, but does not touch the in-flight
+// count.
+func (a *Adaptive) learnOther(m *response.Meaning) {
+	a.learn(m, false, 0, time.Time{})
 }
 
 // maxFeeders bounds the limiters feed remembers: a bucket is fed by the
@@ -87,23 +89,23 @@ func (a *Adaptive) settle(cost float64) int64 {
 	return others
 }
 
-// learn is Permit.Done's and learnOther's common part; own marks a
-// response to a request this limiter admitted (a permit's, of the given
-// cost), which leaves the in-flight count. now is when the response arrived
-// (the time its headers were parsed at), or the zero time to read the
-// clock; quotas stand for info.Quotas (quotaBuf).
+// learn is Permit.Done's and learnOther's common part: m is what the
+// response meant, nil when none was obtained; own marks a response to a
+// request this limiter admitted (a permit's, of the given cost), which
+// leaves the in-flight count. now is when the response arrived (the time
+// its headers were read at), or the zero time to read the clock.
 //
 // It leaves it under mu, not before: every admitted request is then either
 // counted as unseen or already applied. Taken out earlier, responses queued
 // on mu behind the one being applied would be neither, and the server's
 // figure (which counted them) would read as that many units spent by
 // others: a drift baseline off by up to the whole in-flight count.
-func (a *Adaptive) learn(o *outcome, quotas []Quota, own bool, cost float64, now time.Time) {
-	if o.Status != 0 && now.IsZero() {
+func (a *Adaptive) learn(m *response.Meaning, own bool, cost float64, now time.Time) {
+	if m != nil && m.Status != 0 && now.IsZero() {
 		now = time.Now()
 	}
 	a.mu.Lock()
-	a.learnLocked(o, quotas, own, cost, now)
+	a.learnLocked(m, own, cost, now)
 	// Once the response is applied, the callers waiting for a change look
 	// again, and for a request of ours, which freed its slot, a caller
 	// held at the gate. (Called here, not deferred from learnLocked, with
@@ -114,10 +116,9 @@ func (a *Adaptive) learn(o *outcome, quotas []Quota, own bool, cost float64, now
 }
 
 // learnLocked is learn's body, with mu held.
-func (a *Adaptive) learnLocked(o *outcome, quotas []Quota, own bool, cost float64, now time.Time) {
-	status, info, sig := o.Status, &o.Info, o.signal
+func (a *Adaptive) learnLocked(m *response.Meaning, own bool, cost float64, now time.Time) {
 	a.applied.Add(1)
-	if status == 0 {
+	if m == nil || m.Status == 0 {
 		if own {
 			a.settle(cost)
 		}
@@ -148,15 +149,14 @@ func (a *Adaptive) learnLocked(o *outcome, quotas []Quota, own bool, cost float6
 		a.started.Store(true)
 	}
 	a.trackRTT(now, others)
-	if len(quotas) > 0 || info.RetryAfter > 0 || info.Bucket != "" {
-		a.lastInfo, a.lastInfo.Quotas = *info, nil
-		if len(quotas) > 0 { // into the limiter's own slice, reused: readers clone it
-			a.lastQuotas = append(a.lastQuotas[:0], quotas...)
-			a.lastInfo.Quotas = a.lastQuotas
-		}
+	status, sig, nq := m.Status, m.Body, m.Quotas.Len()
+	if nq > 0 || m.RetryAfter > 0 || m.Bucket != "" {
+		// Kept as the grammar read them: the readers (Stats, a
+		// *RateLimitError) convert them.
+		a.lastInfo, a.lastQuotas = m.Info, m.Quotas
 	}
 
-	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+	if !m.Counted() {
 		// The server did not count this request: neither do the drifts'
 		// baselines (it would read as a refill otherwise).
 		a.admitted.Add(-1)
@@ -172,9 +172,9 @@ func (a *Adaptive) learnLocked(o *outcome, quotas []Quota, own bool, cost float6
 		}
 	}
 	a.reports = a.reports[:0]
-	derived := derivedQuota(quotas)
-	for i := range quotas {
-		q := &quotas[i]
+	derived := derivedQuota(&m.Quotas)
+	for i := range nq {
+		q := m.Quotas.At(i)
 		if derived != "" && q.Name == derived {
 			continue
 		}
@@ -188,17 +188,20 @@ func (a *Adaptive) learnLocked(o *outcome, quotas []Quota, own bool, cost float6
 			a.reports = append(a.reports, quota.Named{})
 		}
 		r := &a.reports[len(a.reports)-1]
-		r.Name, r.Tokens = q.Name, q.Unit == UnitTokens
+		r.Name, r.Tokens = q.Name, q.Unit == header.Tokens
 		r.Limit, r.Remaining, r.Reset, r.Window = q.Limit, q.Remaining, q.Reset, q.Window
+	}
+	if len(a.stated) > 0 {
+		a.reportStated(now, nq > 0, m.Counted())
 	}
 	var handoff float64 // the model gave up: the probe starts at this rate
 	var handoffSpan time.Duration
 	switch {
 	case a.infer.Off():
-	case len(quotas) > 0:
+	case nq > 0:
 		a.stopInferring()
-	case sig == signalNone:
-		r, ok := a.infer.Observe(now, status, info.RetryAfter)
+	case sig == response.None:
+		r, ok := a.infer.Observe(now, status, m.RetryAfter)
 		if a.infer.Off() {
 			handoff, handoffSpan = a.infer.Capacity(now)
 			a.stopInferring()
@@ -227,10 +230,10 @@ func (a *Adaptive) learnLocked(o *outcome, quotas []Quota, own bool, cost float6
 		exhausted = a.book.Observe(a.reports, now, &c, &seen)
 	}
 
-	if info.RetryAfter > 0 && status >= 400 { // negative: ignored
-		a.pauseLocked(now.Add(min(info.RetryAfter, a.cfg.MaxDelay)))
+	if m.RetryAfter > 0 && status >= 400 { // negative: ignored
+		a.pauseLocked(now.Add(min(m.RetryAfter, a.cfg.MaxDelay)))
 	}
-	if sig == signalGone {
+	if sig == response.Gone {
 		// The quota is gone for good (billing): waiting cannot help and
 		// nothing here should slow down for it. The caller gets the
 		// response at once.
@@ -238,16 +241,16 @@ func (a *Adaptive) learnLocked(o *outcome, quotas []Quota, own bool, cost float6
 		return
 	}
 	a.probe.Meter(now, status < 400)
-	if sig == signalBodyLimit {
-		a.bodyLimitLocked(now, *info, exhausted, others)
+	if sig == response.BodyLimit {
+		a.bodyLimitLocked(now, m.RetryAfter, exhausted, others)
 	}
-	if o.throttled && sig != signalBodyLimit {
+	if m.Throttled && sig != response.BodyLimit {
 		a.throttled++
 		// Quota headers explain a throttle when a quota is spent or the server
 		// named a wait; otherwise (no headers, or a limit the headers do not
 		// show) the probing fallback cuts the rate.
 		switch {
-		case status >= 500 && !exhausted && info.RetryAfter == 0 && (len(a.reports) > 0 || a.quotasKnown()):
+		case status >= 500 && !exhausted && m.RetryAfter == 0 && (len(a.reports) > 0 || a.quotasKnown()):
 			// Overload, not quota: the server shed a request while its
 			// quota headers (now or before) show room. The Transport retries
 			// it under a retry budget; cutting the rate below what the
@@ -265,7 +268,7 @@ func (a *Adaptive) learnLocked(o *outcome, quotas []Quota, own bool, cost float6
 			a.probe.Adopt(handoff, handoffSpan, now)
 		}
 		if l := a.cfg.Logger; l != nil {
-			key, retryAfter := a.cfg.Key, info.RetryAfter
+			key, retryAfter := a.cfg.Key, m.RetryAfter
 			a.later(func() {
 				l.LogAttrs(context.Background(), slog.LevelWarn, "pacer: throttled",
 					slog.String("endpoint", key), slog.Int("status", status),
@@ -273,7 +276,7 @@ func (a *Adaptive) learnLocked(o *outcome, quotas []Quota, own bool, cost float6
 			})
 		}
 	}
-	if wasStarted && status < http.StatusBadRequest && sig == signalNone && a.book.Len() == 0 && !a.probe.Engaged() && info.RetryAfter == 0 {
+	if wasStarted && status < http.StatusBadRequest && sig == response.None && a.book.Len() == 0 && !a.probe.Engaged() && m.RetryAfter == 0 {
 		// Nothing a decision reads changed: no quota, no probe, slow
 		// start over, a plain success (the common case of a server that
 		// states nothing). retune would decide what it decided last time.
@@ -298,6 +301,45 @@ func (a *Adaptive) stopInferring() {
 	a.book.Drop((*quota.Window).Inferred)
 }
 
+// state starts the quotas stated for the endpoint (WithQuota) at now, as a
+// server's statement of them would: their budgets are known from the
+// start, so slow start is over before it began.
+func (a *Adaptive) state(qs []statedQuota, now time.Time) {
+	a.mu.Lock()
+	a.stated = slices.Clone(qs)
+	a.reports = a.reports[:0]
+	for i := range a.stated {
+		s := &a.stated[i]
+		a.reports = append(a.reports, quota.Named{Name: s.name, Report: s.Start(now)})
+	}
+	var c quota.Counts
+	seen := quota.Seen{Horizon: a.horizon(), Age: a.rtt()}
+	a.book.Observe(a.reports, now, &c, &seen)
+	a.started.Store(true)
+	a.retune(now)
+	a.changedLocked()
+	a.unlock()
+}
+
+// reportStated adds to a.reports what the stated quotas say after a
+// response that arrived at now (counted: one the server counted), or
+// drops them for good when the server states quotas of its own. Called
+// with a.mu held.
+func (a *Adaptive) reportStated(now time.Time, serverStates, counted bool) {
+	if serverStates {
+		stated := a.stated
+		a.book.Drop(func(w *quota.Window) bool {
+			return slices.ContainsFunc(stated, func(s statedQuota) bool { return s.name == w.Name() })
+		})
+		a.stated = nil
+		return
+	}
+	for i := range a.stated {
+		s := &a.stated[i]
+		a.reports = append(a.reports, quota.Named{Name: s.name, Report: s.Answered(now, counted)})
+	}
+}
+
 // quotasKnown reports whether the server has described a quota of this
 // endpoint; called with a.mu held.
 func (a *Adaptive) quotasKnown() bool { return a.book.Known() }
@@ -315,7 +357,7 @@ func units(m int64) float64 {
 
 // countsInto sets c to what the quota model needs of the in-flight and
 // admission counts, with unseen requests in flight; called with a.mu held.
-// Field by field, and the model takes c by pointer (see readResponse for
+// Field by field, and the model takes c by pointer (see response.Read for
 // why not whole values).
 func (a *Adaptive) countsInto(c *quota.Counts, unseen float64) {
 	c.Inflight, c.InflightCost = unseen, units(a.inflightCost.Load())
@@ -329,10 +371,10 @@ func (a *Adaptive) countsInto(c *quota.Counts, unseen float64) {
 // limit currently in effect", the input-tokens or the output-tokens one, so
 // beside both they flip between two buckets whose costs per request differ
 // sixfold, and a model of them learns neither.
-func derivedQuota(quotas []Quota) string {
+func derivedQuota(qs *header.Quotas) string {
 	var in, out, all bool
-	for i := range quotas { // by index: a Quota copied to read its name stalled (see readResponse)
-		switch quotas[i].Name {
+	for i := range qs.Len() { // by pointer: a Quota copied to read its name stalled (see response.Read)
+		switch qs.At(i).Name {
 		case "input-tokens":
 			in = true
 		case "output-tokens":
@@ -397,7 +439,7 @@ func (a *Adaptive) retune(now time.Time) {
 		a.changedLocked()
 	}
 	// Field by field, not a literal: the literal was built apart and
-	// copied whole (see readResponse for why that costs).
+	// copied whole (see response.Read for why that costs).
 	var in decision.Input
 	in.Started, in.Quotas, in.Blind = a.started.Load(), p.Known, p.Blind
 	in.ReqRate, in.ReqBudget, in.TokRate, in.TokBudget = p.ReqRate, p.ReqBudget, p.TokRate, p.TokBudget
@@ -483,3 +525,60 @@ func (a *Adaptive) nextAllowed() time.Time {
 func (a *Adaptive) heldUntilLocked() time.Time {
 	return clock.Later(a.paused, a.book.HeldUntil())
 }
+
+// bodyLimitLocked applies a limit a response stated only in its body
+// (GitHub's secondary rate limits) as GitHub documents it: wait for its
+// Retry-After if it sent one; else, if a quota is spent, for its reset
+// (the budget holds that); else at least bodyLimitWait, doubling for each
+// such limit within bodyLimitMemory of the last, up to bodyLimitMaxWait
+// (and MaxDelay). The endpoint also slows down (the probing fallback cuts
+// its rate) so that it does not trip again as it resumes. Called with
+// a.mu held.
+func (a *Adaptive) bodyLimitLocked(now time.Time, retryAfter time.Duration, exhausted bool, others int64) {
+	if !a.lastBodyLimit.IsZero() && now.Sub(a.lastBodyLimit) > bodyLimitMemory {
+		a.bodyStrikes = 0
+	}
+	a.lastBodyLimit = now
+	// Answers to requests that were in flight when the first of a trip
+	// arrived belong to that trip: counted as trips of their own, one burst
+	// of 20 such answers doubled the wait to its 15-minute cap and kept
+	// 0.19 of what the limit allows (bench/SITUATIONS.md).
+	sameTrip := now.Before(a.bodyLimitUntil)
+	wait := retryAfter
+	if wait <= 0 && !exhausted && !sameTrip {
+		wait = min(bodyLimitWait<<min(a.bodyStrikes, 10), bodyLimitMaxWait)
+		a.bodyStrikes++
+	}
+	until := now
+	if wait > 0 {
+		until = now.Add(min(wait, a.cfg.MaxDelay))
+		a.pauseLocked(until)
+		a.bodyLimitUntil = clock.Later(a.bodyLimitUntil, until)
+	}
+	a.throttled++
+	// Resume below what the server admitted before it objected, climb back
+	// over bodyLimitCycle to the safety factor's share of it, never beyond
+	// while the trip is remembered: a second trip within 20 minutes was
+	// the rule, not the exception, with the cubic left to climb, and at
+	// the whole of it (issue 24).
+	a.probe.Punished(now, until, others, a.rtt(), a.safety, bodyLimitCycle, bodyLimitMemory)
+}
+
+const (
+	// bodyLimitWait is the least wait after a body-stated limit with no
+	// Retry-After: GitHub's documentation says to wait at least a minute
+	// before retrying after a secondary rate limit.
+	bodyLimitWait = time.Minute
+	// bodyLimitMaxWait caps the doubling that follows repeated ones (15
+	// minutes: four doublings), so a wait stays bounded however often the
+	// server keeps refusing; MaxDelay bounds it too.
+	bodyLimitMaxWait = 15 * time.Minute
+	// bodyLimitMemory is how long a body-stated limit counts towards the
+	// doubling: one an hour apart is a fresh start.
+	bodyLimitMemory = time.Hour
+	// bodyLimitCycle is how long the rate takes to climb back to what the
+	// server admitted before a body-stated limit: 5 minutes. Each trip
+	// costs a pause of a minute or more (GitHub's rule), so probing for the
+	// limit slowly costs less than finding it again.
+	bodyLimitCycle = 5 * time.Minute
+)

@@ -129,13 +129,12 @@ func (a *Adaptive) Stats() Stats {
 		Key:       a.cfg.Key,
 		Throttled: a.throttled,
 		Requests:  a.requests,
-		LastInfo:  a.lastInfo,
+		LastInfo:  a.lastInfoLocked(),
 		Mode:      a.mode,
 	}
 	if at := a.heldUntilLocked(); at.After(now) {
 		st.PausedUntil = at
 	}
-	st.LastInfo.Quotas = slices.Clone(st.LastInfo.Quotas) // under mu: learn reuses the slice
 	for _, w := range a.book.Windows() {
 		if mean := w.Estimate(); mean > 0 {
 			st.Costs = append(st.Costs, Cost{Quota: w.Name(), Mean: mean, Charged: w.BlindCharge()})
@@ -164,3 +163,7 @@ type Cost struct {
 	// true the charge up once it comes.
 	Charged float64
 }
+
+// lastInfoLocked is the Info of the last response that stated anything,
+// its quotas in a slice of their own; called with a.mu held.
+func (a *Adaptive) lastInfoLocked() Info { return infoOf(a.lastInfo, &a.lastQuotas) }

@@ -217,23 +217,30 @@ func TestTokenQuotaScenarios(t *testing.T) {
 // Anthropic's tokens-* fields restate the input or the output token quota,
 // whichever binds: beside both, they are not a quota of their own.
 func TestDerivedQuotaIsAnthropicsMostRestrictive(t *testing.T) {
-	q := func(names ...string) []Quota {
-		var qs []Quota
+	// The quotas of an Anthropic response stating what is left of each
+	// named one ("": an unnamed X-RateLimit quota).
+	q := func(names ...string) []string {
+		var h []string
 		for _, n := range names {
-			qs = append(qs, Quota{Name: n})
+			if n == "" {
+				h = append(h, "X-Ratelimit-Remaining", "1")
+			} else {
+				h = append(h, "Anthropic-Ratelimit-"+n+"-Remaining", "1")
+			}
 		}
-		return qs
+		return h
 	}
 	for _, tc := range []struct {
-		quotas []Quota
+		quotas []string
 		want   string
 	}{
 		{q("requests", "tokens", "input-tokens", "output-tokens"), "tokens"},
 		{q("requests", "tokens"), ""},                 // OpenAI's, or Anthropic's alone: a quota
 		{q("requests", "tokens", "input-tokens"), ""}, // the output quota unstated: tokens may be it
-		{q("", ""), ""}, // unnamed quotas are never dropped
+		{q(""), ""}, // unnamed quotas are never dropped
 	} {
-		if got := derivedQuota(tc.quotas); got != tc.want {
+		m := meaningOf(reply(http.StatusOK, tc.quotas), time.Now())
+		if got := derivedQuota(&m.Quotas); got != tc.want {
 			t.Errorf("derivedQuota(%v) = %q, want %q", tc.quotas, got, tc.want)
 		}
 	}

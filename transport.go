@@ -5,11 +5,12 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/internal/header"
+	"github.com/pacer-go/pacer/internal/response"
 )
 
 // Transport is an [http.RoundTripper] that keeps every request inside the
@@ -58,6 +59,7 @@ type Transport struct {
 	prepareRetry func(*http.Request) error
 	maxWait      time.Duration
 	maxDelay     time.Duration // the cap on a server's pauses: the longer of maxWait and DefaultMaxDelay
+	caps         header.Caps   // what a response's reading believes: waits up to maxDelay
 	logger       *slog.Logger
 	observer     func(Attempt)
 	longWait     longWaitHook
@@ -104,16 +106,17 @@ func (t *Transport) setup(base http.RoundTripper, c *config) {
 	t.retries = c.retries
 	t.retryPolicy, t.prepareRetry = c.retryPolicy, c.prepareRetry
 	t.maxWait, t.maxDelay = c.maxWait, max(c.maxWait, DefaultMaxDelay)
+	t.caps = capsOf(t.maxDelay)
 	t.logger, t.observer, t.longWait = c.logger, c.observer, c.longWait
 	t.views.New = func() any { return new(http.Request) }
 	if len(c.rules) > 0 {
 		t.mux = http.NewServeMux()
-		for _, r := range c.rules {
+		for _, r := range mergeRules(c.rules) {
 			register(t.mux, r)
 		}
 	}
-	t.eps = newEndpoints(c.maxEndpoints, func(key string, ceiling Limit, burst int) *Adaptive {
-		return NewAdaptive(AdaptiveConfig{
+	t.eps = newEndpoints(c.maxEndpoints, func(key string, ceiling Limit, burst int, stated []statedQuota) *Adaptive {
+		a := NewAdaptive(AdaptiveConfig{
 			Key:          key,
 			SafetyFactor: c.safety,
 			Ceiling:      ceiling,
@@ -124,6 +127,10 @@ func (t *Transport) setup(base http.RoundTripper, c *config) {
 			Store:        c.store,
 			BatchReserve: c.batchReserve,
 		})
+		if len(stated) > 0 {
+			a.state(stated, time.Now())
+		}
+		return a
 	})
 }
 
@@ -147,7 +154,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeRequestBody(req)
 		return nil, errNilURL
 	}
-	// Field by field (see readResponse for why not whole values).
+	// Field by field (see response.Read for why not whole values).
 	var rt roundTrip
 	rt.t, rt.req, rt.ctx = t, req, req.Context()
 	m := marksOf(rt.ctx)
@@ -172,7 +179,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // without a retry. An attempt (run) waits out the retry the previous one
 // asked for, picks its endpoint and limiter (route.go, endpoint.go), waits
 // for the limiter (Adaptive.Acquire), sends through the base transport and
-// reads the response (headers.go, skew.go, classify.go); settle then squares
+// reads what the response means (response.Read); settle then squares
 // it in one place (the limiter learns the response through Permit.Done, the
 // endpoints are released, Stats counts, the observer sees the attempt), and
 // decide (retry.go) asks the retry policy whether and when to go again.
@@ -229,12 +236,11 @@ type attemptState struct {
 	sent      bool          // out was handed to the base transport, which closes its body
 	sentAt    time.Time     // set only for an observer
 	resp      *http.Response
-	now       time.Time // when resp arrived
-	read      outcome   // what resp means; its Info's Quotas are in qs until decide
-	qs        quotaBuf
-	err       error     // why the attempt got no response
-	refusedBy *endpoint // the endpoint whose Refused counts err, a *RateLimitError
-	tooLate   bool      // the previous attempt's retry was refused before it waited
+	now       time.Time        // when resp arrived
+	read      response.Meaning // what resp means
+	err       error            // why the attempt got no response
+	refusedBy *endpoint        // the endpoint whose Refused counts err, a *RateLimitError
+	tooLate   bool             // the previous attempt's retry was refused before it waited
 }
 
 // attempt makes attempt rt.n and sets o to how it ended. prev is the
@@ -249,12 +255,6 @@ func (rt *roundTrip) attempt(prev, o *attemptOutcome) {
 	var a attemptState
 	rt.run(prev, &a)
 	rt.settle(&a)
-	if a.qs.n > 0 && (rt.t.retryPolicy != nil || a.read.throttled) {
-		// A retry reads the quotas and keeps them for a *RateLimitError
-		// (and only a throttled response asks for one, unless the
-		// caller's policy decides): a copy that outlives a.
-		a.read.Info.Quotas = slices.Clone(a.qs.slice())
-	}
 	rt.decide(prev, &a, o)
 }
 
@@ -307,7 +307,7 @@ func (rt *roundTrip) run(prev *attemptOutcome, a *attemptState) {
 	a.resp = resp
 	// One clock reading serves the headers, the limiter and the table.
 	a.now = time.Now()
-	readResponse(&a.read, &a.ep.clock, resp, a.now, t.maxDelay, &a.qs)
+	response.Read(&a.read, resp, a.now, t.caps, &a.ep.clock)
 }
 
 // admit waits for a's limiter to admit the request. It reports false, with
@@ -388,7 +388,7 @@ func (rt *roundTrip) settle(a *attemptState) {
 	t := rt.t
 	switch {
 	case a.resp != nil:
-		t.learn(a.ep, a.lim, &rt.u, &a.seen, &a.permit, &a.read, a.qs.slice(), a.now)
+		t.learn(a.ep, a.lim, &rt.u, &a.seen, &a.permit, &a.read, a.now)
 	case a.sent:
 		a.permit.Done(nil)
 		a.lim.failures.Add(1)
@@ -422,7 +422,7 @@ func (rt *roundTrip) settle(a *attemptState) {
 		at.Latency = time.Since(a.sentAt)
 		if a.resp != nil {
 			at.Latency = a.now.Sub(a.sentAt)
-			at.Status, at.Throttled = a.resp.StatusCode, a.read.throttled
+			at.Status, at.Throttled = a.resp.StatusCode, a.read.Throttled
 		}
 	}
 	t.observer(at)

@@ -333,6 +333,34 @@ func (p *parser) emit(q *quotaState, out *Quotas) {
 	}
 }
 
+// combine emits the current quota q, taking name and window from the policy
+// with the same limit, then the other policies. It completes q (see emit).
+func (p *parser) combine(q *quotaState, ps *policies, out *Quotas) {
+	if ps == nil {
+		p.emit(q, out)
+		return
+	}
+	matched := -1
+	for i, pol := range ps.list[:ps.n] {
+		if q.hasLimit && !pol.skip && pol.hasQ && pol.q == q.limit {
+			matched = i
+			if q.window == 0 {
+				q.window = pol.window
+			}
+			if q.name == "" {
+				q.name = pol.name
+			}
+			break
+		}
+	}
+	p.emit(q, out)
+	for i, pol := range ps.list[:ps.n] {
+		if i != matched && !pol.skip {
+			p.emit(&quotaState{name: pol.name, limit: pol.q, hasLimit: pol.hasQ, window: pol.window}, out)
+		}
+	}
+}
+
 // counts handles the limit/remaining/reset triples of OpenAI and Anthropic.
 func (p *parser) counts(name, limit, remaining, reset string, out *Quotas) {
 	if limit == "" && remaining == "" {

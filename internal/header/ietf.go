@@ -248,31 +248,3 @@ func (p *parser) limitField(fs *fieldSet, f field, q *quotaState, ps *policies) 
 		return ps.add(m)
 	})
 }
-
-// combine emits the current quota q, taking name and window from the policy
-// with the same limit, then the other policies. It completes q (see emit).
-func (p *parser) combine(q *quotaState, ps *policies, out *Quotas) {
-	if ps == nil {
-		p.emit(q, out)
-		return
-	}
-	matched := -1
-	for i, pol := range ps.list[:ps.n] {
-		if q.hasLimit && !pol.skip && pol.hasQ && pol.q == q.limit {
-			matched = i
-			if q.window == 0 {
-				q.window = pol.window
-			}
-			if q.name == "" {
-				q.name = pol.name
-			}
-			break
-		}
-	}
-	p.emit(q, out)
-	for i, pol := range ps.list[:ps.n] {
-		if i != matched && !pol.skip {
-			p.emit(&quotaState{name: pol.name, limit: pol.q, hasLimit: pol.hasQ, window: pol.window}, out)
-		}
-	}
-}

@@ -1,5 +1,6 @@
-// Package quota models one quota a server states (or a limiter infers): what
-// new requests may still spend of it now, and when to look again.
+// Package quota models one quota a server states (or a limiter infers, or
+// a client states ahead of any response: [Stated]): what new requests may
+// still spend of it now, and when to look again.
 //
 // The model is a state machine with explicit time. [Window.Observe] folds in
 // what a response said of the quota ([Report]) together with what the

@@ -1,18 +1,3 @@
-// Package response reads what a refusal's body says of the rate limit that
-// no header does: a limit only the body names (GitHub's secondary rate
-// limits and abuse detection, GraphQL's RATE_LIMITED), a quota gone for
-// good (OpenAI's insufficient_quota and billing limits), a wait (the
-// retryDelay of Google's google.rpc.RetryInfo).
-//
-// Only the bodies of 403s and 429s are read, and only their first
-// [PeekLimit] bytes, so a huge or hostile body costs at most that; the
-// bytes are put back, and the caller reads the body byte for byte as the
-// server sent it ([Peek]). What the prefix says is then read from it as
-// text, without decoding the JSON: [Classify] looks for the phrases and
-// error codes the providers document, case-insensitively, a quota gone
-// for good before a limit; [RetryDelay] takes the retryDelay of a body
-// that names google.rpc.RetryInfo, a protobuf Duration in its JSON form
-// ("37s", "1.5s"). The headers' grammar is package header's.
 package response
 
 import (

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,8 +14,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/pacer-go/pacer/internal/response"
 )
 
 // readGeminiBody returns the body of a Gemini API 429 as Google documents its
@@ -110,51 +107,6 @@ func TestSecondaryLimitInTheBodyIsHonoured(t *testing.T) {
 		// what the server admitted.
 		assert.GreaterOrEqual(t, float64(ok.Load()), 0.5*perMinute*20, "what the secondary limit allows")
 	})
-}
-
-// Gemini states the wait of a 429 only in its body: the response reads as
-// a Retry-After of that wait, capped like any, unless a header asks for
-// one; the body is given back byte for byte and nothing else is read.
-func TestReadResponseTakesTheWaitABodyStates(t *testing.T) {
-	geminiBody := readGeminiBody(t)
-	now := time.Date(2025, 8, 21, 12, 40, 0, 0, time.UTC)
-	for _, tc := range []struct {
-		why      string
-		status   int
-		body     string
-		header   http.Header
-		maxDelay time.Duration
-		want     time.Duration
-	}{
-		{why: "Gemini's 429: 37 s", status: 429, body: geminiBody, want: 37 * time.Second},
-		{why: "a 403 with a RetryInfo is read too", status: 403, body: geminiBody, want: 37 * time.Second},
-		{why: "a Retry-After header wins over the body", status: 429, body: geminiBody,
-			header: http.Header{"Retry-After": {"5"}}, want: 5 * time.Second},
-		{why: "a wait beyond the cap is clamped to it", status: 429,
-			body:     strings.Replace(geminiBody, `"37s"`, `"86400s"`, 1),
-			maxDelay: 10 * time.Minute, want: 10 * time.Minute},
-		{why: "an absurd digit string is clamped to the default cap", status: 429,
-			body: strings.Replace(geminiBody, `"37s"`, `"`+strings.Repeat("9", 400)+`s"`, 1), want: DefaultMaxDelay},
-		{why: "only 403 and 429 bodies are read", status: 503, body: geminiBody, want: 0},
-		{why: "a RetryInfo past the peeked prefix is not read", status: 429,
-			body: `{"pad":"` + strings.Repeat("x", response.PeekLimit) + `",` + geminiBody[1:], want: 0},
-	} {
-		resp := &http.Response{StatusCode: tc.status, Header: tc.header, Body: io.NopCloser(strings.NewReader(tc.body))}
-		if resp.Header == nil {
-			resp.Header = http.Header{}
-		}
-		var co clockOffset
-		var qs quotaBuf
-		var o outcome
-		readResponse(&o, &co, resp, now, tc.maxDelay, &qs)
-		assert.Equal(t, tc.want, o.Info.RetryAfter, tc.why)
-		if tc.want > 0 {
-			assert.True(t, o.throttled, "%s: throttled", tc.why)
-		}
-		got, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		assert.Equal(t, tc.body, string(got), "%s: the body, byte for byte", tc.why)
-	}
 }
 
 // A Gemini 429 is retried after the 37 s its body asks for, not after the
