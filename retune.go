@@ -240,6 +240,7 @@ func (a *Adaptive) learnLocked(m *response.Meaning, own bool, cost float64, now 
 		a.retune(now)
 		return
 	}
+	engaged := a.probe.Engaged() // Meter may let go of a probe that measured nothing
 	a.probe.Meter(now, status < 400)
 	if sig == response.BodyLimit {
 		a.bodyLimitLocked(now, m.RetryAfter, exhausted, others)
@@ -276,10 +277,11 @@ func (a *Adaptive) learnLocked(m *response.Meaning, own bool, cost float64, now 
 			})
 		}
 	}
-	if wasStarted && status < http.StatusBadRequest && sig == response.None && a.book.Len() == 0 && !a.probe.Engaged() && m.RetryAfter == 0 {
-		// Nothing a decision reads changed: no quota, no probe, slow
-		// start over, a plain success (the common case of a server that
-		// states nothing). retune would decide what it decided last time.
+	if wasStarted && status < http.StatusBadRequest && sig == response.None && a.book.Len() == 0 && !engaged && !a.probe.Engaged() && m.RetryAfter == 0 {
+		// Nothing a decision reads changed: no quota, no probe (before
+		// this answer or since), slow start over, a plain success (the
+		// common case of a server that states nothing). retune would
+		// decide what it decided last time.
 		return
 	}
 	a.retune(now)
