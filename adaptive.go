@@ -47,10 +47,11 @@ type AdaptiveConfig struct {
 	// request after MaxDelay when nothing does. 0 means DefaultMaxDelay.
 	MaxDelay time.Duration
 	// SlowStart is how many requests may be in flight before the endpoint's
-	// first response; 0 means DefaultSlowStart. It bounds what a large
-	// fan-out onto an exhausted quota costs (that many 429s, not one per
-	// request) without holding back the first round of a worker pool of
-	// that size; 1 is the most careful, at a round trip for every job.
+	// first response; 0 means DefaultSlowStart (1: the first request goes
+	// alone). It bounds what a large fan-out onto an exhausted quota costs
+	// (that many 429s, not one per request); a wider first window sends a
+	// worker pool's first round at once, at that many 429s when the quota
+	// turns out spent.
 	SlowStart int
 	// Logger receives a debug record when the limit is retuned and a warning
 	// for each throttled response; nil means no logging.
