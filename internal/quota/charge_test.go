@@ -170,3 +170,22 @@ func TestAmount(t *testing.T) {
 		})
 	}
 }
+
+// A full token quota takes a charge of any size up to its limit, whatever
+// the reserve and the keep a smooth quota adds (a unit more): the keep,
+// bounded by the limit less the unit, must not round up past the limit
+// less the amount charged.
+func TestAFullQuotaTakesAChargeNearHalfItsLimit(t *testing.T) {
+	w := tokenQuota()
+	w.known, w.limit, w.kind, w.most = true, 30000, kindSmooth, ToMilli(30000)
+	now := t0.Add(time.Second)
+	refused := 0
+	for amount := int64(13_500_000); amount < 15_000_000; amount += 997 {
+		w.budget = ToMilli(30000)
+		w.Plan(now, float64(amount)/Milli)
+		if !w.Charge(amount, clock.Of(now), 0) {
+			refused++
+		}
+	}
+	assert.Zero(t, refused, "charges a full quota refused")
+}

@@ -13,7 +13,7 @@ import (
 // Between two responses of one window the quota fell by what the server
 // counted in between, less what it refilled: Remaining then − Remaining now
 // (+ the refill over the time between, for a bucket whose responses state
-// it; see readsToFull). The server counted the requests answered in between,
+// it, see readsToFull, as far as the bucket had room for it). The server counted the requests answered in between,
 // give or take those in flight at either end (counted on arrival, answered
 // later). Over enough requests that error is small, and what is left after
 // the stated costs of the hinted requests among them, over the blind ones,
@@ -52,12 +52,25 @@ const costSpread = 2
 
 // costAnchor is where the sample being taken started.
 type costAnchor struct {
-	at        time.Time
 	remaining float64
 	blind     float64 // blind requests the server had answered
 	stated    float64 // stated costs of the hinted requests it had answered
 	unseen    float64 // blind requests in flight
 	ok        bool
+	// refill is what a bucket that states its refill (toFull) refilled
+	// since the anchor, response by response: the refill since the last
+	// one (last, lastRem), but never past the limit. A bucket stops
+	// filling when full, and one paced below its refill is full between
+	// requests (a high cost estimate paces it so: a request waits for
+	// room for two): the whole refill over the sample counted what
+	// never came in, the sample came out high, the estimate rose, and
+	// the pace slowed further (learnt costs 60% to 100% high for
+	// minutes, one run in ten). Capped, the sample errs low when a
+	// request came in late between full responses (the refill after it
+	// is not counted), which quickens the pace and ends it.
+	refill  float64
+	last    time.Time
+	lastRem float64
 }
 
 // Estimate is the learnt mean cost of a blind request, in units; 0 while
@@ -105,9 +118,15 @@ func (w *Window) sampleCost(q *Report, now time.Time, seen *Seen, fresh bool) {
 		return // its request was not counted; the figures say nothing new
 	}
 	a := &w.estFrom
-	next := costAnchor{at: now, remaining: q.Remaining, blind: seen.Blind - seen.BlindUnseen,
-		stated: seen.Stated, unseen: seen.BlindUnseen, ok: true}
+	next := costAnchor{remaining: q.Remaining, blind: seen.Blind - seen.BlindUnseen,
+		stated: seen.Stated, unseen: seen.BlindUnseen, ok: true, last: now, lastRem: q.Remaining}
 	limit := w.limitOrPeak()
+	if a.ok && w.toFull {
+		// What the bucket refilled since the last response, as far as
+		// it could hold it (see costAnchor.refill).
+		a.refill += max(min(w.drift*now.Sub(a.last).Seconds(), limit-a.lastRem), 0)
+	}
+	a.last, a.lastRem = now, q.Remaining
 	switch {
 	case !a.ok || next.blind < a.blind || next.stated < a.stated:
 		// The first figure, or counts that went back (an abandoned
@@ -116,9 +135,9 @@ func (w *Window) sampleCost(q *Report, now time.Time, seen *Seen, fresh bool) {
 		// A new fixed window (its figures are not comparable with the
 		// last one's), or a refill no response states, which spending
 		// cannot be told from.
-	case a.remaining >= limit || q.Remaining >= limit:
-		// Full at either end: the refill stopped for a while no one
-		// knows, and the fall understates the spending.
+	case q.Remaining >= limit:
+		// Full now: the refill stopped for a while no one knows, and
+		// what was spent before it did is lost from the figures.
 	default:
 		n := next.blind - a.blind
 		least := float64(costSample)
@@ -129,17 +148,22 @@ func (w *Window) sampleCost(q *Report, now time.Time, seen *Seen, fresh bool) {
 			least = firstSample
 		}
 		if n < max(least, 2*(a.unseen+next.unseen)) {
-			if next.unseen >= a.unseen {
+			if max(least, 2*a.unseen)-n <= max(least, 2*next.unseen) {
 				return // keep the anchor: the sample grows
 			}
-			// Fewer in flight than at the anchor: a start with less
-			// doubt (a burst's anchor would hold the sample back for
-			// twice the burst).
+			// A start here, with fewer in flight than at the anchor,
+			// is taken sooner than the sample grows to twice those
+			// (a burst's anchor would hold the sample back for twice
+			// the burst). Not one with merely fewer: a sample most of
+			// the way there started again whenever the one in flight
+			// at its anchor had none at its side, and at a request
+			// every 10 s, an estimate 100% high stood for two
+			// minutes.
 			break
 		}
 		used := a.remaining - q.Remaining - (next.stated - a.stated)
 		if w.toFull {
-			used += w.drift * now.Sub(a.at).Seconds()
+			used += a.refill
 		}
 		if c := used / n; c >= 0 && !math.IsInf(c, 0) {
 			w.addSample(min(c, limit), n)

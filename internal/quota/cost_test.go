@@ -20,6 +20,7 @@ func TestBlindCostIsLearntFromTheQuotasFigures(t *testing.T) {
 	}
 	fixed := func(w *Window) { w.kind = kindRefill }
 	bucket := func(w *Window) { w.kind, w.toFull, w.drift = kindSmooth, true, 100 }
+	known := func(w *Window) { fixed(w); w.addSample(1000, 8) } // later samples span 8
 	for _, tc := range []struct {
 		name  string
 		why   string
@@ -51,6 +52,28 @@ func TestBlindCostIsLearntFromTheQuotasFigures(t *testing.T) {
 		why:   "what it says it refilled (100 a second for 10 s) was spent too: (20,000 − 5,000 + 1,000) over 8",
 		resps: []resp{{0, 20000, 5, 0, 0, false}, {10, 5000, 13, 0, 0, false}},
 		want:  2000,
+	}, {
+		name: "bucket full between responses", setup: bucket,
+		why: "it had room for 2,000 of the first 3,000 it refilled, and 3,000 of the next: " +
+			"(38,000 − 37,000 + 5,000) over 8, not the 7,000 it would have refilled with room",
+		resps: []resp{{0, 38000, 5, 0, 0, false}, {30, 37000, 9, 3, 0, false}, {60, 37000, 13, 0, 0, false}},
+		want:  750,
+	}, {
+		name: "full bucket at the anchor", setup: bucket,
+		why:   "a full bucket refills nothing until spent from: (40,000 − 32,000) over 8",
+		resps: []resp{{0, 40000, 5, 0, 0, false}, {10, 32000, 13, 0, 0, false}},
+		want:  1000,
+	}, {
+		name: "full bucket at the end", setup: bucket,
+		why:   "what was spent before it filled up is lost from the figures",
+		resps: []resp{{0, 32000, 5, 0, 0, false}, {100, 40000, 13, 0, 0, false}},
+		want:  0,
+	}, {
+		name: "anchor kept", setup: known,
+		why: "one in flight at the anchor and none later: the sample grows to 8 from it " +
+			"(2,000 each), and is not started again 6 requests in",
+		resps: []resp{{0, 30000, 5, 1, 0, false}, {5, 22000, 10, 0, 0, false}, {10, 14000, 12, 0, 0, false}},
+		want:  (1000*8*math.Exp(-8.0/costMemory) + 2000*8) / (8*math.Exp(-8.0/costMemory) + 8),
 	}, {
 		name: "hinted among them", setup: fixed,
 		why:   "the stated costs answered (4,000) are the hinted requests': (16,000 − 4,000) over 8",

@@ -119,6 +119,9 @@ type Window struct {
 	inferred bool
 	// coordinated: others' spending is accounted for elsewhere (Config).
 	coordinated bool
+	// cadenced: the stated reset's last advance was a whole number of the
+	// window known before it (checkCadence): its length is confirmed.
+	cadenced bool
 	// measuredAt is when a response last measured the drift (see ageDrift).
 	measuredAt time.Time
 

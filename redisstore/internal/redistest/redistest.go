@@ -119,28 +119,32 @@ func (s *Server) start() error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s: %w", s.binary, err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	if err := waitReady(s.Addr, exited); err != nil {
+	// Closed once the process is reaped, for every waiter: a channel
+	// carrying Wait's error was drained by waitReady when the server
+	// exited at start (its port, or its bus port, taken since it was
+	// probed free), and the wait for it after Kill hung until the test
+	// binary's 10-minute timeout.
+	exited := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
+	if err := waitReady(s.Addr, exited, &waitErr); err != nil {
 		_ = cmd.Process.Kill()
 		<-exited
 		return fmt.Errorf("%s on %s: %w\n%s", s.binary, s.Addr, err, out)
 	}
-	reaped := make(chan struct{})
 	s.mu.Lock()
-	s.cmd, s.exited = cmd, reaped
+	s.cmd, s.exited = cmd, exited
 	s.mu.Unlock()
-	go func() {
-		<-exited
-		close(reaped)
-	}()
 	return nil
 }
 
-// waitReady polls until the server answers PING, it exits, or 10 s pass.
-// It speaks RESP on a raw connection: a client library would log every
-// refused dial.
-func waitReady(addr string, exited <-chan error) error {
+// waitReady polls until the server answers PING, it exits (exited is
+// closed, and *waitErr says how), or 10 s pass. It speaks RESP on a raw
+// connection: a client library would log every refused dial.
+func waitReady(addr string, exited <-chan struct{}, waitErr *error) error {
 	deadline := time.Now().Add(10 * time.Second)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
@@ -152,8 +156,8 @@ func waitReady(addr string, exited <-chan error) error {
 			return fmt.Errorf("no answer to PING within 10s")
 		}
 		select {
-		case err := <-exited:
-			return fmt.Errorf("exited before answering PING: %v", err)
+		case <-exited:
+			return fmt.Errorf("exited before answering PING: %v", *waitErr)
 		case <-tick.C:
 		}
 	}
