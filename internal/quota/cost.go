@@ -175,8 +175,12 @@ func (w *Window) sampleCost(q *Report, now time.Time, seen *Seen, fresh bool) {
 // addSample folds the mean cost c of n blind requests into the estimate
 // (an average over about costMemory requests, each sample weighing as many
 // as it spans) and its variance. A mean over n requests varies by 1/n of
-// one request's variance: n times its squared deviation estimates the
-// latter.
+// one request's variance, and the estimate, over the N it weighs, by 1/N:
+// their squared difference, times nN/(n+N), estimates the latter. (n
+// times it alone took the estimate's own error for spread: after a first
+// sample of 2 that was 95% high, the next, of 8, put the deviation at
+// 1.6 times the mean, and the charge, the mean and two deviations, at
+// nearly half the quota, which then paced a request only when full.)
 func (w *Window) addSample(c, n float64) {
 	est := w.Estimate()
 	if est == 0 {
@@ -186,7 +190,8 @@ func (w *Window) addSample(c, n float64) {
 		return
 	}
 	d := c - est
+	weight := n * w.estN / (n + w.estN)
 	keep := math.Exp(-n / costMemory)
 	w.estSum, w.estN = w.estSum*keep+c*n, w.estN*keep+n
-	w.estVar += costWeight * (n*d*d - w.estVar)
+	w.estVar += costWeight * (weight*d*d - w.estVar)
 }

@@ -124,10 +124,10 @@ func TestBlindChargeCoversCostsAboveTheMean(t *testing.T) {
 	w.addSample(2000, 8)
 	assert.InDelta(t, 2000.0, w.Estimate(), 1e-9)
 	assert.InDelta(t, 4000.0, float64(w.Amount(0))/Milli, 1, "the first sample: a deviation of half the mean assumed")
-	w.addSample(2400, 8) // off by 400 over 8 requests: one request's deviation about 1,130
+	w.addSample(2400, 8) // off by 400 over 8 requests, from an estimate over 8: one request's deviation about 800
 	keep := math.Exp(-8.0 / costMemory)
 	assert.InDelta(t, (2000*8*keep+2400*8)/(8*keep+8), w.Estimate(), 1e-9, "weighted by requests, the older decayed")
-	assert.InDelta(t, 1000.0*1000+0.25*(8*400*400-1000.0*1000), w.estVar, 1e-6)
+	assert.InDelta(t, 1000.0*1000+0.25*(8*8/(8+8)*400*400-1000.0*1000), w.estVar, 1e-6)
 	assert.InDelta(t, w.Estimate()+2*w.Deviation(), float64(w.Amount(0))/Milli, 1)
 	assert.Equal(t, ToMilli(1500), w.Amount(1500), "a stated cost is charged as stated")
 }
