@@ -463,11 +463,12 @@ func sitTargets(sit situation, r sitRun) []sitCheck {
 // secondaryGapNote says why pacer misses the secondary limit's target.
 const secondaryGapNote = `
 Why, on the hidden secondary limit: the limit is unknowable until it trips, and the primary quota's
-headers say 4,999 of 5,000 left, so the 32 workers run unpaced (as they should below a quota): 16 requests
-go at 0 s (the first window), 32 at 0.05 s and 32 at 0.1 s, of which the limit admits 12; the other 20
-meet the 403, and 0 to 3 more are sent at 0.15 s, the instant the first 403 arrives, by workers whose
-answer arrived with it. How many is arithmetic, not pacing: a round of 32 less what the limit had left
-(50 a minute would cost 30, 70 a minute 10). No general rule avoids it without pacing jobs far below a
+headers say 4,999 of 5,000 left, so the 32 workers run unpaced (as they should below a quota): one
+request goes alone at 0 s (the first look), 32 at 0.05 s and 32 at 0.1 s, of which the limit admits 27;
+the other 5 meet the 403, and up to 27 more are sent at 0.15 s, the instant the first 403 arrives, by
+workers whose answer arrived with it and was read before any 403 was (8 in all in the median run, 22 in the worst). How many is
+arithmetic, not pacing: a round of 32 less what the limit had left, and the answers read before the
+first 403 (with a first window of 16, 20 and 0 to 3). No general rule avoids it without pacing jobs far below a
 quota: 5 requests in flight would keep it to 5 (and to 0.89 of what the limit allows), but make a job of
 16 workers 3.2 times slower than unpaced. After the trip pacer waits GitHub's minute, counts the answers
 of one burst as one trip, and paces evenly below what the server admitted from the first response until
