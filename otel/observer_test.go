@@ -104,8 +104,12 @@ func TestRecordsThrottledRequestItsRetriesAndTheWaits(t *testing.T) {
 		quota := series(ep, pacerotel.AttrQuotaName.String("default"))
 		assert.Equal(t, map[string]float64{quota: 97}, c.gauge(pacerotel.MetricQuotaRemaining))
 		assert.Equal(t, map[string]float64{quota: 100}, c.gauge(pacerotel.MetricQuotaLimit))
-		require.NotEqual(t, pacer.Inf, st[0].Limit, "97 left for 60 s must limit the endpoint")
-		assert.Equal(t, map[string]float64{series(ep): float64(st[0].Limit)}, c.gauge(pacerotel.MetricRateLimit))
+		// 97 of 100 left for 60 s: the budget is the gate, not a rate
+		// (the 429 and 503 before the headers spoke measured no capacity,
+		// so no probe's rate is left either), and an unlimited rate has no
+		// gauge.
+		assert.Equal(t, pacer.Inf, st[0].Limit)
+		assert.Empty(t, c.gauge(pacerotel.MetricRateLimit), "no rate gauge while the rate is unlimited")
 		assert.Equal(t, map[string]int64{series(ep): 0}, c.ints(pacerotel.MetricQueuedRequests))
 		assert.Equal(t, map[string]int64{series(ep): 0}, c.ints(pacerotel.MetricActiveRequests))
 	})
