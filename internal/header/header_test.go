@@ -92,6 +92,19 @@ var noReset time.Time
 // unstated is the Remaining of a quota whose server stated its limit alone.
 const unstated = -1
 
+// withFields sets h's fields from kv's name, value pairs, an empty value
+// deleting the field, and returns h.
+func withFields(h http.Header, kv ...string) http.Header {
+	for i := 0; i < len(kv); i += 2 {
+		if kv[i+1] == "" {
+			delete(h, kv[i])
+		} else {
+			h[kv[i]] = []string{kv[i+1]}
+		}
+	}
+	return h
+}
+
 func TestParseGitHub(t *testing.T) {
 	reset := ghNow.Add(33 * time.Minute)
 	github := func(kv ...string) http.Header {
@@ -102,14 +115,7 @@ func TestParseGitHub(t *testing.T) {
 			"X-Ratelimit-Used":      {"3"},
 			"X-Ratelimit-Resource":  {"core"},
 		}
-		for i := 0; i < len(kv); i += 2 {
-			if kv[i+1] == "" {
-				delete(h, kv[i])
-			} else {
-				h[kv[i]] = []string{kv[i+1]}
-			}
-		}
-		return h
+		return withFields(h, kv...)
 	}
 	core := parsed{Quotas: []Quota{q("", 5000, 4997, reset, 0)}, Bucket: "core"}
 	runHeaderCases(t, []headerCase{

@@ -26,14 +26,7 @@ func TestParseBraveLists(t *testing.T) {
 			"X-Ratelimit-Remaining": {"1, 1000"},
 			"X-Ratelimit-Reset":     {"1, 1419704"},
 		}
-		for i := 0; i < len(kv); i += 2 {
-			if kv[i+1] == "" {
-				delete(h, kv[i])
-			} else {
-				h[kv[i]] = []string{kv[i+1]}
-			}
-		}
-		return h
+		return withFields(h, kv...)
 	}
 	documented := quotas(q("", 1, 1, in(1), time.Second), q("#2", 15000, 1000, in(1419704), month))
 	runHeaderCases(t, []headerCase{
