@@ -125,7 +125,7 @@ func (a *Adaptive) learnLocked(m *response.Meaning, own bool, cost float64, now 
 		return
 	}
 	fed := a.fed()
-	others := a.inflight.Load() + fed
+	var others int64 // in flight besides this response's request
 	if own {
 		others = a.settle(cost) + fed
 	} else {

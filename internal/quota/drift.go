@@ -111,16 +111,11 @@ func (w *Window) maxDrain(span time.Duration, ours float64) float64 {
 // reserving for the others' old burst starves them all; no one then sends
 // the requests whose answers would correct it).
 func (w *Window) AgeDrift(now time.Time) {
-	span := w.window
-	if span <= 0 && !w.firstAt.IsZero() && w.reset.After(w.firstAt) {
-		// Unlearnt: the time from the window's first response to its
-		// reset, a lower bound of it (as Roll takes it). A second in its
-		// stead halved others' spending, measured in our first burst, to
-		// nothing within seconds of a minute's window, and what the
-		// budget then spread over the rest of it met their spending.
-		span = w.reset.Sub(w.firstAt)
-	}
-	span = max(span, time.Second)
+	// Unlearnt, the window's lower bound stands in (as Roll takes it). A
+	// second in its stead halved others' spending, measured in our first
+	// burst, to nothing within seconds of a minute's window, and what the
+	// budget then spread over the rest of it met their spending.
+	span := max(w.length(), time.Second)
 	if w.toFull && w.drift > 0 {
 		// The quota's own refill, stated by its responses, not others'
 		// spending measured: it holds without traffic.

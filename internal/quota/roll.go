@@ -14,6 +14,15 @@ import "time"
 // stated reset back.
 const RollGuard = 10 * time.Millisecond
 
+// length is the window's length, or a lower bound of it while unlearned:
+// the time from its first response to its reset; 0 when neither is known.
+func (w *Window) length() time.Duration {
+	if w.window <= 0 && !w.firstAt.IsZero() && w.reset.After(w.firstAt) {
+		return w.reset.Sub(w.firstAt)
+	}
+	return w.window
+}
+
 // Roll moves a window whose reset has passed on to the next one. A quota
 // known to refill at its reset starts the next window with its full limit,
 // minus what is in flight (it may land there). One known to refill smoothly
@@ -38,12 +47,7 @@ func (w *Window) Roll(now time.Time, inflight, unit, admitted float64) {
 	}
 	w.rolled = true
 	w.carry = w.Units()
-	// The window's length, or a lower bound of it while unlearned: the
-	// time from its first response to its reset.
-	win := w.window
-	if win <= 0 && !w.firstAt.IsZero() && w.reset.After(w.firstAt) {
-		win = w.reset.Sub(w.firstAt)
-	}
+	win := w.length()
 	if w.window > 0 {
 		if n := now.Sub(w.reset)/w.window + 1; n > 0 {
 			w.reset = w.reset.Add(n * w.window)
