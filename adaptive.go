@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,6 +70,15 @@ type AdaptiveConfig struct {
 	// own would be counted twice); budgets and 429s still catch it. nil:
 	// local buckets only.
 	Store store.Store
+	// Quotas states quotas the endpoint is known to have before any
+	// response states them, as [WithQuota] does for a Transport's endpoints:
+	// each at most Limit requests per Window, counted afresh each window,
+	// the first starting at NewAdaptive. Limit and Window are required;
+	// Name names the quota in Stats ("<Limit> per <Window>" when empty);
+	// Remaining, Reset and Unit must be left zero (a stated quota counts
+	// requests, from full). The quotas govern until the server's responses
+	// state quotas of their own, which then take over.
+	Quotas []Quota
 }
 
 // Adaptive is a rate limiter for one endpoint whose limits follow what the
@@ -258,6 +269,9 @@ func NewAdaptive(cfg AdaptiveConfig) *Adaptive {
 	a.lanes.interactive.Store(never)
 	a.gated.Store(true)
 	a.snap.Store(&admission{checkAt: math.MaxInt64})
+	if len(cfg.Quotas) > 0 {
+		a.state(cfg.Quotas, time.Now())
+	}
 	return a
 }
 
@@ -305,7 +319,39 @@ func (cfg AdaptiveConfig) normalize() AdaptiveConfig {
 	case cfg.SlowStart == 0:
 		cfg.SlowStart = DefaultSlowStart
 	}
+	cfg.Quotas = slices.Clone(cfg.Quotas)
+	for i := range cfg.Quotas {
+		q := &cfg.Quotas[i]
+		field := fmt.Sprintf("Quotas[%d]", i)
+		switch {
+		case !(q.Limit > 0) || math.IsInf(q.Limit, 1):
+			bad(field+".Limit", q.Limit, "a positive finite count")
+		case q.Window <= 0 || q.Window > MaxResetHorizon:
+			bad(field+".Window", q.Window, fmt.Sprintf("in (0, %v]", MaxResetHorizon))
+		case q.Remaining != 0:
+			bad(field+".Remaining", q.Remaining, "0 (a stated quota starts full)")
+		case !q.Reset.IsZero():
+			bad(field+".Reset", q.Reset, "zero (a stated quota's windows start at NewAdaptive)")
+		case q.Unit != UnitRequests:
+			bad(field+".Unit", q.Unit, "UnitRequests (a stated quota counts requests)")
+		}
+		if q.Name == "" {
+			q.Name = strconv.FormatFloat(q.Limit, 'f', -1, 64) + " per " + q.Window.String()
+		}
+		for _, p := range cfg.Quotas[:i] {
+			if p.Name == q.Name && (p.Limit != q.Limit || p.Window != q.Window) {
+				bad(field+".Name", q.Name, "unique to one Limit per Window")
+			}
+		}
+	}
 	return cfg
+}
+
+// statedQuota is a quota stated before the server states any (see
+// AdaptiveConfig.Quotas), by the name the limiter knows it by.
+type statedQuota struct {
+	name string
+	quota.Stated
 }
 
 // Mode is how an endpoint's limit is decided, reported in

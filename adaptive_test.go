@@ -36,6 +36,13 @@ func TestNewAdaptivePanicsOnInvalidConfigNamingTheField(t *testing.T) {
 		{"negative max wait", AdaptiveConfig{MaxWait: -time.Second}, "pacer: AdaptiveConfig.MaxWait must be ≥ 0, got -1s"},
 		{"negative max delay", AdaptiveConfig{MaxDelay: -time.Second}, "pacer: AdaptiveConfig.MaxDelay must be ≥ 0, got -1s"},
 		{"negative slow start", AdaptiveConfig{SlowStart: -3}, "pacer: AdaptiveConfig.SlowStart must be ≥ 0, got -3"},
+		{"quota with no limit", AdaptiveConfig{Quotas: []Quota{{Window: time.Hour}}}, "pacer: AdaptiveConfig.Quotas[0].Limit must be a positive finite count, got 0"},
+		{"quota with NaN limit", AdaptiveConfig{Quotas: []Quota{{Limit: math.NaN(), Window: time.Hour}}}, "pacer: AdaptiveConfig.Quotas[0].Limit must be a positive finite count, got NaN"},
+		{"quota with no window", AdaptiveConfig{Quotas: []Quota{{Limit: 10, Window: time.Hour}, {Limit: 10}}}, "pacer: AdaptiveConfig.Quotas[1].Window must be in (0, 768h0m0s], got 0s"},
+		{"quota with a window past the horizon", AdaptiveConfig{Quotas: []Quota{{Limit: 10, Window: 800 * time.Hour}}}, "pacer: AdaptiveConfig.Quotas[0].Window must be in (0, 768h0m0s], got 800h0m0s"},
+		{"quota stating what is left", AdaptiveConfig{Quotas: []Quota{{Limit: 10, Window: time.Hour, Remaining: 5}}}, "pacer: AdaptiveConfig.Quotas[0].Remaining must be 0 (a stated quota starts full), got 5"},
+		{"quota of tokens", AdaptiveConfig{Quotas: []Quota{{Limit: 10, Window: time.Hour, Unit: UnitTokens}}}, "pacer: AdaptiveConfig.Quotas[0].Unit must be UnitRequests (a stated quota counts requests), got tokens"},
+		{"two quotas of one name", AdaptiveConfig{Quotas: []Quota{{Name: "hour", Limit: 10, Window: time.Hour}, {Name: "hour", Limit: 20, Window: time.Hour}}}, "pacer: AdaptiveConfig.Quotas[1].Name must be unique to one Limit per Window, got hour"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -82,7 +82,7 @@ func (ep *endpoint) evict() bool { return ep.refs.CompareAndSwap(0, evictedRefs)
 // creating an endpoint at the cap makes room, so there is no background
 // goroutine to stop.
 type endpoints struct {
-	newLimiter func(key string, ceiling Limit, burst int, stated []statedQuota) *Adaptive
+	newLimiter func(key string, ceiling Limit, burst int, stated []Quota) *Adaptive
 	max        int
 
 	mu sync.RWMutex
@@ -103,7 +103,7 @@ type endpoints struct {
 // it. Memory is bounded by the cap on endpoints, not by this.
 const idleTTL = 10 * time.Minute
 
-func newEndpoints(max int, newLimiter func(string, Limit, int, []statedQuota) *Adaptive) *endpoints {
+func newEndpoints(max int, newLimiter func(string, Limit, int, []Quota) *Adaptive) *endpoints {
 	e := &endpoints{newLimiter: newLimiter, max: max, m: make(map[string]*endpoint)}
 	e.nextSweep.Store(clock.Now() + sweepEvery)
 	return e
@@ -120,7 +120,7 @@ type rule struct {
 	option  string // the option that configured it, for a panic's message
 	ceiling Limit  // 0: none
 	burst   int
-	stated  []statedQuota // WithQuota's
+	stated  []Quota // WithQuota's
 }
 
 // spec says how to create an endpoint that does not exist yet.
@@ -247,7 +247,7 @@ func (e *endpoints) newEndpoint(key string, sp *spec) *endpoint {
 	ep := &endpoint{key: key, bucket: sp.bucket, hostScoped: sp.rule != nil}
 	var ceiling Limit
 	var burst int
-	var stated []statedQuota
+	var stated []Quota
 	if sp.rule != nil {
 		stated = sp.rule.stated
 		if sp.rule.ceiling > 0 {

@@ -55,3 +55,31 @@ func ExampleAdaptive_maxWait() {
 	}
 	// Output: api retry in about 10m0s
 }
+
+// A quota the API documents ("3 requests a minute") can be stated before
+// any response does: what it affords goes at once, with no first look, and
+// the request after it waits for the next window (here refused at once, as
+// the wait is longer than MaxWait).
+func ExampleAdaptiveConfig_quotas() {
+	a := pacer.NewAdaptive(pacer.AdaptiveConfig{
+		Key:     "api",
+		Quotas:  []pacer.Quota{{Limit: 3, Window: time.Minute}},
+		MaxWait: time.Second,
+	})
+	for i := range 4 {
+		p, err := a.Acquire(context.Background(), 0)
+		var rle *pacer.RateLimitError
+		if errors.As(err, &rle) {
+			fmt.Println("request", i+1, "refused: the next window opens in about", time.Until(rle.RetryAt).Round(time.Minute))
+			continue
+		}
+		// ... send the request; this server states nothing of its quota.
+		p.Done(&http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: http.NoBody})
+		fmt.Println("request", i+1, "sent")
+	}
+	// Output:
+	// request 1 sent
+	// request 2 sent
+	// request 3 sent
+	// request 4 refused: the next window opens in about 1m0s
+}

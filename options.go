@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/pacer-go/pacer/internal/quota"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -122,18 +121,8 @@ func WithQuota(pattern string, limit int, window time.Duration) Option {
 	if window <= 0 || window > MaxResetHorizon {
 		panic(fmt.Sprintf("pacer: WithQuota(%q, %d, %v): window must be in (0, %v]", pattern, limit, window, MaxResetHorizon))
 	}
-	r := &rule{pattern: pattern, option: "WithQuota", stated: []statedQuota{{
-		name:   fmt.Sprintf("%d per %v", limit, window),
-		Stated: quota.Stated{Limit: float64(limit), Window: window},
-	}}}
+	r := &rule{pattern: pattern, option: "WithQuota", stated: []Quota{{Limit: float64(limit), Window: window}}}
 	return func(c *config) { c.rules = append(c.rules, r) }
-}
-
-// statedQuota is a quota WithQuota states, by the name the limiter knows
-// it by.
-type statedQuota struct {
-	name string
-	quota.Stated
 }
 
 // WithKeyFunc keys the requests that match no [WithEndpoint] pattern by

@@ -115,8 +115,8 @@ func (t *Transport) setup(base http.RoundTripper, c *config) {
 			register(t.mux, r)
 		}
 	}
-	t.eps = newEndpoints(c.maxEndpoints, func(key string, ceiling Limit, burst int, stated []statedQuota) *Adaptive {
-		a := NewAdaptive(AdaptiveConfig{
+	t.eps = newEndpoints(c.maxEndpoints, func(key string, ceiling Limit, burst int, stated []Quota) *Adaptive {
+		return NewAdaptive(AdaptiveConfig{
 			Key:          key,
 			SafetyFactor: c.safety,
 			Ceiling:      ceiling,
@@ -126,11 +126,8 @@ func (t *Transport) setup(base http.RoundTripper, c *config) {
 			Logger:       c.logger,
 			Store:        c.store,
 			BatchReserve: c.batchReserve,
+			Quotas:       stated,
 		})
-		if len(stated) > 0 {
-			a.state(stated, time.Now())
-		}
-		return a
 	})
 }
 
