@@ -251,9 +251,10 @@ func (a *Adaptive) learnLocked(m *response.Meaning, own bool, cost float64, now 
 		// named a wait; otherwise (no headers, or a limit the headers do not
 		// show) the probing fallback cuts the rate.
 		switch {
-		case status >= 500 && !exhausted && m.RetryAfter == 0 && (len(a.reports) > 0 || a.quotasKnown()):
+		case m.Overloaded() && !exhausted && (len(a.reports) > 0 || a.quotasKnown()):
 			// Overload, not quota: the server shed a request while its
-			// quota headers (now or before) show room. The Transport retries
+			// quota headers (now or before) show room, and no quota the
+			// model holds (stated by WithQuota, or inferred) is spent. The Transport retries
 			// it under a retry budget; cutting the rate below what the
 			// quota allows would make 5% shed requests cost 90% of the quota.
 		case len(a.reports) == 0 || !exhausted:
