@@ -53,6 +53,8 @@ var (
 	sweepOnly  = flag.String("sweep.only", "", "run only the sampled scenarios whose name contains this")
 	sweepCase  = flag.String("sweep.case", "", "run this one scenario, by its name (as the sweep prints it), whatever the sample")
 	sweepOut   = flag.String("sweep.out", "", "write every scenario's worst run as tab-separated values to this file")
+	sweepDump  = flag.String("sweep.dump", "", "with -sweep.trace: also log every response sent in this span of the run, as \"from,to\" (\"60s,2m\")")
+	sweepTrace = flag.Duration("sweep.trace", 0, "with -sweep.case: log every run's responses in bins this wide, and the headers around each late 429")
 )
 
 // sweepWindows is how many windows a saturated or mess run loops for.
@@ -223,7 +225,7 @@ func (c sweepCaseT) headerStyle() bool {
 // misses says which targets run r of c missed; empty when it met them all.
 func (c sweepCaseT) misses(r sweepRun) []string {
 	var out []string
-	if r.errors > 0 {
+	if r.errors > 0 && c.family == "below" { // a looping caller's errors are reported, not held
 		out = append(out, fmt.Sprintf("%d caller errors (0)", r.errors))
 	}
 	switch {
@@ -290,6 +292,69 @@ type sweepTap struct {
 	jitter    time.Duration
 	mu        sync.Mutex
 	jitterRng *rand.Rand
+	trace     []traced // with -sweep.trace
+}
+
+// traced is one response, for -sweep.trace.
+type traced struct {
+	sent, back time.Time
+	status     int
+	late       bool
+	headers    string
+}
+
+// rateHeaders is the rate-limit headers of h, on one line.
+func rateHeaders(h http.Header) string {
+	var out []string
+	for k, v := range h {
+		l := strings.ToLower(k)
+		if strings.Contains(l, "ratelimit") || strings.Contains(l, "retry-after") || strings.Contains(l, "shopify") || l == "date" {
+			out = append(out, k+": "+strings.Join(v, ","))
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, " | ")
+}
+
+// logTrace logs tap's responses in bins of width from start.
+func (t *sweepTap) logTrace(tb testing.TB, start time.Time, width time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	slices.SortFunc(t.trace, func(a, b traced) int { return a.sent.Compare(b.sent) })
+	var from, to time.Duration
+	if f, tt, ok := strings.Cut(*sweepDump, ","); ok {
+		from, _ = time.ParseDuration(f)
+		to, _ = time.ParseDuration(tt)
+	}
+	for _, e := range t.trace {
+		if at := e.sent.Sub(start); at >= from && at < to {
+			tb.Logf("  sent %v back %v: %d %s", at, e.back.Sub(start), e.status, e.headers)
+		}
+	}
+	type bin struct{ ok, t429, other int }
+	var bins []bin
+	for i, e := range t.trace {
+		b := int(e.sent.Sub(start) / width)
+		for len(bins) <= b {
+			bins = append(bins, bin{})
+		}
+		switch e.status {
+		case http.StatusOK:
+			bins[b].ok++
+		case http.StatusTooManyRequests:
+			bins[b].t429++
+		default:
+			bins[b].other++
+		}
+		if e.late {
+			for _, p := range t.trace[max(0, i-3) : i+1] {
+				tb.Logf("  sent %v back %v: %d %s", p.sent.Sub(start), p.back.Sub(start), p.status, p.headers)
+			}
+		}
+	}
+	for i, b := range bins {
+		tb.Logf("  [%v, %v): %d ok, %d 429, %d other", time.Duration(i)*width, time.Duration(i+1)*width, b.ok, b.t429, b.other)
+	}
 }
 
 func (t *sweepTap) delay() time.Duration {
@@ -314,6 +379,13 @@ func (t *sweepTap) RoundTrip(req *http.Request) (*http.Response, error) {
 		time.Sleep(d)
 	}
 	t.first.CompareAndSwap(0, time.Now().UnixNano())
+	if *sweepTrace > 0 {
+		f := t.first.Load()
+		t.mu.Lock()
+		t.trace = append(t.trace, traced{sent: sent, back: time.Now(), status: resp.StatusCode, headers: rateHeaders(resp.Header),
+			late: resp.StatusCode == http.StatusTooManyRequests && sent.UnixNano() >= f && (t.end.IsZero() || sent.Before(t.end))})
+		t.mu.Unlock()
+	}
 	if !t.end.IsZero() && !sent.Before(t.end) {
 		return resp, nil
 	}
@@ -400,6 +472,9 @@ func runSweepBelow(t *testing.T, c sweepCaseT) sweepRun {
 		r.errors = int(errs.Load())
 		r.late429s = int(tap.late429s.Load())
 		client.CloseIdleConnections()
+		if *sweepTrace > 0 {
+			tap.logTrace(t, start, *sweepTrace)
+		}
 	})
 	return r
 }
@@ -451,11 +526,16 @@ func runSweepLoop(t *testing.T, c sweepCaseT) sweepRun {
 		cancel()
 		wg.Wait()
 		client.CloseIdleConnections()
+		// What the quota allowed, less what the unseen client got through
+		// (it is refused, and leaves more, when the visible one spends a
+		// window early): the server's long-run rate over the run, in its
+		// own clock, plus a token bucket's initial burst.
 		serverStart := start.Add(c.skew)
-		r.allowed = srv.Capacity(serverStart, serverStart.Add(span))
+		r.allowed = srv.Capacity(serverStart, serverStart.Add(span)) / (1 - c.unseen)
 		if c.algo == apisim.TokenBucket { // the bucket starts full
-			r.allowed += float64(c.limit) * (1 - c.unseen)
+			r.allowed += float64(c.limit)
 		}
+		r.allowed -= float64(srv.Stats().UnseenOK)
 		// What the workers could do at all, one latency (and the mean
 		// jitter) a request.
 		rt := c.latency + c.jitter/2
@@ -463,6 +543,11 @@ func runSweepLoop(t *testing.T, c sweepCaseT) sweepRun {
 		r.ok, r.requests, r.throttled = int(tap.ok.Load()), int(tap.requests.Load()), int(tap.t429.Load())
 		r.late429s = int(tap.late429s.Load())
 		r.errors = int(errs.Load())
+		if *sweepTrace > 0 {
+			tap.logTrace(t, start, *sweepTrace)
+			st := srv.Stats()
+			t.Logf("  server: %d ok, %d throttled, unseen %d ok %d throttled; allowed %.0f", st.OK, st.Throttled, st.UnseenOK, st.UnseenThrottled, r.allowed)
+		}
 	})
 	if c.family == "mess" || c.headerStyle() {
 		// A 429 the caller sees is a caller error only where the target is
