@@ -22,6 +22,7 @@ import (
 // were already used by someone else.
 type job struct {
 	style   apisim.Style
+	algo    apisim.Algorithm // the style's own when zero
 	limit   int
 	window  time.Duration
 	spent   int           // used before the job starts
@@ -77,7 +78,7 @@ func (j job) run(t *testing.T, opts ...Option) jobResult {
 	t.Helper()
 	var r jobResult
 	synctest.Test(t, func(t *testing.T) {
-		srv := apisim.New(apisim.Config{Style: j.style, Limit: j.limit, Window: j.window, Latency: j.latency})
+		srv := apisim.New(apisim.Config{Style: j.style, Algorithm: j.algo, Limit: j.limit, Window: j.window, Latency: j.latency})
 		rt := srv.Transport()
 		time.Sleep(j.offset)
 		for range j.spent {
@@ -164,10 +165,25 @@ func TestJobWithinTheRemainingQuotaRunsAsFastAsWithoutALimiter(t *testing.T) {
 		{style: apisim.StyleOpenAI, limit: 500, window: time.Minute, n: 500},
 		{style: apisim.StyleOpenAI, limit: 3000, window: time.Hour, spent: 100, n: 60},
 		{style: apisim.StyleAnthropic, limit: 1000, window: time.Minute, spent: 200, n: 800},
+		// Quotas that refill as they go: what the bucket holds is there to
+		// take; only its refill is paced.
+		{style: apisim.StyleOpenAI, algo: apisim.TokenBucket, limit: 600, window: time.Minute, spent: 120, n: 240},
+		// Shopify's REST bucket (40, leaking 2 a second) and Plus's (80,
+		// 4 a second), a few workers as its docs advise.
+		{style: apisim.StyleShopify, limit: 40, window: 20 * time.Second, spent: 8, n: 30, workers: 4},
+		{style: apisim.StyleShopify, limit: 80, window: 20 * time.Second, spent: 10, n: 60, workers: 4},
+		{style: apisim.StyleIETF, algo: apisim.SlidingWindow, limit: 600, window: time.Minute, spent: 120, n: 240},
+		{style: apisim.StyleGitHub, algo: apisim.SlidingWindow, limit: 5000, window: time.Hour, spent: 1000, n: 1200},
 	}
 	for _, j := range jobs {
-		j.workers, j.latency = 16, lat
+		j.latency = lat
+		if j.workers == 0 {
+			j.workers = 16
+		}
 		name := fmt.Sprintf("%s/%d-per-%v/spent=%d/n=%d", j.style, j.limit, j.window, j.spent, j.n)
+		if j.algo != "" {
+			name = fmt.Sprintf("%s/%s/%d-per-%v/spent=%d/n=%d", j.style, j.algo, j.limit, j.window, j.spent, j.n)
+		}
 		t.Run(name, func(t *testing.T) {
 			r := j.run(t)
 			t.Log(r)
@@ -191,7 +207,10 @@ func TestQuotaBoundJobFollowsTheFastest429FreeSchedule(t *testing.T) {
 		{style: apisim.StyleIETF, limit: 1000, window: 24 * time.Hour, spent: 900, n: 1500},
 	}
 	for _, j := range jobs {
-		j.workers, j.latency = 16, lat
+		j.latency = lat
+		if j.workers == 0 {
+			j.workers = 16
+		}
 		name := fmt.Sprintf("%s/%d-per-%v/spent=%d/offset=%v/n=%d", j.style, j.limit, j.window, j.spent, j.offset, j.n)
 		t.Run(name, func(t *testing.T) {
 			r := j.run(t, WithMaxWait(48*time.Hour))

@@ -451,6 +451,7 @@ func (a *Adaptive) retune(now time.Time) {
 	var in decision.Input
 	in.Started, in.Quotas, in.Blind = a.started.Load(), p.Known, p.Blind
 	in.ReqRate, in.ReqBudget, in.TokRate, in.TokBudget = p.ReqRate, p.ReqBudget, p.TokRate, p.TokBudget
+	in.ReqAtOnce, in.TokAtOnce = p.ReqAtOnce, p.TokAtOnce
 	in.ProbeRate, in.ProbeEngaged, in.ProbeClosed = a.probe.Grow(now), a.probe.Engaged(), a.probe.Closed()
 	in.InferTrial, in.TrialGate = a.infer.Trial(), infer.TrialInFlight
 	in.Ceiling, in.CeilingBurst = float64(a.cfg.Ceiling), float64(a.cfg.CeilingBurst)
@@ -465,8 +466,8 @@ func (a *Adaptive) retune(now time.Time) {
 	a.decided, a.lastDecision = true, in
 	d := decision.Make(in)
 	a.mode = modes[d.Mode]
-	a.apply(a.req, d.ReqLimit, d.ReqBurst, 1, "requests", d.Reason)
-	a.apply(a.tok, d.TokLimit, d.TokBurst, d.TokNeed, "tokens", "quota")
+	a.apply(a.req, d.ReqLimit, d.ReqBurst, 1, in.ReqAtOnce > 0, "requests", d.Reason)
+	a.apply(a.tok, d.TokLimit, d.TokBurst, d.TokNeed, in.TokAtOnce > 0, "tokens", "quota")
 	if !d.KeepGate {
 		a.setGateLocked(d.Gate)
 	}
@@ -477,14 +478,15 @@ func (a *Adaptive) retune(now time.Time) {
 // responses nudges the rate by fractions of a percent. A limit 1% lower, or
 // 2% higher, applies; smaller drifts wait for the next response (the budgets,
 // not the rate, are what keep a window from being overspent).
-func (a *Adaptive) apply(b *Bucket, rate float64, burst, need int, what, reason string) {
+func (a *Adaptive) apply(b *Bucket, rate float64, burst, need int, atOnce bool, what, reason string) {
 	limit := Inf
 	if !math.IsInf(rate, 1) {
 		limit = Limit(rate)
 	}
 	old := b.Limit()
+	setLimit, setBurst := keepLimit, keepBurst
 	if (old != Inf) != (limit != Inf) || float64(limit) < float64(old)*0.99 || float64(limit) > float64(old)*1.02 {
-		b.SetLimit(limit)
+		setLimit = limit
 		if l := a.cfg.Logger; l != nil && significant(old, limit) {
 			key, mode := a.cfg.Key, a.mode
 			a.later(func() {
@@ -497,7 +499,27 @@ func (a *Adaptive) apply(b *Bucket, rate float64, burst, need int, what, reason 
 	}
 	// A burst below need (the largest cost seen) would refuse a request.
 	if old := b.Burst(); old != burst && (old < need || old < 10 || burst < old*9/10 || burst > old*11/10) {
-		b.SetBurst(burst)
+		setBurst = burst
+	}
+	switch {
+	case atOnce && (setLimit != keepLimit || setBurst != keepBurst):
+		// Both at once: the level carries over into the new parameters
+		// capped at the burst, where a limit set apart from its burst
+		// caps it at the old one: an unlimited bucket turned into a
+		// token bucket's pace, whose contents may go at once, would hold
+		// one token, and a job the bucket affords would wait for the pace.
+		b.setAt(useClock, setLimit, setBurst)
+	default:
+		// A limit first, at the old burst: a bucket that was unlimited
+		// starts the pace with one token, not a burst's worth (a spread
+		// quota's burst, taken at once at its reset, met the window's
+		// last requests of another client).
+		if setLimit != keepLimit {
+			b.SetLimit(setLimit)
+		}
+		if setBurst != keepBurst {
+			b.SetBurst(setBurst)
+		}
 	}
 	if b == a.req && a.share != nil && !a.budgetPacedLocked() {
 		if limit, burst := b.Limit(), b.Burst(); a.share.learnedLocked(limit, burst) {

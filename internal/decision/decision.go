@@ -21,6 +21,10 @@ type Input struct {
 	// only gate) and what its budget holds above what it keeps (Inf: none).
 	ReqRate, ReqBudget float64
 	TokRate, TokBudget float64
+	// ReqAtOnce and TokAtOnce: what the tightest quota lets go at once
+	// beside its rate, which paces what refills (what a token bucket no
+	// one else spends from was last seen to hold); 0: none.
+	ReqAtOnce, TokAtOnce float64
 
 	ProbeRate    float64 // the CUBIC fallback's rate now; Inf until a throttle
 	ProbeEngaged bool
@@ -71,10 +75,10 @@ type Decision struct {
 // response's CPU time through the Transport.
 func (in *Input) Canonicalize() {
 	if math.IsInf(in.ReqRate, 1) {
-		in.ReqBudget = math.Inf(1)
+		in.ReqBudget, in.ReqAtOnce = math.Inf(1), 0
 	}
 	if math.IsInf(in.TokRate, 1) {
-		in.TokBudget = math.Inf(1)
+		in.TokBudget, in.TokAtOnce = math.Inf(1), 0
 	}
 }
 
@@ -100,7 +104,7 @@ func Make(s Input) Decision {
 	d := Decision{ReqLimit: s.ReqRate, ReqBurst: 1, Reason: "none"}
 	if !math.IsInf(s.ReqRate, 1) {
 		d.Reason = "quota"
-		d.ReqBurst = int(max(1, math.Min(math.Floor(s.ReqRate), headroom(s.Safety, s.ReqBudget))))
+		d.ReqBurst = int(max(1, burst(s.ReqRate, s.ReqBudget, s.Safety, s.ReqAtOnce)))
 	}
 	if s.ProbeRate < d.ReqLimit {
 		d.ReqLimit, d.ReqBurst, d.Reason = s.ProbeRate, int(max(1, math.Floor(s.ProbeRate/10))), "probe"
@@ -116,7 +120,7 @@ func Make(s Input) Decision {
 	d.TokLimit, d.TokNeed = s.TokRate, int(math.Ceil(s.MaxCost))
 	tburst := math.Ceil(s.MaxCost)
 	if !math.IsInf(s.TokRate, 1) {
-		tburst = max(tburst, math.Min(math.Floor(s.TokRate), headroom(s.Safety, s.TokBudget)))
+		tburst = max(tburst, burst(s.TokRate, s.TokBudget, s.Safety, s.TokAtOnce))
 	}
 	d.TokBurst = int(max(tburst, 1))
 
@@ -139,6 +143,14 @@ func Make(s Input) Decision {
 		d.Gate = s.TrialGate
 	}
 	return d
+}
+
+// burst is what a quota spread at rate lets go at once: at most a
+// second's worth and no more than the headroom the safety factor leaves in
+// its budget, or what it says may go at once (atOnce), within the budget.
+func burst(rate, budget, safety, atOnce float64) float64 {
+	b := math.Min(math.Floor(rate), headroom(safety, budget))
+	return max(b, math.Floor(math.Min(atOnce, budget)+1e-9))
 }
 
 // headroom is the whole units the safety factor leaves above a budget's

@@ -37,6 +37,20 @@ func TestMake(t *testing.T) {
 		in:   with(func(in *Input) { in.Quotas, in.ReqRate, in.ReqBudget = 1, 20, 50 }),
 		want: Decision{ReqLimit: 20, ReqBurst: 5, TokLimit: inf, TokBurst: 1, Mode: Headers, Reason: "quota"},
 	}, {
+		name: "a token bucket's contents go at once, its refill at the rate",
+		in:   with(func(in *Input) { in.Quotas, in.ReqRate, in.ReqBudget, in.ReqAtOnce = 1, 30, 450, 440.5 }),
+		want: Decision{ReqLimit: 30, ReqBurst: 440, TokLimit: inf, TokBurst: 1, Mode: Headers, Reason: "quota"},
+	}, {
+		name: "what goes at once stays within the tightest budget",
+		in:   with(func(in *Input) { in.Quotas, in.ReqRate, in.ReqBudget, in.ReqAtOnce = 2, 30, 100, 440 }),
+		want: Decision{ReqLimit: 30, ReqBurst: 100, TokLimit: inf, TokBurst: 1, Mode: Headers, Reason: "quota"},
+	}, {
+		name: "a token quota's contents go at once too",
+		in: with(func(in *Input) {
+			in.Quotas, in.TokRate, in.TokBudget, in.TokAtOnce, in.MaxCost = 1, 500, 9000, 8000, 300
+		}),
+		want: Decision{ReqLimit: inf, ReqBurst: 1, TokLimit: 500, TokBurst: 8000, TokNeed: 300, Mode: Headers, Reason: "none"},
+	}, {
 		name: "a spread quota's burst is at most a second's worth",
 		in:   with(func(in *Input) { in.Quotas, in.ReqRate, in.ReqBudget = 1, 2.5, 1000 }),
 		want: Decision{ReqLimit: 2.5, ReqBurst: 2, TokLimit: inf, TokBurst: 1, Mode: Headers, Reason: "quota"},

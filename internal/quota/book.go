@@ -232,6 +232,10 @@ type Plan struct {
 	// (+Inf with none).
 	ReqRate, ReqBudget float64
 	TokRate, TokBudget float64
+	// ReqAtOnce and TokAtOnce are what the quota setting the rate lets
+	// go at once beside it, in units (see Step.AtOnce); zero: a burst at
+	// the rate is a small part of its budget.
+	ReqAtOnce, TokAtOnce float64
 	// Known is how many quotas are known; Blind reports that one is being
 	// looked at (one request in flight learns it).
 	Known int
@@ -272,12 +276,27 @@ func (b *Book) Plan(now time.Time, c *Counts, tokenUnit float64) *Plan {
 		}
 		if w.tokens {
 			p.Tokens = true
+			p.TokAtOnce = atOnce(p.TokAtOnce, p.TokRate, &st)
 			p.TokRate, p.TokBudget = min(p.TokRate, st.Rate), min(p.TokBudget, st.Avail)
 		} else {
+			p.ReqAtOnce = atOnce(p.ReqAtOnce, p.ReqRate, &st)
 			p.ReqRate, p.ReqBudget = min(p.ReqRate, st.Rate), min(p.ReqBudget, st.Avail)
 		}
 	}
 	return p
+}
+
+// atOnce is what the tightest rate lets go at once when st joins quotas
+// whose tightest rate is rate and lets go before: the tighter one's, and
+// at a tie the lesser.
+func atOnce(before, rate float64, st *Step) float64 {
+	switch {
+	case st.Rate < rate:
+		return st.AtOnce
+	case st.Rate == rate:
+		return min(before, st.AtOnce)
+	}
+	return before
 }
 
 // Charge takes a request of the given cost from every known quota, at now

@@ -169,7 +169,9 @@ func (w *Window) moveByDrift(now time.Time) {
 	}
 	if d > 0 {
 		room := ToMilli(w.limitOrPeak()) - w.budget
-		w.budget += min(ToMilli(d*w.safety), max(room, 0))
+		credit := min(ToMilli(d*w.safety), max(room, 0))
+		w.budget += credit
+		w.credit += credit
 		return
 	}
 	take := min(ToMilli(-d), max(w.drainRoom, 0))

@@ -93,7 +93,14 @@ func (w *Window) Observe(q Report, now time.Time, seen Seen) {
 // whole, and the copy's wide loads waited for the narrow stores (a
 // store-forwarding stall). Neither is changed.
 func (w *Window) observeAt(q *Report, now time.Time, seen *Seen) {
+	if q.Remaining != Unstated && (seen.Unseen > 0 || w.burst) && (!w.burst || q.Remaining < w.burstLow) {
+		// One of a burst's answers (others of ours were out with it).
+		w.burstLow, w.burst = q.Remaining, true
+	}
 	w.observe(q, now, seen)
+	if seen.Unseen == 0 {
+		w.burst = false // a burst is over: the next one starts afresh
+	}
 	if w.inferred || w.coordinated {
 		w.ForgetOthers()
 	}
@@ -268,7 +275,7 @@ func (w *Window) observe(q *Report, now time.Time, seen *Seen) {
 		if unseen == 0 {
 			exact := max(w.low-max(-w.drift, 0)*age.Seconds(), 0)
 			if w.low > w.Units() {
-				w.budget = ToMilli(exact)
+				w.budget, w.credit = ToMilli(exact), 0
 			}
 			// And the books are exact too: the moment a burst's last
 			// answer comes in is the one point where others' spending
@@ -287,6 +294,21 @@ func (w *Window) observe(q *Report, now time.Time, seen *Seen) {
 		// reset, which is the conservative one.
 		if timed {
 			w.reset, w.stamp = clock.Later(w.reset, q.Reset), clock.Later(w.stamp, q.Reset)
+		}
+		if unseen == 0 && w.burst {
+			// But with nothing of ours in flight any more, the burst's
+			// lowest figure is a lower bound of what is left (the one the
+			// server stated last, after counting every request of the
+			// burst; only the refill since raised the others): the
+			// requests subtracted as unseen when the burst's first answers
+			// were applied were counted in it. Read as stale, a round of
+			// 16 answers read lowest first left a Shopify bucket's budget
+			// at nothing while 15 were left, and the job's next round
+			// waited for the refill.
+			exact := max(w.burstLow-max(-w.drift, 0)*age.Seconds(), 0)
+			if m := ToMilli(exact); m > w.budget {
+				w.budget, w.credit = m, 0
+			}
 		}
 		return
 	case countsDown && w.fills(q):

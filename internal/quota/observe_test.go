@@ -75,6 +75,32 @@ func TestObserve(t *testing.T) {
 			want: observed{units: 75, known: true, reset: minute, rate: inf},
 		},
 		{
+			name: "a bucket's lowest figure of a burst becomes exact when the burst is over",
+			why: "a leaky bucket (no reset) may report more as it refills, so a higher figure " +
+				"is stale while the burst is out; but once nothing is in flight, the burst's " +
+				"lowest figure (14) counted every request of it: the 15 subtracted as unseen " +
+				"from it left the budget at nothing while 14 were left",
+			events: []event{
+				obs(0, 0, Report{Limit: 40, Remaining: 30}, Seen{}),
+				obs(50*time.Millisecond, 16, Report{Limit: 40, Remaining: 14}, Seen{Unseen: 15, Admitted: 16}),
+				obs(50*time.Millisecond, 0, Report{Limit: 40, Remaining: 20}, Seen{Unseen: 14, Admitted: 16}),
+				obs(50*time.Millisecond, 0, Report{Limit: 40, Remaining: 29}, Seen{Unseen: 0, Admitted: 16}),
+			},
+			want: observed{units: 14, known: true, kind: kindSmooth, rate: 0.9 * 13},
+		},
+		{
+			name: "a bucket's higher figure during a burst stays stale",
+			why: "the same burst with one answer still out: the 20 may predate requests the " +
+				"server counted since, so the budget stays at what the lowest figure less " +
+				"the unseen left",
+			events: []event{
+				obs(0, 0, Report{Limit: 40, Remaining: 30}, Seen{}),
+				obs(50*time.Millisecond, 16, Report{Limit: 40, Remaining: 14}, Seen{Unseen: 15, Admitted: 16}),
+				obs(50*time.Millisecond, 0, Report{Limit: 40, Remaining: 20}, Seen{Unseen: 1, Admitted: 16}),
+			},
+			want: observed{units: 0, known: true, kind: kindSmooth, rate: inf},
+		},
+		{
 			name: "a policy-only report sets limit and window, not a budget",
 			why: "Limit per Window with Remaining == Limit and no reset states a policy, not the " +
 				"state of a window: the budget must not speak for a window nobody described",

@@ -23,6 +23,16 @@ type Step struct {
 	Next time.Time
 	// Rolled reports that a reset passed and the window moved on.
 	Rolled bool
+	// AtOnce is what of Avail may go at once beside Rate, in units: for a
+	// quota that refills as it goes and that no one else is seen spending
+	// from, what the last figure said is left (less what was charged
+	// since and what the quota keeps). What is left in a token bucket is
+	// there to take, so a job it affords is as fast as with no limiter;
+	// what refills is only seen through responses, so it is paced at
+	// Rate (credited at once, a refill that others share would be spent
+	// twice). Zero for any other quota: a burst at Rate is a small part
+	// of its budget.
+	AtOnce float64
 }
 
 // Advance brings a known window to now and plans it: others' measured
@@ -55,6 +65,14 @@ func (w *Window) advance(st *Step, now time.Time, unseen, unit, admitted float64
 		return false
 	}
 	st.Rate = w.Plan(now, unit)
+	if w.kind == kindSmooth && (w.toFull || w.reset.IsZero()) && !w.shared && !w.probing {
+		// (A bucket its responses show: one that states its time to full,
+		// or one with no reset at all. A fixed window read as smooth at a
+		// reset that showed no jump is not spent at once on that reading:
+		// its refill is a phantom, and paced it is found out before it
+		// costs a 429.)
+		st.AtOnce = float64(max(w.budget-w.credit-w.keep, 0)) / Milli
+	}
 	if !w.reset.IsZero() {
 		st.Next = w.reset.Add(RollGuard)
 	}

@@ -186,18 +186,49 @@ func TestAdvance(t *testing.T) {
 			},
 		},
 		{
-			name: "a smooth quota is spread with its refill",
-			why: "a leaky bucket's refill is only seen through responses: what is left (less " +
-				"the unit kept for another client's request in flight) plus what refills (2 a " +
-				"second, measured) is spread over the span, not guessed between responses",
+			name: "a smooth quota lets what is left go at once and spreads its refill",
+			why: "what a leaky bucket holds is there to take (less the unit kept for another " +
+				"client's request in flight): a job it affords goes at once; its refill (2 a " +
+				"second, measured) is only seen through responses, so it is spread over the " +
+				"span with what is left, not guessed between responses",
 			events: []event{
 				obs(0, 0, Report{Limit: 40, Remaining: 20}, Seen{}),
 				obs(time.Second, 10, Report{Limit: 40, Remaining: 12}, Seen{Admitted: 10}),
 				adv(time.Second, Seen{Admitted: 10}),
 			},
 			want: planned{
-				step: Step{Rate: 0.9 * (11 + 2*1), Avail: 12}, ok: true,
+				step: Step{Rate: 0.9 * (11 + 2*1), Avail: 12, AtOnce: 11}, ok: true,
 				units: 12, keep: 1,
+			},
+		},
+		{
+			name: "what a smooth quota refilled since its last figure is not let go at once",
+			why: "a second on, the budget holds 0.9 more by the measured refill (2 a second, " +
+				"halved for a second without news), a prediction others may share: it is " +
+				"paced at the rate; what the figure said is left still goes at once",
+			events: []event{
+				obs(0, 0, Report{Limit: 40, Remaining: 20}, Seen{}),
+				obs(time.Second, 10, Report{Limit: 40, Remaining: 12}, Seen{Admitted: 10}),
+				adv(2*time.Second, Seen{Admitted: 10}),
+			},
+			want: planned{
+				step: Step{Rate: 0.9 * (11.9 + 1*1), Avail: 12.9, AtOnce: 11}, ok: true,
+				units: 12.9, keep: 1,
+			},
+		},
+		{
+			name: "a smooth quota others spend from is spread, none of it at once",
+			why: "someone else took 6 of 20 in a second: two clients that each take what is " +
+				"left at once take it twice, so all of it is spread: what is left (less the unit " +
+				"kept) with the net refill (their -6 a second) over the span",
+			events: []event{
+				obs(0, 0, Report{Limit: 40, Remaining: 20}, Seen{}),
+				obs(time.Second, 4, Report{Limit: 40, Remaining: 10}, Seen{Admitted: 4}),
+				adv(time.Second, Seen{Admitted: 4}),
+			},
+			want: planned{
+				step: Step{Rate: 0.9 * (9 - 6*1), Avail: 10, AtOnce: 0}, ok: true,
+				units: 10, keep: 1,
 			},
 		},
 		{

@@ -66,7 +66,7 @@ func (w *Window) Roll(now time.Time, inflight, unit, admitted float64) {
 		// Its reset was the time until it is full: it is, but for what
 		// is in flight. No look is needed, and one would let through
 		// whatever the gate lets go, whatever it costs.
-		w.budget = ToMilli(max(w.limitOrPeak()-inflight, 0))
+		w.budget, w.credit = ToMilli(max(w.limitOrPeak()-inflight, 0)), 0
 		return
 	}
 	// Even a quota known to refill at its reset is not refilled by the
@@ -91,12 +91,12 @@ func (w *Window) Roll(now time.Time, inflight, unit, admitted float64) {
 	// spread over the new window, a small carried budget would starve it of
 	// the responses that bring the new window's figures.)
 	if carry := w.Units() - w.Reserve() - 2*unit; carry >= unit && !w.shared {
-		w.budget = ToMilli(carry + w.Reserve())
+		w.budget, w.credit = ToMilli(carry+w.Reserve()), 0
 		return
 	}
 	if w.kind == kindUnknown && win > 0 && w.limitOrPeak() >= 1 {
 		w.probeAt = now.Add(time.Duration(2 * float64(win) / w.limitOrPeak()))
-		w.budget = 0
+		w.budget, w.credit = 0, 0
 		return
 	}
 	// Looked at also when what is left does not hold a unit above what
@@ -126,5 +126,5 @@ func (w *Window) StartProbe(unit float64) {
 	w.probing = true
 	w.drain = 0
 	w.keep = 0 // nothing is kept back from the look
-	w.budget = min(ToMilli(unit), max(w.most, Milli))
+	w.budget, w.credit = min(ToMilli(unit), max(w.most, Milli)), 0
 }

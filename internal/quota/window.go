@@ -33,6 +33,10 @@ type Window struct {
 	// budget is in milli-units (fixed point, so that charges and refunds
 	// of whole requests cancel exactly). Meaningful while known.
 	budget int64
+	// credit is what of budget the refill added since the last figure
+	// (moveByDrift): a prediction, where the rest is what a response said
+	// (see Step.AtOnce).
+	credit int64
 	// drain is what others take from the quota, milli-units per second
 	// (the negative part of the drift), and drainFrom when (on the package clock)
 	// the budget last had it deducted: Wait deducts what accrued since, so
@@ -107,6 +111,11 @@ type Window struct {
 	anchorA  float64   // admissions counter then
 	anchorU  float64   // unseen (in flight) then: the baseline's noise
 	low      float64   // lowest Remaining stated in this window
+	// burstLow is the lowest Remaining the answers of a burst stated
+	// (requests of ours out together, until an answer leaves none in
+	// flight; see observeAt); burst that one is under way.
+	burstLow float64
+	burst    bool
 	first    time.Time // reset the window's first response stated
 	firstRem float64   // and its Remaining
 	firstAt  time.Time // when it arrived
@@ -346,7 +355,7 @@ func (w *Window) Units() float64 { return float64(w.budget) / Milli }
 // setBudget sets the budget from a response's figure, and the room others'
 // predicted spending has in it until the next (see drainRoom).
 func (w *Window) setBudget(units float64) {
-	w.budget = ToMilli(units)
+	w.budget, w.credit = ToMilli(units), 0
 	w.drainRoom = ToMilli(othersMaxShare * units)
 }
 
