@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/internal/cubic"
 	"github.com/pacer-go/pacer/internal/decision"
 	"github.com/pacer-go/pacer/internal/header"
@@ -462,10 +463,39 @@ func (p *Permit) doneWith(m *response.Meaning, now time.Time) {
 		return
 	}
 	p.live = false
+	untold := false
 	if p.a.fleet != nil { // (a call fewer, and a file, on a request's path without a fleet)
-		p.a.fleet.answered(p.fleet, m, now)
+		untold = p.a.fleet.answered(p.fleet, m, now)
 	}
 	p.a.learn(m, true, p.cost, now)
+	if untold {
+		p.a.tellInteractive(now)
+	}
+}
+
+// tellInteractive tells the fleet's store at once of interactive work this
+// limiter had within the reserve's idle span, for the quotas no call told
+// of it yet (see fleetShare.report).
+func (a *Adaptive) tellInteractive(now time.Time) {
+	if ago := a.lanes.since(clock.Of(now)); ago >= 0 && ago < a.lanes.reserve.Idle {
+		a.fleet.report(now, ago)
+	}
+}
+
+// sawFleet keeps, for the fleet's budgets, the figures of a response to a
+// request from admitted, a limiter that feeds this one (the host's, before
+// the response put the route in this limiter's bucket), and takes on the
+// interactive work it had: that request and its class came through from,
+// never through this limiter, which tells the store of them now.
+func (a *Adaptive) sawFleet(from *Adaptive, m *response.Meaning) {
+	if a.fleet == nil || from == nil || from == a {
+		return
+	}
+	now := time.Now()
+	a.lanes.take(&from.lanes)
+	if a.fleet.saw(m, now) {
+		a.tellInteractive(now)
+	}
 }
 
 // Abandon settles the permit of a request that was not sent: its charge is

@@ -66,10 +66,14 @@ type fleetQuota struct {
 	// forInteractive: the lease was taken for interactive work, with no
 	// reserve left to it; batch work leases its own.
 	forInteractive bool
-	done           chan struct{}
-	want           float64 // units taken per leaseSpan, smoothed: the next lease's size
-	wantFrom       time.Time
-	taken          float64
+	// told: a call for this quota told the store of interactive work on
+	// this member (LeaseRequest.InteractiveAgo); report tells it at once
+	// when none did yet.
+	told     bool
+	done     chan struct{}
+	want     float64 // units taken per leaseSpan, smoothed: the next lease's size
+	wantFrom time.Time
+	taken    float64
 }
 
 // leaseSpan is how much of its own spending a member leases at once: a
@@ -106,6 +110,7 @@ type need struct {
 	amount  float64
 	reserve *store.Reserve
 	own     bool
+	report  bool // only report (see report): take nothing
 }
 
 // take spends the units a request needs of each quota in needs, leasing
@@ -139,7 +144,12 @@ func (f *fleetShare) takeOne(ctx context.Context, n *need, now time.Time, intera
 	f.mu.Lock()
 	for {
 		q := f.quota(n.quota)
-		if q.leased >= n.amount && now.Before(q.until) && (n.reserve == nil || !q.forInteractive) {
+		if n.report && (q.told || q.calling) {
+			// Told already, or a call is out that tells it.
+			f.mu.Unlock()
+			return true, time.Time{}, nil
+		}
+		if !n.report && q.leased >= n.amount && now.Before(q.until) && (n.reserve == nil || !q.forInteractive) {
 			q.spend(n, now)
 			f.mu.Unlock()
 			return true, time.Time{}, nil
@@ -185,6 +195,9 @@ func (f *fleetShare) takeOne(ctx context.Context, n *need, now time.Time, intera
 			// Whole requests: what a lease holds beyond them is a fragment.
 			r.Take = max(math.Floor(r.Take/n.amount)*n.amount, n.amount-q.leased)
 		}
+		if n.report {
+			r.Take = 0
+		}
 		if s := q.seen; s != nil {
 			c := *s
 			if s.ResetIn > 0 {
@@ -214,6 +227,10 @@ func (f *fleetShare) takeOne(ctx context.Context, n *need, now time.Time, intera
 				f.mu.Unlock()
 				return false, time.Time{}, ctx.Err()
 			}
+			if n.report {
+				f.mu.Unlock()
+				return false, time.Time{}, nil
+			}
 			// The store failed. Within the window the store last spoke
 			// of, spend at most this member's share of what was left then;
 			// past it, or with nothing known, go by this member's own model.
@@ -224,12 +241,18 @@ func (f *fleetShare) takeOne(ctx context.Context, n *need, now time.Time, intera
 		if r.Seen != nil && q.seen != nil && q.seen.Remaining == r.Seen.Remaining {
 			q.seen = nil // reported
 		}
+		q.told = q.told || interactiveAgo >= 0
 		q.known, q.budget, q.members = l.Known, l.Budget, max(l.Members, 1)
 		q.resetAt = time.Time{}
 		if l.ResetIn > 0 {
 			q.resetAt = answered.Add(l.ResetIn)
 		}
 		q.alone = q.budget / float64(q.members)
+		if n.report {
+			// Nothing was asked for: the lease, if any, stands as it was.
+			f.mu.Unlock()
+			return true, time.Time{}, nil
+		}
 		if !l.Known {
 			// No budget known for the current window (it has not been
 			// seen since its reset): this member's own model decides, and
@@ -350,16 +373,35 @@ func (f *fleetShare) settleLocked(needs []need, unused bool) {
 
 // answered settles the units a request held once its response arrived at
 // now, and keeps the freshest figure each quota it stated showed (m: what
-// the response meant, nil for none), to report with the next call.
-func (f *fleetShare) answered(needs []need, m *response.Meaning, now time.Time) {
+// the response meant, nil for none), to report with the next call. It
+// reports whether a quota of m was never told of interactive work (see
+// report).
+func (f *fleetShare) answered(needs []need, m *response.Meaning, now time.Time) (untold bool) {
 	if f == nil {
-		return
+		return false
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.settleLocked(needs, false)
+	return f.sawLocked(m, now)
+}
+
+// saw keeps the figures of a response another limiter admitted the request
+// of (the host's, for a route the response put in this limiter's bucket),
+// as answered does; untold is as for answered.
+func (f *fleetShare) saw(m *response.Meaning, now time.Time) (untold bool) {
+	if f == nil {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.sawLocked(m, now)
+}
+
+// sawLocked is answered's keeping of m's figures, with the lock held.
+func (f *fleetShare) sawLocked(m *response.Meaning, now time.Time) (untold bool) {
 	if m == nil {
-		return
+		return false
 	}
 	for i := range m.Quotas.Len() {
 		qt := m.Quotas.At(i)
@@ -371,6 +413,7 @@ func (f *fleetShare) answered(needs []need, m *response.Meaning, now time.Time) 
 		// (dropped, a fleet of four leased from a figure its own first
 		// requests had overtaken: a 429).
 		q := f.quota(qt.Name)
+		untold = untold || !q.told
 		s := store.Sighting{Remaining: qt.Remaining, Held: q.leased + q.inflight + f.blind}
 		if !qt.Reset.IsZero() {
 			s.ResetIn = max(qt.Reset.Sub(now), time.Nanosecond)
@@ -388,5 +431,34 @@ func (f *fleetShare) answered(needs []need, m *response.Meaning, now time.Time) 
 			}
 		}
 		q.seen, q.seenAt = &s, now
+	}
+	return untold
+}
+
+// report tells the store at once, with a call that takes nothing, of the
+// interactive work this member had interactiveAgo before now, for each
+// quota no call told of it yet; it does nothing when the member had none
+// (interactiveAgo negative). A member's calls tell the store of it as they
+// lease, but a member's first request leases nothing: it goes before the
+// member knows any quota (or, on a server that names buckets, through the
+// host's limiter, not the bucket's). Told only by its next request, the
+// store let batch work on other members spend the reserve meanwhile: a
+// job's burst spent an hour's window down to the floor in the half minute
+// between an interactive client's first two calls.
+func (f *fleetShare) report(now time.Time, interactiveAgo time.Duration) {
+	if f == nil || interactiveAgo < 0 {
+		return
+	}
+	f.mu.Lock()
+	var untold []string
+	for name, q := range f.quotas {
+		if !q.told && !q.calling {
+			untold = append(untold, name)
+		}
+	}
+	f.mu.Unlock()
+	for _, name := range untold {
+		// (A store that fails is not told: the next call tells it.)
+		_, _, _ = f.takeOne(context.Background(), &need{quota: name, report: true}, now, interactiveAgo)
 	}
 }

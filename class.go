@@ -154,6 +154,21 @@ func (l *lanes) note(c Class, now int64) {
 	}
 }
 
+// take records the interactive work other saw, when it came later than
+// any this one saw.
+func (l *lanes) take(other *lanes) {
+	at := other.interactive.Load()
+	if at == never {
+		return
+	}
+	for {
+		last := l.interactive.Load()
+		if last != never && last >= at || l.interactive.CompareAndSwap(last, at) {
+			return
+		}
+	}
+}
+
 // since is how long before now (package clock) interactive work last asked
 // to be admitted; negative when it never did.
 func (l *lanes) since(now int64) time.Duration {

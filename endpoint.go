@@ -236,11 +236,13 @@ func (e *endpoints) teachBucket(key, bucket string, from *Adaptive, m *response.
 		fresh.lim.feed(from)
 		fresh.lim.learnOther(m) // before anyone else can see it
 		if ep = e.insert(fresh, clock.Now(), 0); ep == fresh {
+			fresh.lim.sawFleet(from, m)
 			return
 		}
 	}
 	ep.lim.feed(from)
 	ep.lim.learnOther(m)
+	ep.lim.sawFleet(from, m)
 }
 
 func (e *endpoints) newEndpoint(key string, sp *spec) *endpoint {
