@@ -166,9 +166,10 @@ func TestJobWithinTheRemainingQuotaRunsAsFastAsWithoutALimiter(t *testing.T) {
 		{style: apisim.StyleOpenAI, limit: 3000, window: time.Hour, spent: 100, n: 60},
 		{style: apisim.StyleAnthropic, limit: 1000, window: time.Minute, spent: 200, n: 800},
 		// Quotas that refill as they go: what the bucket holds is there to
-		// take; only its refill is paced. (Not yet a token bucket whose
-		// time to full the model reads only in some orderings of a
-		// round's answers, as OpenAI's: see the issue notes.)
+		// take; only its refill is paced.
+		{style: apisim.StyleOpenAI, algo: apisim.TokenBucket, limit: 600, window: time.Minute, spent: 120, n: 240},
+		{style: apisim.StyleOpenAI, algo: apisim.TokenBucket, limit: 5000, window: time.Hour, spent: 1000, n: 1200},
+		{style: apisim.StyleAnthropic, algo: apisim.TokenBucket, limit: 1000, window: time.Minute, spent: 200, n: 600},
 		// Shopify's REST bucket (40, leaking 2 a second) and Plus's (80,
 		// 4 a second), a few workers as its docs advise.
 		{style: apisim.StyleShopify, limit: 40, window: 20 * time.Second, spent: 8, n: 30, workers: 4},

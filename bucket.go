@@ -532,7 +532,12 @@ const (
 	keepBurst = -1
 )
 
-func (b *Bucket) setAt(now int64, limit Limit, burst int) {
+func (b *Bucket) setAt(now int64, limit Limit, burst int) { b.setFillAt(now, limit, burst, 0) }
+
+// setFillAt is setAt leaving at least fill tokens in the bucket at now
+// (see replanFillLocked); with nothing to change but the level, it only
+// raises the level.
+func (b *Bucket) setFillAt(now int64, limit Limit, burst int, fill float64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if now == useClock {
@@ -545,11 +550,11 @@ func (b *Bucket) setAt(now int64, limit Limit, burst int) {
 	if burst == keepBurst {
 		burst = old.burst
 	}
-	if limit == old.limit && burst == old.burst {
+	if limit == old.limit && burst == old.burst && (fill <= 0 || b.tokensAt(now) >= fill) {
 		return
 	}
 	np := newParams(limit, burst)
-	b.replanLocked(now, &np)
+	b.replanFillLocked(now, &np, fill)
 }
 
 // PauseUntil holds the bucket until t: no tokens are granted before t, and at

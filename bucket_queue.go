@@ -140,7 +140,13 @@ func (b *Bucket) recordIfQueued(s *state, now int64, n int, tat int64, pl plan) 
 // as early as the replay allows. It seals the current state so no fast path
 // commits against it, and publishes a new one. Waiters whose time moved get
 // their timer reset; waiters that can no longer be served in time fail.
-func (b *Bucket) replanLocked(now int64, np *params) {
+func (b *Bucket) replanLocked(now int64, np *params) { b.replanFillLocked(now, np, 0) }
+
+// replanFillLocked is replanLocked with new params np (not nil) that leave
+// at least fill tokens in the bucket at now, before its queued waiters
+// take theirs, where no pause holds it (see Adaptive.apply: what a quota
+// says may go at once is in the bucket, whatever its pace left there).
+func (b *Bucket) replanFillLocked(now int64, np *params, fill float64) {
 	old := b.state()
 	tat := old.tat.Swap(sealed)
 	b.popDueLocked(now)
@@ -185,6 +191,10 @@ func (b *Bucket) replanLocked(now int64, np *params) {
 			t = max(now, base-old.capacity)
 		}
 		base = p.tatFor(old.level(base, t), t)
+		if fill > 0 && !pausing {
+			// (Before the queue: its waiters are re-planned from it.)
+			base = min(base, p.tatFor(fill, now))
+		}
 		if pausing {
 			// Empty when the pause ends, unless still in debt then.
 			base = max(base, p.eff(b.pause)+p.capacity)

@@ -1,6 +1,7 @@
 package pacer
 
 import (
+	"context"
 	"math"
 	"runtime"
 	"sync"
@@ -395,6 +396,40 @@ func TestSetBurstCapsTheTokens(t *testing.T) {
 	assert.Equal(t, 20.0, b.TokensAt(at(2*time.Second)))
 	b.SetBurstAt(at(2*time.Second), 0)
 	assert.False(t, b.AllowNAt(at(time.Hour), 1), "burst 0 allows nothing")
+}
+
+// A fill raises the level to what a quota says may go at once, with the
+// limit and burst set together, and releases queued waiters with it; it
+// never lowers the level, and a pause holds it.
+func TestSetFillRaisesTheLevelAndReleasesWaiters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := NewBucket(Inf, 1)
+		b.SetLimit(1) // paced with the one token an unlimited bucket leaves at its old burst
+		require.True(t, b.Allow())
+		var done atomic.Int32
+		var wg sync.WaitGroup
+		for range 3 {
+			wg.Go(func() {
+				if b.Wait(context.Background()) == nil {
+					done.Add(1)
+				}
+			})
+		}
+		synctest.Wait()
+		assert.Zero(t, done.Load(), "queued at 1 a second")
+		b.setFillAt(clock.Now(), keepLimit, 10, 5)
+		synctest.Wait()
+		assert.Equal(t, int32(3), done.Load(), "the fill released the queue at once")
+		assert.InDelta(t, 2.0, b.Tokens(), 1e-9, "what the waiters left of the 5")
+		wg.Wait()
+
+		b.setFillAt(clock.Now(), keepLimit, keepBurst, 1)
+		assert.InDelta(t, 2.0, b.Tokens(), 1e-9, "a fill below the level changes nothing")
+
+		b.PauseUntil(time.Now().Add(time.Second))
+		b.setFillAt(clock.Now(), keepLimit, keepBurst, 8)
+		assert.Zero(t, b.Tokens(), "a pause holds the bucket, fill or not")
+	})
 }
 
 func TestPauseUntil(t *testing.T) {

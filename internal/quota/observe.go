@@ -295,6 +295,13 @@ func (w *Window) observe(q *Report, now time.Time, seen *Seen) {
 		if timed {
 			w.reset, w.stamp = clock.Later(w.reset, q.Reset), clock.Later(w.stamp, q.Reset)
 		}
+		if rate, ok := w.readsToFull(q, now, timed); ok {
+			// Its Remaining is stale, but its reset is the time to full
+			// of that Remaining, from one consistent response: a burst's
+			// answers, read here but for its lowest, are most of what
+			// shows a bucket's time to full.
+			w.drift, w.measuredAt = rate, now
+		}
 		if unseen == 0 && w.burst {
 			// But with nothing of ours in flight any more, the burst's
 			// lowest figure is a lower bound of what is left (the one the
