@@ -169,9 +169,12 @@ func sweepSample(seed uint64, nBelow, nSat, nMess int) []sweepCaseT {
 	add(nBelow, func() sweepCaseT {
 		q := sweepQuotas[pick(len(sweepQuotas))]
 		style := sweepHeaderStyles[pick(len(sweepHeaderStyles))]
-		algo := apisim.FixedWindow
+		// Every way of counting, as for the saturated: OpenAI's and
+		// Anthropic's own are token buckets, where a job below the quota
+		// was once 72× unpaced while every fixed window ran at 1.0×.
+		algo := sweepAlgos[pick(3)]
 		if style == apisim.StyleShopify {
-			algo = apisim.TokenBucket
+			algo = apisim.TokenBucket // its header has no other reading
 		}
 		return sweepCaseT{family: "below", style: style, algo: algo, limit: q.limit, window: q.window,
 			latency: sweepLats[pick(3)], workers: []int{1, 4, 16, 64}[pick(4)],
