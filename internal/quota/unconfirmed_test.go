@@ -18,6 +18,7 @@ type burstStep struct {
 	report   *Named
 	inflight float64 // stated costs in flight at the response, units
 	probe    bool    // a look is let through (after the Plan)
+	others   float64 // kept for others' spending until the reset (Plan's keep beyond the reserve)
 	cost     float64 // a burst: requests of this cost (0: none)
 	n        int     // at most this many (0: until one is refused)
 	admitted int     // how many of the burst go
@@ -72,6 +73,16 @@ func TestChargeLeavesRoomForStatedCostsInFlight(t *testing.T) {
 			},
 		},
 		{
+			name: "what is kept for others' spending is no room for our estimates",
+			why: "of 34,000, 10,000 are kept for what others spend before the reset: 20 " +
+				"requests of 1,000 would leave the keep of 13,500 but only 3,500 of it for " +
+				"the 6,000 that 30% of them can take; 18 leave 16,000",
+			steps: []burstStep{
+				{report: tokens(35000, 34000), others: 10000},
+				{at: 20 * time.Millisecond, cost: 1000, admitted: 18},
+			},
+		},
+		{
 			name: "a lone request is held back by the reserve alone",
 			why: "nothing else in flight: no answer would come to wait for, and 16,000 of " +
 				"20,000 leave the reserve, although 30% of 16,000 would not fit in it",
@@ -122,6 +133,9 @@ func TestChargeLeavesRoomForStatedCostsInFlight(t *testing.T) {
 					if s.probe {
 						b.Find(s.report.Name).StartProbe(1000)
 					}
+					// As Plan keeps others' measured spending until the
+					// reset of a quota they drain.
+					b.Find(s.report.Name).keep += ToMilli(s.others)
 				}
 				if s.cost == 0 {
 					continue

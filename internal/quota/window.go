@@ -278,22 +278,23 @@ func (w *Window) Charge(amount, now int64, share float64, margin int64) bool {
 	return true
 }
 
-// Unconfirmed is what a charge must leave in a token quota's budget, beyond
-// what the keep already holds, for the stated costs no figure has confirmed
-// yet to fall short: estimateError of them all, the charge's own (a
-// request of cost; none for a blind one, cost ≤ 0) and those of the
-// requests in flight besides it (flight, milli-units), less the keep. The keep alone is a
-// share of the limit, while what is in flight can be the whole budget: a
-// window's budget spent at once at its start is all in flight before any
-// of it is answered, and the shortfall of 29 estimates together, ±30%
-// each, passed a reserve of a tenth of the limit about once in 8,000
-// windows (a 429 in 0.3% to 0.7% of TestAdaptiveScenarios'
-// anthropic-tokens runs). Past this margin a request waits for the
-// answers in flight, whose figures count what the server really charged
-// them: a round trip, once per window. Nothing while nothing else is in
-// flight: no answer would come to wait for, and the keep is a lone
-// request's headroom. Request quotas count exactly, and a blind request's
-// charge is already high (see blindAmount); a look goes whatever it finds.
+// Unconfirmed is what a charge must leave in a token quota's budget beyond
+// its keep, for the stated costs no figure has confirmed yet to fall short:
+// estimateError of them all, the charge's own (a request of cost; none for
+// a blind one, cost ≤ 0) and those of the requests in flight besides it
+// (flight, milli-units), less the reserve the keep already holds for that.
+// The reserve is a share of the limit, while what is in flight can be the
+// whole budget: a window's budget spent at once at its start is all in
+// flight before any of it is answered, and the shortfall of 28 or 29
+// estimates together, ±30% each, passed a reserve of a tenth of the limit
+// about once in 10,000 to 20,000 windows (a 429 in 0.3% to 0.7% of
+// TestAdaptiveScenarios' 60-window anthropic-tokens runs). Past this
+// margin a request waits for the answers in flight, whose figures count
+// what the server charged them: a round trip, once per window. Nothing
+// while nothing else is in flight: no answer would come to wait for, and
+// the reserve is a lone request's headroom. Request quotas count exactly,
+// a blind request's charge is already high (see blindAmount), and a look
+// goes whatever it finds.
 func (w *Window) Unconfirmed(cost float64, flight int64) int64 {
 	if !w.tokens || w.probing || flight <= 0 {
 		return 0
@@ -302,7 +303,7 @@ func (w *Window) Unconfirmed(cost float64, flight int64) int64 {
 	if cost > 0 {
 		own = w.Amount(cost)
 	}
-	return max(ToMilli(estimateError*float64(own+flight)/Milli)-w.keep, 0)
+	return max(ToMilli(estimateError*float64(own+flight)/Milli)-ToMilli(w.Reserve()), 0)
 }
 
 // held is the reserve a charge leaving share of the limit must leave, in
