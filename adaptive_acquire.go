@@ -108,6 +108,7 @@ admission:
 			// request bucket's token, taken here if it is there (the
 			// bucket's wait below starts with the same look).
 			if a.req.take(1, ns) {
+				a.countAdmission(cost, class)
 				break admission
 			}
 		default:
@@ -224,6 +225,15 @@ admission:
 	if !held {
 		a.inflight.Add(1)
 	}
+	return taken, nil
+}
+
+// countAdmission counts an admitted request of the given cost and class.
+// Where a quota is charged it is called under mu with the charge
+// (chargeLocked): a response applied between the two would set a budget
+// from a figure that may not count the request, without its cost among
+// those unseen, and the next charge would not find it in flight.
+func (a *Adaptive) countAdmission(cost float64, class Class) {
 	a.admitted.Add(1)
 	a.admissions.Add(1)
 	if class == Batch {
@@ -237,7 +247,6 @@ admission:
 		a.hinted.Add(1)
 		a.hintedAdmits.Add(1)
 	}
-	return taken, nil
 }
 
 // awaitBudget holds a caller whose charge a spent budget refused (charge)

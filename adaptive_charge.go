@@ -35,6 +35,7 @@ func heldSlots(held bool) int64 {
 // now is the admission's reading of the package clock (clock.Now).
 func (a *Adaptive) charge(cost float64, class Class, now int64, held *bool) (ok bool, retryAt time.Time) {
 	if !a.snap.Load().charged {
+		a.countAdmission(cost, class)
 		return true, time.Time{}
 	}
 	a.mu.Lock()
@@ -46,7 +47,8 @@ func (a *Adaptive) charge(cost float64, class Class, now int64, held *bool) (ok 
 // known (snap.charged).
 func (a *Adaptive) chargeLocked(cost float64, class Class, now int64, held *bool) (ok bool, retryAt time.Time) {
 	share, idleAt := a.lanes.share(class, now)
-	if w := a.book.Charge(cost, now, share); w != nil {
+	flight := a.inflightCost.Load()
+	if w := a.book.Charge(cost, now, share, flight); w != nil {
 		// The window may have rolled over since the last look, refilling
 		// the budget; retune finds out and otherwise pauses until reset.
 		// retryAt is zero to retry at once, or now when a probe is out
@@ -74,6 +76,10 @@ func (a *Adaptive) chargeLocked(cost float64, class Class, now int64, held *bool
 			if idleAt != 0 {
 				retryAt = clock.Earlier(retryAt, clock.Time(idleAt, t, ns))
 			}
+		case w.Unconfirmed(cost, flight) > 0:
+			// Held back for the stated costs in flight, which may yet
+			// fall short: until their answers say what they took.
+			retryAt = t
 		}
 		return false, retryAt
 	}
@@ -81,6 +87,7 @@ func (a *Adaptive) chargeLocked(cost float64, class Class, now int64, held *bool
 		a.inflight.Add(1)
 		*held = true
 	}
+	a.countAdmission(cost, class)
 	return true, time.Time{}
 }
 

@@ -301,12 +301,14 @@ func atOnce(before, rate float64, st *Step) float64 {
 
 // Charge takes a request of the given cost from every known quota, at now
 // on the package clock, leaving share of each quota's limit (a class's
-// reserve; see Window.Charge). If one cannot take it, nothing stays charged
-// and that quota is returned.
-func (b *Book) Charge(cost float64, now int64, share float64) (short *Window) {
+// reserve; see Window.Charge) and room for the stated costs in flight to
+// fall short (flight: those of the requests in flight besides this one,
+// milli-units, as Counts.InflightCost; see Window.Unconfirmed). If one
+// cannot take it, nothing stays charged and that quota is returned.
+func (b *Book) Charge(cost float64, now int64, share float64, flight int64) (short *Window) {
 	for i, w := range b.charged {
 		amount := w.Amount(cost)
-		if amount == 0 || w.Charge(amount, now, share) {
+		if amount == 0 || w.Charge(amount, now, share, w.Unconfirmed(cost, flight)) {
 			w.countBlind(cost, amount)
 			continue
 		}

@@ -45,7 +45,11 @@
 //
 // # Token quotas
 //
-// A request with a stated cost takes that cost from every token quota. One
+// A request with a stated cost takes that cost from every token quota. A
+// stated cost is an estimate: a charge leaves room, beyond the reserve, for
+// the stated costs in flight to fall short (estimateError of them), since a
+// budget spent at once is all in flight before any figure counts it; past
+// that, requests wait for the answers, whose figures say what was charged. One
 // without (a blind request) takes what blind requests were learnt to cost
 // that quota: how far its Remaining fell between responses, plus what it
 // refilled, less the stated costs answered in between, over the blind

@@ -11,11 +11,14 @@ import (
 // (negative drift), or a refill as it goes (positive), measured from the
 // gap between what responses say and what the budget predicted.
 
-// estimateError is the share of a token quota's charges its drift takes
-// for estimate error rather than spending: LLM APIs bill the completion's
-// length, which a caller's estimate (max_tokens, or the prompt plus a
-// guess) misses by tens of percent either way; 0.3 covers the ±30% the
-// scenario tests draw.
+// estimateError is how far a stated cost is taken to miss what the server
+// charges, as a share of it: LLM APIs bill the completion's length, which
+// a caller's estimate (max_tokens, or the prompt plus a guess) misses by
+// tens of percent either way; 0.3 covers the ±30% the scenario tests draw.
+// A token quota's drift takes that share of its charges for estimate error
+// rather than spending, and a charge leaves room for that share of the
+// stated costs in flight (Window.Unconfirmed). A caller whose estimates
+// fall shorter still is covered only by the reserve (Reserve).
 const estimateError = 0.3
 
 // measureDrift compares what a response says with the window's baseline:
