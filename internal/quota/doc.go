@@ -41,7 +41,14 @@
 // (OpenAI's and Anthropic's token buckets) states its refill too: Limit −
 // Remaining over that time. Once its resets are seen to move as that
 // reading predicts, the refill is read from the responses, not measured,
-// and no look is taken at it: the budget refills at that rate.
+// and no look is taken at it: the budget refills at that rate. What such a
+// bucket, or one with no reset at all (Shopify's leaky bucket), was last
+// said to hold goes at once (Step.AtOnce: a job it affords is as fast as
+// with no limiter), and only the refill credited since is paced: credited
+// at once, a refill an unseen client shares would be spent twice. A smooth
+// quota read so only because a reset showed no jump is spread whole: a
+// fixed window misread so has a phantom refill, which a pace finds out
+// before a 429 and a burst does not.
 //
 // # Token quotas
 //
