@@ -97,6 +97,21 @@ func (w *Window) observeAt(q *Report, now time.Time, seen *Seen) {
 		// One of a burst's answers (others of ours were out with it).
 		w.burstLow, w.burst = q.Remaining, true
 	}
+	if w.probing {
+		switch {
+		case seen.Refused:
+			// The look came too early: the refill is no faster than
+			// measured. The next waits twice as long (no longer than the
+			// measure's own wake-up, see Plan).
+			w.lookGap = min(2*max(w.lookGap, w.reprobe()), maxLookGap)
+		case q.Remaining != Unstated && q.Remaining >= max(2, w.limitOrPeak()/10):
+			// Room for more than the looks since would have taken: the
+			// quota refills faster than the gap allows for. (A unit or
+			// two is what a gap just past the refill's pace finds, and
+			// the budget spends it at once: no reason to look sooner.)
+			w.lookGap = 0
+		}
+	}
 	w.observe(q, now, seen)
 	if seen.Unseen == 0 {
 		w.burst = false // a burst is over: the next one starts afresh

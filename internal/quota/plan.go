@@ -217,7 +217,7 @@ func (w *Window) Plan(now time.Time, unit float64) (rate float64) {
 		// the measured refill is slower than that, look with one request
 		// after reprobe (the measure may be low: only responses show it).
 		w.wakeAt = now.Add(time.Duration((unit - avail) / (safety * w.drift) * float64(time.Second)))
-		if look := now.Add(w.reprobe()); look.Before(w.wakeAt) && !w.toFull {
+		if look := now.Add(max(w.reprobe(), w.lookGap)); look.Before(w.wakeAt) && !w.toFull {
 			// (Not one whose responses state the refill: a look that
 			// does not fit what is left meets a 429.)
 			w.wakeAt, w.probeAt = look, look
@@ -247,7 +247,7 @@ func (w *Window) Plan(now time.Time, unit float64) (rate float64) {
 			w.probeAt = pause
 		}
 	default:
-		pause = now.Add(noResetSpan)
+		pause = now.Add(max(noResetSpan, w.lookGap))
 		w.probeAt = pause
 	}
 	w.wakeAt = pause
@@ -255,6 +255,11 @@ func (w *Window) Plan(now time.Time, unit float64) (rate float64) {
 	// the look that opens the next window.
 	return math.Inf(1)
 }
+
+// maxLookGap bounds lookGap: a day, the longest window a quota commonly
+// states; the measured refill's own wake-up comes sooner on any quota that
+// refills at all.
+const maxLookGap = 24 * time.Hour
 
 // minRate is the lowest rate a quota sets: a request or token every 1000 s.
 // A budget that leaves less is treated as spent, so this only keeps the

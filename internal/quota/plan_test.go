@@ -232,6 +232,24 @@ func TestAdvance(t *testing.T) {
 			},
 		},
 		{
+			name: "a look a spent bucket refused makes the next look wait twice as long",
+			why: "a leaky bucket with no reset, spent, is looked at after a second; the server " +
+				"refused the look (it refills slower than that), so the next look waits two " +
+				"seconds: looking every second at a bucket that refills once a minute and a " +
+				"half met a 429 for every success",
+			events: []event{
+				obs(0, 0, Report{Limit: 40, Remaining: 0}, Seen{}),
+				adv(0, Seen{}),
+				adv(time.Second, Seen{}),
+				obs(time.Second+50*time.Millisecond, 1, Report{Limit: 40, Remaining: 0}, Seen{Refused: true}),
+				adv(time.Second+50*time.Millisecond, Seen{}),
+			},
+			want: planned{
+				step: Step{Rate: inf, Avail: 0, Next: reset(3050 * time.Millisecond)}, ok: true,
+				keep: 1, wakeAt: reset(3050 * time.Millisecond), probeAt: reset(3050 * time.Millisecond),
+			},
+		},
+		{
 			name: "a spent smooth quota with a slow refill looks after reprobe",
 			why: "a refill of 1 a second (believed 0.9) would hold a unit in 1.1 s, but the " +
 				"measure may be low and only responses show it: one request looks after a second",

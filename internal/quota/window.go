@@ -116,6 +116,10 @@ type Window struct {
 	// flight; see observeAt); burst that one is under way.
 	burstLow float64
 	burst    bool
+	// lookGap is how long a spent quota that refills as it goes waits
+	// before a look beyond reprobe (see Plan): doubled by each look the
+	// server refused, back to nothing when one finds room.
+	lookGap  time.Duration
 	first    time.Time // reset the window's first response stated
 	firstRem float64   // and its Remaining
 	firstAt  time.Time // when it arrived
