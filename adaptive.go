@@ -95,12 +95,11 @@ type AdaptiveConfig struct {
 // its reset (then one request looks at the new window, and its answer sets
 // the new budget); for one that refills as it goes (a token bucket, a
 // sliding window, a leaky bucket, told apart by their headers and their
-// answers), its refill, spread to its reset. A bucket its answers show
-// (one that states its time to full, or one with no reset) lets what its
-// last figure said is left go at once too, and paces only its refill; a
-// sliding window, whose refill is the ageing out of earlier requests, is
-// spread whole. A quota others are seen
-// spending from (less left than our own spending explains) is spread evenly
+// answers), its refill, spread to its reset. A bucket that states its
+// time to full (and so its refill: OpenAI's, Anthropic's) lets what its
+// last figure said is left go at once too, and paces only its refill; one
+// whose refill is only measured (a leaky bucket with no reset, a sliding
+// window) is spread whole. A quota others are seen spending from (less left than our own spending explains) is spread evenly
 // to its reset, and what they spend until then is left to them: two clients
 // that each took what is left at once would take it twice. A token quota
 // keeps (1 − SafetyFactor) of its limit back for cost estimates that fall

@@ -42,13 +42,14 @@
 // Remaining over that time. Once its resets are seen to move as that
 // reading predicts, the refill is read from the responses, not measured,
 // and no look is taken at it: the budget refills at that rate. What such a
-// bucket, or one with no reset at all (Shopify's leaky bucket), was last
-// said to hold goes at once (Step.AtOnce: a job it affords is as fast as
-// with no limiter), and only the refill credited since is paced: credited
-// at once, a refill an unseen client shares would be spent twice. A smooth
-// quota read so only because a reset showed no jump is spread whole: a
-// fixed window misread so has a phantom refill, which a pace finds out
-// before a 429 and a burst does not.
+// bucket was last said to hold goes at once (Step.AtOnce: a job it affords
+// is as fast as with no limiter), and only the refill credited since is
+// paced: credited at once, a refill an unseen client shares would be spent
+// twice. A quota whose refill is only measured is spread whole: a smooth
+// quota read so because a reset showed no jump (a fixed window misread so
+// has a phantom refill, which a pace finds out before a 429 and a burst
+// does not), and a leaky bucket with no reset (Shopify's, whose opening
+// drain, spent at once, met 429s on a refill measured high).
 //
 // # Token quotas
 //
