@@ -99,9 +99,10 @@ type AdaptiveConfig struct {
 // time to full (and so its refill: OpenAI's, Anthropic's) lets what its
 // last figure said is left go at once too, and paces only its refill; one
 // whose refill is only measured (a leaky bucket with no reset, a sliding
-// window) is spread whole. A quota others are seen spending from (less left than our own spending explains) is spread evenly
-// to its reset, and what they spend until then is left to them: two clients
-// that each took what is left at once would take it twice. A token quota
+// window) is spread whole. A quota others are seen spending from (less
+// left than our own spending explains) is spread evenly to its reset, and
+// what they spend until then is left to them: two clients that each took
+// what is left at once would take it twice. A token quota
 // keeps (1 − SafetyFactor) of its limit back for cost estimates that fall
 // short; a request quota counts exactly and is spent to its last unit.
 //
