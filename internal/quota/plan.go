@@ -24,14 +24,13 @@ type Step struct {
 	// Rolled reports that a reset passed and the window moved on.
 	Rolled bool
 	// AtOnce is what of Avail may go at once beside Rate, in units: for a
-	// quota that refills as it goes and that no one else is seen spending
-	// from, what the last figure said is left (less what was charged
-	// since and what the quota keeps). What is left in a token bucket is
-	// there to take, so a job it affords is as fast as with no limiter;
-	// what refills is only seen through responses, so it is paced at
-	// Rate (credited at once, a refill that others share would be spent
-	// twice). Zero for any other quota: a burst at Rate is a small part
-	// of its budget.
+	// bucket that states its time to full and that no one else is seen
+	// spending from, what the last figure said is left (less what was
+	// charged since and what the quota keeps). What is left in such a
+	// bucket is there to take, so a job it affords is as fast as with no
+	// limiter; what refills is paced at Rate (credited at once, a refill
+	// that others share would be spent twice). Zero for any other quota:
+	// a burst at Rate is a small part of its budget.
 	AtOnce float64
 }
 
