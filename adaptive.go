@@ -324,9 +324,10 @@ func (cfg AdaptiveConfig) normalize() AdaptiveConfig {
 	case cfg.SlowStart == 0:
 		cfg.SlowStart = DefaultSlowStart
 	}
-	cfg.Quotas = slices.Clone(cfg.Quotas)
-	for i := range cfg.Quotas {
-		q := &cfg.Quotas[i]
+	// Validated, named, and each name once (WithQuota's of one pattern
+	// can repeat one).
+	quotas := make([]Quota, 0, len(cfg.Quotas))
+	for i, q := range cfg.Quotas {
 		field := fmt.Sprintf("Quotas[%d]", i)
 		switch {
 		case !(q.Limit > 0) || math.IsInf(q.Limit, 1):
@@ -343,12 +344,15 @@ func (cfg AdaptiveConfig) normalize() AdaptiveConfig {
 		if q.Name == "" {
 			q.Name = strconv.FormatFloat(q.Limit, 'f', -1, 64) + " per " + q.Window.String()
 		}
-		for _, p := range cfg.Quotas[:i] {
-			if p.Name == q.Name && (p.Limit != q.Limit || p.Window != q.Window) {
+		if j := slices.IndexFunc(quotas, func(p Quota) bool { return p.Name == q.Name }); j >= 0 {
+			if p := quotas[j]; p.Limit != q.Limit || p.Window != q.Window {
 				bad(field+".Name", q.Name, "unique to one Limit per Window")
 			}
+			continue
 		}
+		quotas = append(quotas, q)
 	}
+	cfg.Quotas = quotas
 	return cfg
 }
 

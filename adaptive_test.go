@@ -554,3 +554,15 @@ func TestAdaptiveStatsReportsLastInfo(t *testing.T) {
 		assert.Equal(t, int64(1), st.Requests)
 	})
 }
+
+// A quota stated twice (WithQuota's of one pattern can repeat one) is one
+// quota, not two budgets of the same count.
+func TestAQuotaStatedTwiceIsOne(t *testing.T) {
+	a := NewAdaptive(AdaptiveConfig{Quotas: []Quota{{Limit: 10, Window: time.Hour}, {Limit: 20, Window: time.Minute}, {Limit: 10, Window: time.Hour}}})
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	require.Len(t, a.stated, 2)
+	assert.Equal(t, "10 per 1h0m0s", a.stated[0].name)
+	assert.Equal(t, "20 per 1m0s", a.stated[1].name)
+	assert.Equal(t, 2, a.book.Len())
+}

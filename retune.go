@@ -305,15 +305,13 @@ func (a *Adaptive) stopInferring() {
 }
 
 // state starts the quotas stated for the endpoint (AdaptiveConfig.Quotas,
-// validated) at now, as a server's statement of them would: their budgets
+// validated, each name once) at now, as a server's statement of them would: their budgets
 // are known from the start, so slow start is over before it began.
 func (a *Adaptive) state(qs []Quota, now time.Time) {
 	a.mu.Lock()
 	a.stated = a.stated[:0]
 	for _, q := range qs {
-		if !slices.ContainsFunc(a.stated, func(s statedQuota) bool { return s.name == q.Name }) {
-			a.stated = append(a.stated, statedQuota{name: q.Name, Stated: quota.Stated{Limit: q.Limit, Window: q.Window}})
-		}
+		a.stated = append(a.stated, statedQuota{name: q.Name, Stated: quota.Stated{Limit: q.Limit, Window: q.Window}})
 	}
 	a.reports = a.reports[:0]
 	for i := range a.stated {
