@@ -434,6 +434,7 @@ type Permit struct {
 	a     *Adaptive
 	cost  float64
 	live  bool
+	seq   int64  // the request's place in the order of admissions
 	fleet []need // what the request took of the fleet's budgets
 }
 
@@ -475,7 +476,7 @@ func (p *Permit) doneWith(m *response.Meaning, now time.Time) {
 	if p.a.fleet != nil { // (a call fewer, and a file, on a request's path without a fleet)
 		untold = p.a.fleet.answered(p.fleet, m, now)
 	}
-	p.a.learn(m, true, p.cost, now)
+	p.a.learn(m, p.seq, p.cost, now)
 	if untold {
 		p.a.tellInteractive(now)
 	}

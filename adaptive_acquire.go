@@ -22,9 +22,9 @@ import (
 // MaxDelay or ctx's deadline it returns a *RateLimitError without
 // consuming anything: at once, or, while requests of ours are in flight,
 // once their answers show the quota is spent (see settled).
-func (a *Adaptive) admit(ctx context.Context, cost float64, class Class) ([]need, error) {
+func (a *Adaptive) admit(ctx context.Context, cost float64, class Class) ([]need, int64, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if !(cost > 0) || math.IsInf(cost, 1) {
 		cost = 0
@@ -50,7 +50,7 @@ func (a *Adaptive) doneWaiting(class Class) {
 }
 
 // admitWaiting is admit's loop, for a caller counted as waiting.
-func (a *Adaptive) admitWaiting(ctx context.Context, cost float64, class Class) ([]need, error) {
+func (a *Adaptive) admitWaiting(ctx context.Context, cost float64, class Class) ([]need, int64, error) {
 	held := false // in-flight slot taken through the gate
 	release := func() {
 		if held {
@@ -64,12 +64,13 @@ func (a *Adaptive) admitWaiting(ctx context.Context, cost float64, class Class) 
 	cost = a.noteCost(cost)
 	n := int(math.Ceil(cost))
 	var taken []need // what the fleet's budgets gave
+	var seq int64    // the admission's place in order (countAdmission)
 admission:
 	for {
 		if !held && a.gated.Load() {
 			var err error
 			if held, err = a.enterGate(ctx); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 		}
 		// The package clock (monotonic only, half the cost of time.Now)
@@ -108,20 +109,21 @@ admission:
 			// request bucket's token, taken here if it is there (the
 			// bucket's wait below starts with the same look).
 			if a.req.take(1, ns) {
-				a.countAdmission(cost, class)
+				seq = a.countAdmission(cost, class)
 				break admission
 			}
 		default:
 			// The steps below, under one lock, when nothing makes the
 			// request wait (see admitAtOnce).
 			at, tried, charged, retryAt := a.admitAtOnce(cost, class, ns, now, &held)
-			if charged {
+			if charged != 0 {
+				seq = charged
 				break admission
 			}
 			if tried {
 				release()
 				if err := a.awaitBudget(ctx, retryAt, mark, seen); err != nil {
-					return nil, err
+					return nil, 0, err
 				}
 				continue
 			}
@@ -139,7 +141,7 @@ admission:
 			if err := a.tooLong(ctx, now, at); err != nil {
 				release()
 				if err := a.refuseOrAwait(ctx, now, at, err, mark, seen); err != nil {
-					return nil, err
+					return nil, 0, err
 				}
 				continue
 			}
@@ -149,7 +151,7 @@ admission:
 				// budget refuses, and pace interactive work behind it.
 				release()
 				if err := a.awaitChange(ctx, spent.Sub(now), seen); err != nil {
-					return nil, err
+					return nil, 0, err
 				}
 				continue
 			}
@@ -160,12 +162,12 @@ admission:
 		granted, err := a.waitBucketAt(ctx, a.req, 1, ns)
 		if err != nil {
 			release()
-			return nil, a.annotate(err)
+			return nil, 0, a.annotate(err)
 		}
 		if tokens {
 			if granted, err = a.waitBucketAt(ctx, a.tok, n, granted); err != nil {
 				release()
-				return nil, a.annotate(err)
+				return nil, 0, a.annotate(err)
 			}
 		}
 		// The budgets are charged only now, at admission: a caller queued in
@@ -190,7 +192,7 @@ admission:
 			ok, at, err := a.fleet.take(ctx, fleet, now, a.lanes.since(ns))
 			if err != nil {
 				release()
-				return nil, err
+				return nil, 0, err
 			}
 			if !ok {
 				// The fleet's budget is spent: wait for its window's
@@ -201,41 +203,42 @@ admission:
 				}
 				if err := a.tooLong(ctx, now, at); err != nil {
 					if err := a.refuseOrAwait(ctx, now, at, err, mark, seen); err != nil {
-						return nil, err
+						return nil, 0, err
 					}
 					continue
 				}
 				if err := a.awaitChange(ctx, at.Sub(now), seen); err != nil {
-					return nil, err
+					return nil, 0, err
 				}
 				continue
 			}
 		}
 		charged, retryAt := a.charge(cost, class, ns, &held)
-		if charged {
-			taken = fleet
+		if charged != 0 {
+			taken, seq = fleet, charged
 			break
 		}
 		a.fleet.giveBack(fleet)
 		release()
 		if err := a.awaitBudget(ctx, retryAt, mark, seen); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	if !held {
 		a.inflight.Add(1)
 	}
-	return taken, nil
+	return taken, seq, nil
 }
 
-// countAdmission counts an admitted request of the given cost and class.
+// countAdmission counts an admitted request of the given cost and class
+// and returns its place in the order of admissions (1 for the first).
 // Where a quota is charged it is called under mu with the charge
 // (chargeLocked): a response applied between the two would set a budget
 // from a figure that may not count the request, without its cost among
 // those unseen, and the next charge would not find it in flight.
-func (a *Adaptive) countAdmission(cost float64, class Class) {
+func (a *Adaptive) countAdmission(cost float64, class Class) int64 {
 	a.admitted.Add(1)
-	a.admissions.Add(1)
+	seq := a.admissions.Add(1)
 	if class == Batch {
 		a.batchAdmits.Add(1)
 	}
@@ -247,6 +250,7 @@ func (a *Adaptive) countAdmission(cost float64, class Class) {
 		a.hinted.Add(1)
 		a.hintedAdmits.Add(1)
 	}
+	return seq
 }
 
 // awaitBudget holds a caller whose charge a spent budget refused (charge)
@@ -316,14 +320,14 @@ func (a *Adaptive) Acquire(ctx context.Context, cost float64) (Permit, error) {
 // stored word by word and copied whole into the attempt, and the copy
 // stalled on store forwarding; see response.Read.)
 func (a *Adaptive) acquire(ctx context.Context, p *Permit, cost float64, class Class) error {
-	fleet, err := a.admit(ctx, cost, class)
+	fleet, seq, err := a.admit(ctx, cost, class)
 	if err != nil {
 		return err
 	}
 	if !(cost > 0) || math.IsInf(cost, 1) {
 		cost = 0
 	}
-	p.a, p.cost, p.live, p.fleet = a, cost, true, fleet
+	p.a, p.cost, p.live, p.fleet, p.seq = a, cost, true, fleet, seq
 	return nil
 }
 

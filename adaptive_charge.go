@@ -21,8 +21,9 @@ func heldSlots(held bool) int64 {
 	return 0
 }
 
-// charge takes one request (and cost tokens) from every budgeted quota. On
-// failure nothing stays charged and retryAt is when the exhausted quota's
+// charge takes one request (and cost tokens) from every budgeted quota and
+// returns the admission's place in order (countAdmission). On failure seq
+// is 0, nothing stays charged and retryAt is when the exhausted quota's
 // window resets.
 //
 // The charge and the request's entry in the in-flight count (held reports
@@ -33,10 +34,9 @@ func heldSlots(held bool) int64 {
 // from a figure that does not count the request, and the charge was lost.
 //
 // now is the admission's reading of the package clock (clock.Now).
-func (a *Adaptive) charge(cost float64, class Class, now int64, held *bool) (ok bool, retryAt time.Time) {
+func (a *Adaptive) charge(cost float64, class Class, now int64, held *bool) (seq int64, retryAt time.Time) {
 	if !a.snap.Load().charged {
-		a.countAdmission(cost, class)
-		return true, time.Time{}
+		return a.countAdmission(cost, class), time.Time{}
 	}
 	a.mu.Lock()
 	defer a.unlock()
@@ -45,7 +45,7 @@ func (a *Adaptive) charge(cost float64, class Class, now int64, held *bool) (ok 
 
 // chargeLocked is charge with mu held, for a limiter whose quotas are
 // known (snap.charged).
-func (a *Adaptive) chargeLocked(cost float64, class Class, now int64, held *bool) (ok bool, retryAt time.Time) {
+func (a *Adaptive) chargeLocked(cost float64, class Class, now int64, held *bool) (seq int64, retryAt time.Time) {
 	share, idleAt := a.lanes.share(class, now)
 	flight := a.inflightCost.Load()
 	if w := a.book.Charge(cost, now, share, flight); w != nil {
@@ -81,14 +81,13 @@ func (a *Adaptive) chargeLocked(cost float64, class Class, now int64, held *bool
 			// fall short: until their answers say what they took.
 			retryAt = t
 		}
-		return false, retryAt
+		return 0, retryAt
 	}
 	if !*held {
 		a.inflight.Add(1)
 		*held = true
 	}
-	a.countAdmission(cost, class)
-	return true, time.Time{}
+	return a.countAdmission(cost, class), time.Time{}
 }
 
 // admitAtOnce admits a request to a limiter whose quotas are known and
@@ -97,17 +96,18 @@ func (a *Adaptive) chargeLocked(cost float64, class Class, now int64, held *bool
 // look (spentUntil), the request bucket's token if it is there at now (ns,
 // package clock; now as for spentUntil), and the charge. Taken one by one,
 // as the general path takes them, they took the lock twice. tried reports
-// that it went as far as the charge, whose answer charged and retryAt are;
+// that it went as far as the charge, whose answers charged (the admission's
+// place in order; 0 when refused) and retryAt are;
 // otherwise spent is spentUntil's, and the caller goes the general way (to
 // wait for a spent budget, or in the bucket's queue), which looks again.
-func (a *Adaptive) admitAtOnce(cost float64, class Class, ns int64, now time.Time, held *bool) (spent time.Time, tried, charged bool, retryAt time.Time) {
+func (a *Adaptive) admitAtOnce(cost float64, class Class, ns int64, now time.Time, held *bool) (spent time.Time, tried bool, charged int64, retryAt time.Time) {
 	a.mu.Lock()
 	defer a.unlock()
 	if !a.snap.Load().charged { // published under mu: no quota known any more
-		return time.Time{}, false, false, time.Time{}
+		return time.Time{}, false, 0, time.Time{}
 	}
 	if spent = a.spentUntilLocked(cost, class, ns, now); !spent.IsZero() || !a.req.take(1, ns) {
-		return spent, false, false, time.Time{}
+		return spent, false, 0, time.Time{}
 	}
 	charged, retryAt = a.chargeLocked(cost, class, ns, held)
 	return time.Time{}, true, charged, retryAt

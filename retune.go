@@ -22,7 +22,7 @@ import (
 // and ends slow start if m.Status ≠ 0, but does not touch the in-flight
 // count.
 func (a *Adaptive) learnOther(m *response.Meaning) {
-	a.learn(m, false, 0, time.Time{})
+	a.learn(m, 0, 0, time.Time{})
 }
 
 // maxFeeders bounds the limiters feed remembers: a bucket is fed by the
@@ -90,9 +90,9 @@ func (a *Adaptive) settle(cost float64) int64 {
 }
 
 // learn is Permit.Done's and learnOther's common part: m is what the
-// response meant, nil when none was obtained; own marks a response to a
-// request this limiter admitted (a permit's, of the given cost), which
-// leaves the in-flight count. now is when the response arrived (the time
+// response meant, nil when none was obtained; seq is the request's place in
+// the order of this limiter's admissions (a permit's, of the given cost,
+// which leaves the in-flight count), 0 for one another limiter admitted. now is when the response arrived (the time
 // its headers were read at), or the zero time to read the clock.
 //
 // It leaves it under mu, not before: every admitted request is then either
@@ -100,12 +100,13 @@ func (a *Adaptive) settle(cost float64) int64 {
 // on mu behind the one being applied would be neither, and the server's
 // figure (which counted them) would read as that many units spent by
 // others: a drift baseline off by up to the whole in-flight count.
-func (a *Adaptive) learn(m *response.Meaning, own bool, cost float64, now time.Time) {
+func (a *Adaptive) learn(m *response.Meaning, seq int64, cost float64, now time.Time) {
 	if m != nil && m.Status != 0 && now.IsZero() {
 		now = time.Now()
 	}
+	own := seq > 0
 	a.mu.Lock()
-	a.learnLocked(m, own, cost, now)
+	a.learnLocked(m, seq, cost, now)
 	// Once the response is applied, the callers waiting for a change look
 	// again, and for a request of ours, which freed its slot, a caller
 	// held at the gate. (Called here, not deferred from learnLocked, with
@@ -116,7 +117,8 @@ func (a *Adaptive) learn(m *response.Meaning, own bool, cost float64, now time.T
 }
 
 // learnLocked is learn's body, with mu held.
-func (a *Adaptive) learnLocked(m *response.Meaning, own bool, cost float64, now time.Time) {
+func (a *Adaptive) learnLocked(m *response.Meaning, seq int64, cost float64, now time.Time) {
+	own := seq > 0
 	a.applied.Add(1)
 	if m == nil || m.Status == 0 {
 		if own {
@@ -215,6 +217,7 @@ func (a *Adaptive) learnLocked(m *response.Meaning, own bool, cost float64, now 
 		// answer of a server that states no quota.)
 		seen := quota.Seen{
 			Horizon: a.horizon(), Age: a.rtt(),
+			Seq: seq, Admissions: a.admissions.Load(),
 			Refused: status == http.StatusTooManyRequests,
 		}
 		if a.feeders.Load() != nil {

@@ -42,8 +42,16 @@ type Seen struct {
 	Fed float64
 	// Admitted is the running total of admissions, ever.
 	Admitted float64
+	// Seq is the response's request's place in the order of admissions
+	// (1 for the first), and Admissions how many there were so far: a
+	// higher Remaining in the same window is believed from a request
+	// admitted after the budget was last set, which the server counted
+	// after every figure the budget was set from. 0 when unknown (a
+	// request another limiter admitted).
+	Seq, Admissions int64
 	// Horizon is how old the budget must be before a higher Remaining in
-	// the same window is believed (responses overtake each other).
+	// the same window is believed from a request of unknown order
+	// (responses overtake each other).
 	Horizon time.Duration
 	// Age is how old the response's figures may be: about a round trip.
 	Age time.Duration
@@ -190,7 +198,7 @@ func (w *Window) observe(q *Report, now time.Time, seen *Seen) {
 				// roll moved the reset a window on; the stated one is it.
 				w.reset = q.Reset
 			}
-			w.setAt = now
+			w.setAt, w.setSeq = now, seen.Admissions
 			w.setBudget(eff)
 		}
 		return
@@ -302,7 +310,7 @@ func (w *Window) observe(q *Report, now time.Time, seen *Seen) {
 			w.measureDrift(now, exact, admitted, 0, horizon)
 		}
 		return
-	case !countsDown && eff > w.Units() && now.Sub(w.setAt) < horizon:
+	case !countsDown && eff > w.Units() && w.overtaken(now, seen):
 		// A quota that refills by itself may legitimately report more, so
 		// the lowest figure proves nothing: a higher one soon after the
 		// budget was set is stale until proven otherwise. Keep the later
@@ -368,8 +376,25 @@ func (w *Window) observe(q *Report, now time.Time, seen *Seen) {
 	if w.tokens {
 		w.sampleCost(q, now, seen, fresh)
 	}
-	w.known, w.rolled, w.setAt, w.probing = true, false, now, false
+	w.known, w.rolled, w.setAt, w.setSeq, w.probing = true, false, now, seen.Admissions, false
 	w.setBudget(eff)
+}
+
+// overtaken reports whether a response may be older than the figure the
+// budget was last set from, so that a higher Remaining proves nothing: its
+// request was admitted before that (by order of admission, where known:
+// a request sent after the budget's figure arrived was counted after it),
+// or, of unknown order, the budget is younger than the horizon. Taken by
+// the horizon alone, a Little's-law round trip that a burst of answers
+// read at one instant shrinks below the true one, a stale figure of a
+// token bucket read as fresh raised the budget by 15, the next fresh one
+// read as others' spending, and the job was spread to the end (1 run in
+// 400 of a job the bucket held 2.6× slower than unpaced).
+func (w *Window) overtaken(now time.Time, seen *Seen) bool {
+	if seen.Seq > 0 {
+		return seen.Seq <= w.setSeq
+	}
+	return now.Sub(w.setAt) < seen.Horizon
 }
 
 // fills reports whether q, from the window w is in, says the window is a

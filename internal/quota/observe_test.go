@@ -195,6 +195,27 @@ func TestObserve(t *testing.T) {
 			want: observed{units: 35, known: true, kind: kindSmooth, rate: 0.9 * 34},
 		},
 		{
+			name: "a higher figure from a request admitted before the budget was set is stale, however old the budget",
+			why: "the order of admission is exact where the horizon is an estimate: request 2 " +
+				"was sent before the figure the budget was set from (when 3 were admitted) came " +
+				"back, so the server may have counted it first, and 35 may be the older figure",
+			events: []event{
+				obs(0, 0, Report{Limit: 40, Remaining: 30}, Seen{Seq: 1, Admissions: 3}),
+				obs(500*time.Millisecond, 0, Report{Limit: 40, Remaining: 35}, Seen{Seq: 2, Admissions: 3}),
+			},
+			want: observed{units: 30, known: true, kind: kindSmooth, rate: 0.9 * 29},
+		},
+		{
+			name: "a higher figure from a request admitted after the budget was set is news at once",
+			why: "request 4 left after the budget's figure came back (3 admitted then): the " +
+				"server counted it after that figure, so its 35 is the fresher, horizon or not",
+			events: []event{
+				obs(0, 0, Report{Limit: 40, Remaining: 30}, Seen{Seq: 1, Admissions: 3}),
+				obs(5*time.Millisecond, 0, Report{Limit: 40, Remaining: 35}, Seen{Seq: 4, Admissions: 4}),
+			},
+			want: observed{units: 35, known: true, kind: kindSmooth, rate: 0.9 * 34},
+		},
+		{
 			name: "a 429 with budget left marks the quota shared",
 			why: "the budget counts every request of ours, so a refusal while it held 80 means " +
 				"someone else spent the quota (it counts even with fed slack, which only excuses " +

@@ -79,6 +79,7 @@ type Window struct {
 	// can be earlier than any stated reset (see learnPhase); zero unknown.
 	phase  time.Time
 	setAt  time.Time // when a response last set the budget
+	setSeq int64     // Seen.Admissions when a response last set the budget
 	known  bool      // budget describes the current window
 	rolled bool      // reset passed with no response from the new window yet
 	kind   windowKind
