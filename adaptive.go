@@ -96,10 +96,11 @@ type AdaptiveConfig struct {
 // the new budget); for one that refills as it goes (a token bucket, a
 // sliding window, a leaky bucket, told apart by their headers and their
 // answers), its refill, spread to its reset. A bucket that states its
-// time to full (and so its refill: OpenAI's, Anthropic's) lets what its
-// last figure said is left go at once too, and paces only its refill; one
-// whose refill is only measured (a leaky bucket with no reset, a sliding
-// window) is spread whole. A quota others are seen spending from (less
+// time to full (and so its refill: OpenAI's, Anthropic's), or no reset at
+// all (a leaky bucket, Shopify's), lets what its last figure said is left
+// go at once too, and paces only its refill; a quota whose refill is only
+// inferred (a sliding window, a window that showed no jump at its reset)
+// is spread whole. A quota others are seen spending from (less
 // left than our own spending explains) is spread evenly to its reset, and
 // what they spend until then is left to them: two clients that each took
 // what is left at once would take it twice. A token quota

@@ -170,11 +170,18 @@ func TestJobWithinTheRemainingQuotaRunsAsFastAsWithoutALimiter(t *testing.T) {
 		{style: apisim.StyleOpenAI, algo: apisim.TokenBucket, limit: 600, window: time.Minute, spent: 120, n: 240},
 		{style: apisim.StyleOpenAI, algo: apisim.TokenBucket, limit: 5000, window: time.Hour, spent: 1000, n: 1200},
 		{style: apisim.StyleAnthropic, algo: apisim.TokenBucket, limit: 1000, window: time.Minute, spent: 200, n: 600},
+		// Shopify's REST bucket (40, leaking 2 a second) and Plus's (80,
+		// 4 a second), a few workers as its docs advise.
+		{style: apisim.StyleShopify, limit: 40, window: 20 * time.Second, spent: 8, n: 30, workers: 4},
+		{style: apisim.StyleShopify, limit: 80, window: 20 * time.Second, spent: 10, n: 60, workers: 4},
 		{style: apisim.StyleIETF, algo: apisim.SlidingWindow, limit: 600, window: time.Minute, spent: 120, n: 240},
 		{style: apisim.StyleGitHub, algo: apisim.SlidingWindow, limit: 5000, window: time.Hour, spent: 1000, n: 1200},
 	}
 	for _, j := range jobs {
-		j.workers, j.latency = 16, lat
+		j.latency = lat
+		if j.workers == 0 {
+			j.workers = 16
+		}
 		name := fmt.Sprintf("%s/%d-per-%v/spent=%d/n=%d", j.style, j.limit, j.window, j.spent, j.n)
 		if j.algo != "" {
 			name = fmt.Sprintf("%s/%s/%d-per-%v/spent=%d/n=%d", j.style, j.algo, j.limit, j.window, j.spent, j.n)

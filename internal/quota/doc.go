@@ -45,11 +45,11 @@
 // bucket was last said to hold goes at once (Step.AtOnce: a job it affords
 // is as fast as with no limiter), and only the refill credited since is
 // paced: credited at once, a refill an unseen client shares would be spent
-// twice. A quota whose refill is only measured is spread whole: a smooth
-// quota read so because a reset showed no jump (a fixed window misread so
-// has a phantom refill, which a pace finds out before a 429 and a burst
-// does not), and a leaky bucket with no reset (Shopify's, whose opening
-// drain, spent at once, met 429s on a refill measured high).
+// twice. A leaky bucket with no reset (Shopify's) goes so too: what it
+// holds is stated, only its refill is measured. A smooth quota read so
+// because a reset showed no jump is spread whole: a fixed window misread
+// so has a phantom refill, which a pace finds out before a 429 and a
+// burst does not.
 //
 // # Token quotas
 //

@@ -24,13 +24,14 @@ type Step struct {
 	// Rolled reports that a reset passed and the window moved on.
 	Rolled bool
 	// AtOnce is what of Avail may go at once beside Rate, in units: for a
-	// bucket that states its time to full and that no one else is seen
-	// spending from, what the last figure said is left (less what was
-	// charged since and what the quota keeps). What is left in such a
-	// bucket is there to take, so a job it affords is as fast as with no
-	// limiter; what refills is paced at Rate (credited at once, a refill
-	// that others share would be spent twice). Zero for any other quota:
-	// a burst at Rate is a small part of its budget.
+	// bucket that states its time to full, or that states no reset at all
+	// (a leaky bucket), and that no one else is seen spending from, what
+	// the last figure said is left (less what was charged since and what
+	// the quota keeps). What is left in such a bucket is there to take,
+	// so a job it affords is as fast as with no limiter; what refills is
+	// paced at Rate (credited at once, a refill that others share would
+	// be spent twice). Zero for any other quota: a burst at Rate is a
+	// small part of its budget.
 	AtOnce float64
 }
 
@@ -64,14 +65,12 @@ func (w *Window) advance(st *Step, now time.Time, unseen, unit, admitted float64
 		return false
 	}
 	st.Rate = w.Plan(now, unit)
-	if w.kind == kindSmooth && w.toFull && !w.shared && !w.probing {
-		// (A bucket that states its time to full, and so its refill. A
-		// fixed window read as smooth at a reset that showed no jump is
-		// not spent at once on that reading: its refill is a phantom, and
-		// paced it is found out before it costs a 429. Nor one with no
-		// reset (Shopify's leaky bucket), whose refill is measured, not
-		// stated: spent to its last unit at once, its opening drain met
-		// 4 late 429s in 1 run of 60 of a bucket refilling 10 a second.)
+	if w.kind == kindSmooth && (w.toFull || w.reset.IsZero()) && !w.shared && !w.probing {
+		// (A bucket its responses show: one that states its time to full,
+		// or one with no reset at all, Shopify's leaky bucket. A fixed
+		// window read as smooth at a reset that showed no jump is not
+		// spent at once on that reading: its refill is a phantom, and
+		// paced it is found out before it costs a 429.)
 		st.AtOnce = float64(max(w.budget-w.credit-w.keep, 0)) / Milli
 	}
 	if !w.reset.IsZero() {

@@ -186,20 +186,34 @@ func TestAdvance(t *testing.T) {
 			},
 		},
 		{
-			name: "a bucket whose refill is only measured is spread, none of it at once",
-			why: "a leaky bucket with no reset states no refill: it is measured (2 a second), " +
-				"from figures that may be off by the requests in flight. Spent to its last unit " +
-				"at once, such a bucket's opening drain met 429s; what is left (less the unit " +
-				"kept for another client's request in flight) plus what refills is spread over " +
-				"the span",
+			name: "a leaky bucket lets what is left go at once and spreads its refill",
+			why: "what a leaky bucket holds is there to take (less the unit kept for another " +
+				"client's request in flight): a job it affords goes at once; its refill (2 a " +
+				"second, measured) is only seen through responses, so it is spread over the " +
+				"span with what is left, not guessed between responses",
 			events: []event{
 				obs(0, 0, Report{Limit: 40, Remaining: 20}, Seen{}),
 				obs(time.Second, 10, Report{Limit: 40, Remaining: 12}, Seen{Admitted: 10}),
 				adv(time.Second, Seen{Admitted: 10}),
 			},
 			want: planned{
-				step: Step{Rate: 0.9 * (11 + 2*1), Avail: 12}, ok: true,
+				step: Step{Rate: 0.9 * (11 + 2*1), Avail: 12, AtOnce: 11}, ok: true,
 				units: 12, keep: 1,
+			},
+		},
+		{
+			name: "what a leaky bucket refilled since its last figure is not let go at once",
+			why: "a second on, the budget holds 0.9 more by the measured refill (2 a second, " +
+				"halved for a second without news), a prediction others may share: it is " +
+				"paced at the rate; what the figure said is left still goes at once",
+			events: []event{
+				obs(0, 0, Report{Limit: 40, Remaining: 20}, Seen{}),
+				obs(time.Second, 10, Report{Limit: 40, Remaining: 12}, Seen{Admitted: 10}),
+				adv(2*time.Second, Seen{Admitted: 10}),
+			},
+			want: planned{
+				step: Step{Rate: 0.9 * (11.9 + 1*1), Avail: 12.9, AtOnce: 11}, ok: true,
+				units: 12.9, keep: 1,
 			},
 		},
 		{
