@@ -525,12 +525,20 @@ func (a *Adaptive) noteCost(cost float64) float64 {
 			a.avgCost.Store(avg + (m-avg)/16)
 		}
 	}
-	if m > a.maxCost.Load() {
-		a.maxCost.Store(m)
-		if a.tokensTracked() {
-			a.mu.Lock()
-			a.retune(time.Now())
-			a.unlock()
+	// A new largest cost resizes the token bucket's burst, which must hold
+	// it. Raised by compare-and-swap: stored blindly, a smaller cost read
+	// beside a larger one could overwrite it, the burst was sized for the
+	// smaller, and the larger request, too big for it, was refused with a
+	// wait of forever (once in a run of the package's tests: 64 callers of
+	// varied stated costs on an Anthropic-style token quota).
+	for old := a.maxCost.Load(); m > old; old = a.maxCost.Load() {
+		if a.maxCost.CompareAndSwap(old, m) {
+			if a.tokensTracked() {
+				a.mu.Lock()
+				a.retune(time.Now())
+				a.unlock()
+			}
+			break
 		}
 	}
 	return cost
