@@ -212,6 +212,16 @@ func (w *Window) observe(q *Report, now time.Time, seen *Seen) {
 		}
 	}
 	fresh := !w.known || w.rolled || w.probing || (timed && q.Reset.Sub(w.stamp) >= tol)
+	if fresh && timed && w.kind != kindSmooth && w.known && now.Before(w.stamp) && w.fillsInStep(q, now) {
+		// Not a new window: the reset moved later before the old one
+		// passed, by what the spending since takes to refill at the rate
+		// this response's time to full implies. A bucket (see fills).
+		// Read as a window that started afresh with no jump, it was
+		// spread as a sliding window would be until its time to full was
+		// seen moving twice by more than its rounding: a job of 39 on a
+		// bucket of 60 a minute, 4 workers, ran 9.8× unpaced.
+		fresh = false
+	}
 	if !fresh {
 		w.low = min(w.low, q.Remaining)
 	}
@@ -421,6 +431,28 @@ func (w *Window) fills(q *Report) bool {
 		return got > perUnit/2 && got < 2*perUnit
 	}
 	return true
+}
+
+// fillsInStep reports whether q's reset moved as a bucket's time to full
+// does (fills), and by about what the spending since the window's first
+// response takes to refill at the rate q itself implies ((Limit −
+// Remaining) over its time to full), within fullAgree and the resets'
+// rounding. A fixed window's reset that moves (a delta restated a second
+// later, a clock offset corrected) fails the second test: the deficit of
+// its whole window over its time to reset implies a refill at which the
+// spending since would have moved it many times as far.
+func (w *Window) fillsInStep(q *Report, now time.Time) bool {
+	if !w.fills(q) {
+		return false
+	}
+	deficit, left := w.limitOrPeak()-q.Remaining, q.Reset.Sub(now)
+	if deficit <= 0 || left <= 0 {
+		return false
+	}
+	moved := q.Reset.Sub(w.first)
+	predicted := time.Duration((w.firstRem - q.Remaining) / deficit * float64(left))
+	tol := max(w.tolerance(), resetResolution)
+	return (predicted - moved).Abs() <= time.Duration(fullAgree*float64(moved))+tol
 }
 
 // phaseGrain is the coarsest rounding of a stated reset phase learning

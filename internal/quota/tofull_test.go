@@ -73,3 +73,46 @@ func TestStatedRefillDoesNotAge(t *testing.T) {
 	w.AgeDrift(t0.Add(time.Minute))
 	assert.Less(t, w.drift, 1.0, "a measured drift halves each window")
 }
+
+// A reset that moves later before the old one passed is a new window or a
+// bucket's time to full; case by case (see fillsInStep), on a request
+// quota of 60 whose kind nothing has told yet: (seconds since t0,
+// Remaining, seconds to the stated reset).
+func TestResetMovingInStepWithSpendingIsABucket(t *testing.T) {
+	type resp struct{ at, rem, left float64 }
+	for _, tc := range []struct {
+		name   string
+		why    string
+		resps  []resp
+		toFull bool
+	}{{
+		name: "bucket of 60 a minute",
+		why: "2 spent moved the reset 2 s later, as a refill of 1 a second, which (60 − 57) " +
+			"over 3 s also states: its time to full, read from the second answer (not after " +
+			"two moves beyond the resets' rounding, while its contents were spread)",
+		resps:  []resp{{0, 59, 1}, {0.005, 57, 3}},
+		toFull: true,
+	}, {
+		name: "fixed window restated a second later",
+		why: "10 spent and the reset a second later (a delta rounded the other way): at the " +
+			"refill (60 − 40) over 29 s implies, 10 would have moved it 14.5 s",
+		resps:  []resp{{0, 50, 30}, {1, 40, 30}},
+		toFull: false,
+	}, {
+		name: "a window's first answer, then its reset restated later",
+		why: "the deficit of a window just begun is over its whole length: 2 spent at that " +
+			"refill would move the reset 40 s, not 1",
+		resps:  []resp{{0, 59, 59}, {0.5, 57, 59.5}},
+		toFull: false,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Hour})
+			for _, r := range tc.resps {
+				now := t0.Add(time.Duration(r.at * float64(time.Second)))
+				w.Observe(Report{Limit: 60, Remaining: r.rem,
+					Reset: now.Add(time.Duration(r.left * float64(time.Second)))}, now, Seen{Horizon: time.Millisecond})
+			}
+			assert.Equal(t, tc.toFull, w.toFull, tc.why)
+		})
+	}
+}
