@@ -84,7 +84,7 @@ func TestResetMovingInStepWithSpendingIsABucket(t *testing.T) {
 		name   string
 		why    string
 		resps  []resp
-		toFull bool
+		toFull bool // read so after the last response (fillsInStep's verdict on it)
 	}{{
 		name: "bucket of 60 a minute",
 		why: "2 spent moved the reset 2 s later, as a refill of 1 a second, which (60 − 57) " +
@@ -104,13 +104,23 @@ func TestResetMovingInStepWithSpendingIsABucket(t *testing.T) {
 			"refill would move the reset 40 s, not 1",
 		resps:  []resp{{0, 59, 59}, {0.5, 57, 59.5}},
 		toFull: false,
+	}, {
+		name: "a fixed window's next, met before the old reset as the clocks have it",
+		why: "9 spent since the old window's first answer and its next window's 10 fit a move " +
+			"of a minute at the refill the new answer states (10 over 60 s), but the first " +
+			"answer stated 1 over 60 s: two refills ten times apart are no bucket's",
+		resps:  []resp{{0, 59, 60}, {59.997, 50, 60}},
+		toFull: false,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Hour})
-			for _, r := range tc.resps {
+			for i, r := range tc.resps {
 				now := t0.Add(time.Duration(r.at * float64(time.Second)))
-				w.Observe(Report{Limit: 60, Remaining: r.rem,
-					Reset: now.Add(time.Duration(r.left * float64(time.Second)))}, now, Seen{Horizon: time.Millisecond})
+				q := Report{Limit: 60, Remaining: r.rem, Reset: now.Add(time.Duration(r.left * float64(time.Second)))}
+				if i == len(tc.resps)-1 {
+					assert.Equal(t, tc.toFull, w.fillsInStep(&q, now), "in step: %s", tc.why)
+				}
+				w.Observe(q, now, Seen{Horizon: time.Millisecond})
 			}
 			assert.Equal(t, tc.toFull, w.toFull, tc.why)
 		})
