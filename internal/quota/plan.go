@@ -91,8 +91,9 @@ func earlierSet(next, t time.Time) time.Time {
 }
 
 // noResetSpan stands in for the time to reset of a quota whose server gives
-// none (Shopify's call limit): its budget is spread over this long, on top of
-// what the drift refills.
+// none (Shopify's call limit): the rate spreads its budget over this long,
+// on top of what the drift refills (beside what goes at once, Step.AtOnce,
+// while no one else is seen spending from it).
 const noResetSpan = time.Second
 
 // Plan derives the quota's rate at now (see Adaptive for the rule): unlimited
