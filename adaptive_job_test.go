@@ -173,6 +173,7 @@ func TestJobWithinTheRemainingQuotaRunsAsFastAsWithoutALimiter(t *testing.T) {
 		// A bucket that refills a unit a second, from a few workers: its
 		// time to full is read from the second answer (1.69× before).
 		{style: apisim.StyleOpenAI, algo: apisim.TokenBucket, limit: 60, window: time.Minute, n: 39, workers: 4},
+		{style: apisim.StyleDiscord, algo: apisim.TokenBucket, limit: 60, window: time.Minute, n: 37, workers: 4},
 		// Shopify's REST bucket (40, leaking 2 a second) and Plus's (80,
 		// 4 a second), a few workers as its docs advise.
 		{style: apisim.StyleShopify, limit: 40, window: 20 * time.Second, spent: 8, n: 30, workers: 4},

@@ -213,14 +213,17 @@ func (w *Window) observe(q *Report, now time.Time, seen *Seen) {
 		}
 	}
 	fresh := !w.known || w.rolled || w.probing || (timed && q.Reset.Sub(w.stamp) >= tol)
-	if fresh && timed && w.kind != kindSmooth && w.known && now.Before(w.stamp) && w.fillsInStep(q, now) {
+	inStep := fresh && timed && !w.toFull && w.known && now.Before(w.stamp) && w.fillsInStep(q, now)
+	if inStep {
 		// Not a new window: the reset moved later before the old one
 		// passed, by what the spending since takes to refill at the rate
-		// this response's time to full implies. A bucket (see fills).
-		// Read as a window that started afresh with no jump, it was
-		// spread as a sliding window would be until its time to full was
-		// seen moving twice by more than its rounding: a job of 39 on a
-		// bucket of 60 a minute, 4 workers, ran 9.8× unpaced.
+		// this response's time to full implies. A bucket (see fills),
+		// whether its kind was unknown or already read as refilling as it
+		// goes (its first moved reset showed no jump). Read as a window
+		// that started afresh, it was spread as a sliding window would be
+		// until its time to full was seen moving twice by more than its
+		// rounding: a job of 39 on a bucket of 60 a minute, 4 workers, ran
+		// 9.8× unpaced.
 		fresh = false
 	}
 	if !fresh {
@@ -246,11 +249,15 @@ func (w *Window) observe(q *Report, now time.Time, seen *Seen) {
 			// spent), so one misreading does not stick. Remaining, not
 			// eff: requests sent into the new window on a carried budget
 			// before its first answer are in flight, and subtracting them
-			// would hide the jump. (Not asked of a quota whose reset
+			// would hide the jump. But a jump no larger than those in
+			// flight is no proof: the budget subtracted them and the
+			// server may have counted none (a bucket of 60 nearly full,
+			// 3 in flight, read 58 against a budget of 55 as a window
+			// that started afresh). (Not asked of a quota whose reset
 			// states its time to full: full at that reset is what it
 			// said, not a jump.)
 			switch {
-			case q.Remaining-before > 0.5*(limit-before):
+			case q.Remaining-before > max(0.5*(limit-before), unseen):
 				w.kind = kindRefill
 			case !w.shared:
 				w.kind = kindSmooth
@@ -352,7 +359,7 @@ func (w *Window) observe(q *Report, now time.Time, seen *Seen) {
 			}
 		}
 		return
-	case countsDown && w.fills(q):
+	case inStep || countsDown && w.fills(q, w.wanders()):
 		// A reset that moves later as the quota is spent is the time until
 		// a bucket is full again (OpenAI's token buckets): it refills as it
 		// goes, and the deficit over that time is its refill rate.
@@ -411,14 +418,14 @@ func (w *Window) overtaken(now time.Time, seen *Seen) bool {
 // fills reports whether q, from the window w is in, says the window is a
 // bucket that refills as it goes rather than a window that counts down to a
 // reset: its stated reset has moved later, since the window's first
-// response, by more than resets wander (four times their jitter, at least a
-// second), and by about the time the spending since then takes to refill
-// at the rate the stated limit and window imply, or, with no window
-// stated, in step with the spending (a fixed window's reset does not move).
-func (w *Window) fills(q *Report) bool {
+// response, by at least least (see wanders), and by about the time the
+// spending since then takes to refill at the rate the stated limit and
+// window imply, or, with no window stated, in step with the spending (a
+// fixed window's reset does not move).
+func (w *Window) fills(q *Report, least time.Duration) bool {
 	moved := q.Reset.Sub(w.first)
 	spent := w.firstRem - q.Remaining
-	if w.first.IsZero() || spent < 2 || moved < max(4*w.jitter, time.Second) {
+	if w.first.IsZero() || spent < 2 || moved < least {
 		return false
 	}
 	limit := w.limitOrPeak()
@@ -433,6 +440,10 @@ func (w *Window) fills(q *Report) bool {
 	}
 	return true
 }
+
+// wanders is how far a reset may move by rounding and latency alone: four
+// times the jitter learned, at least a second (resets stated to the second).
+func (w *Window) wanders() time.Duration { return max(4*w.jitter, time.Second) }
 
 // fillsInStep reports whether q's reset moved as a bucket's time to full
 // does (fills), with the window's first response and q stating one refill
@@ -449,7 +460,13 @@ func (w *Window) fills(q *Report) bool {
 // on one quota met 10-17 late 429s in the worst of 20-60 runs, Jain
 // 0.85-0.92).
 func (w *Window) fillsInStep(q *Report, now time.Time) bool {
-	if !w.fills(q) {
+	// (At least a reset's rounding, not wanders: the two refills and the
+	// move checked below are what tell a bucket from resets that wander,
+	// and a bucket refilling a unit a second moves a second per unit
+	// spent, which its first moves taught as the resets' jitter; asked to
+	// move four times that, a Discord-style bucket of 60 a minute was
+	// spread for 300 ms of a 500 ms job, 1.6× unpaced in 1 run of 3.)
+	if !w.fills(q, resetResolution) {
 		return false
 	}
 	limit, tol := w.limitOrPeak(), max(w.tolerance(), resetResolution)

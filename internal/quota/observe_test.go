@@ -4,7 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // observed is what Observe leaves of a window: the budget (units), whether
@@ -426,4 +428,29 @@ func TestObserve(t *testing.T) {
 			assert.Equal(t, c.want, got, "why: %s", c.why)
 		})
 	}
+}
+
+// A reset that moved later with Remaining above the budget by no more than
+// the requests in flight: the budget subtracted them, the server may have
+// counted none, so the "jump" is no new window (kindRefill); the quota,
+// with no jump to show, is read as one that refills as it goes.
+func TestAJumpNoLargerThanTheRequestsInFlightIsNoNewWindow(t *testing.T) {
+	w := New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Hour})
+	w.Observe(Report{Limit: 60, Remaining: 59, Reset: reset(time.Second)}, t0, Seen{Horizon: horizon})
+	for range 4 {
+		require.True(t, w.Charge(w.Amount(1), clock.Of(t0), 0, 0))
+	}
+	now := t0.Add(50 * time.Millisecond)
+	w.Observe(Report{Limit: 60, Remaining: 58, Reset: now.Add(1950 * time.Millisecond)}, now, Seen{Unseen: 3, Admitted: 4, Horizon: horizon})
+	assert.Equal(t, kindSmooth, w.kind, "58 against a budget of 55 with 3 in flight is no jump")
+
+	// A jump beyond them is one: a window of 60 that started afresh.
+	w = New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Hour})
+	w.Observe(Report{Limit: 60, Remaining: 20, Reset: reset(time.Second)}, t0, Seen{Horizon: horizon})
+	for range 4 {
+		require.True(t, w.Charge(w.Amount(1), clock.Of(t0), 0, 0))
+	}
+	now = t0.Add(1100 * time.Millisecond)
+	w.Observe(Report{Limit: 60, Remaining: 59, Reset: now.Add(time.Minute)}, now, Seen{Unseen: 3, Admitted: 4, Horizon: horizon})
+	assert.Equal(t, kindRefill, w.kind, "59 against a budget of 16 with 3 in flight is a new window")
 }
