@@ -115,9 +115,9 @@ admission:
 		default:
 			// The steps below, under one lock, when nothing makes the
 			// request wait (see admitAtOnce).
-			at, tried, charged, retryAt := a.admitAtOnce(cost, class, ns, now, &held)
-			if charged != 0 {
-				seq = charged
+			at, tried, s, retryAt := a.admitAtOnce(cost, class, ns, now, &held)
+			if s != 0 {
+				seq = s
 				break admission
 			}
 			if tried {
@@ -213,9 +213,9 @@ admission:
 				continue
 			}
 		}
-		charged, retryAt := a.charge(cost, class, ns, &held)
-		if charged != 0 {
-			taken, seq = fleet, charged
+		s, retryAt := a.charge(cost, class, ns, &held)
+		if s != 0 {
+			taken, seq = fleet, s
 			break
 		}
 		a.fleet.giveBack(fleet)

@@ -96,11 +96,11 @@ func (a *Adaptive) chargeLocked(cost float64, class Class, now int64, held *bool
 // look (spentUntil), the request bucket's token if it is there at now (ns,
 // package clock; now as for spentUntil), and the charge. Taken one by one,
 // as the general path takes them, they took the lock twice. tried reports
-// that it went as far as the charge, whose answers charged (the admission's
+// that it went as far as the charge, whose answers seq (the admission's
 // place in order; 0 when refused) and retryAt are;
 // otherwise spent is spentUntil's, and the caller goes the general way (to
 // wait for a spent budget, or in the bucket's queue), which looks again.
-func (a *Adaptive) admitAtOnce(cost float64, class Class, ns int64, now time.Time, held *bool) (spent time.Time, tried bool, charged int64, retryAt time.Time) {
+func (a *Adaptive) admitAtOnce(cost float64, class Class, ns int64, now time.Time, held *bool) (spent time.Time, tried bool, seq int64, retryAt time.Time) {
 	a.mu.Lock()
 	defer a.unlock()
 	if !a.snap.Load().charged { // published under mu: no quota known any more
@@ -109,8 +109,8 @@ func (a *Adaptive) admitAtOnce(cost float64, class Class, ns int64, now time.Tim
 	if spent = a.spentUntilLocked(cost, class, ns, now); !spent.IsZero() || !a.req.take(1, ns) {
 		return spent, false, 0, time.Time{}
 	}
-	charged, retryAt = a.chargeLocked(cost, class, ns, held)
-	return time.Time{}, true, charged, retryAt
+	seq, retryAt = a.chargeLocked(cost, class, ns, held)
+	return time.Time{}, true, seq, retryAt
 }
 
 // fleetNeeds is what a request of this cost takes of each quota the
