@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/internal/cubic"
 	"github.com/pacer-go/pacer/internal/decision"
 	"github.com/pacer-go/pacer/internal/header"
@@ -266,6 +265,7 @@ func NewAdaptive(cfg AdaptiveConfig) *Adaptive {
 		Fleet:       cfg.Store != nil && a.fleet == nil,
 		Coordinated: a.fleet != nil,
 		Inferred:    infer.Name,
+		Epoch:       epoch, // admissions charge on the package clock
 	})
 	if cfg.Ceiling > 0 {
 		a.req.SetLimit(cfg.Ceiling)
@@ -487,7 +487,7 @@ func (p *Permit) doneWith(m *response.Meaning, now time.Time) {
 // limiter had within the reserve's idle span, for the quotas no call told
 // of it yet (see fleetShare.report).
 func (a *Adaptive) tellInteractive(now time.Time) {
-	if ago := a.lanes.since(clock.Of(now)); ago >= 0 && ago < a.lanes.reserve.Idle {
+	if ago := a.lanes.since(clockOf(now)); ago >= 0 && ago < a.lanes.reserve.Idle {
 		a.fleet.report(now, ago)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/internal/quota"
 )
 
@@ -78,11 +77,11 @@ admission:
 		// is made only for a step that works with one (a retune, a wait to
 		// bound), and stands for the same instant as ns.
 		var now time.Time
-		ns := clock.Now()
+		ns := clockNow()
 		a.lanes.note(class, ns)
 		if ns >= a.snap.Load().checkAt {
 			now = time.Now()
-			ns = clock.Of(now)
+			ns = clockOf(now)
 			a.mu.Lock()
 			a.retune(now)
 			a.unlock()
@@ -98,7 +97,7 @@ admission:
 		if now.IsZero() && class == Batch {
 			// A reserve's wait is a time (see spentUntil).
 			t := time.Now() // for the wall clock: now is the instant ns
-			now = clock.Time(ns, t, clock.Of(t))
+			now = clockTime(ns, t, clockOf(t))
 		}
 		var spent time.Time
 		switch {
@@ -132,11 +131,11 @@ admission:
 		if tokens || !spent.IsZero() {
 			if now.IsZero() {
 				t := time.Now() // for the wall clock: now is the instant ns
-				now = clock.Time(ns, t, clock.Of(t))
+				now = clockTime(ns, t, clockOf(t))
 			}
-			at := clock.Later(a.req.nextAt(1), spent)
+			at := laterTime(a.req.nextAt(1), spent)
 			if tokens {
-				at = clock.Later(at, a.tok.nextAt(n))
+				at = laterTime(at, a.tok.nextAt(n))
 			}
 			if err := a.tooLong(ctx, now, at); err != nil {
 				release()
@@ -175,18 +174,18 @@ admission:
 		// reset may have passed while it waited (the usual end of a pause):
 		// the windows move on first.
 		if granted > ns {
-			if now = time.Now(); clock.Of(now) >= a.snap.Load().checkAt {
+			if now = time.Now(); clockOf(now) >= a.snap.Load().checkAt {
 				a.mu.Lock()
 				a.retune(now)
 				a.unlock()
 			}
-			ns = clock.Of(now)
+			ns = clockOf(now)
 		}
 		var fleet []need
 		if a.fleet != nil {
 			if now.IsZero() {
 				t := time.Now() // for the wall clock: now is the instant ns
-				now = clock.Time(ns, t, clock.Of(t))
+				now = clockTime(ns, t, clockOf(t))
 			}
 			fleet = a.fleetNeeds(cost, class)
 			ok, at, err := a.fleet.take(ctx, fleet, now, a.lanes.since(ns))
@@ -285,7 +284,7 @@ func (a *Adaptive) waitBucketAt(ctx context.Context, b *Bucket, n int, now int64
 		return b.wait(ctx, n, a.cfg.MaxWait, now)
 	}
 	at, err := a.share.wait(ctx, a, b, n, b == a.tok)
-	return clock.Of(at), err
+	return clockOf(at), err
 }
 
 // budgetPaced is budgetPacedLocked for a caller without the lock.

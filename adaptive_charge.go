@@ -3,7 +3,6 @@ package pacer
 import (
 	"time"
 
-	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/internal/quota"
 	"github.com/pacer-go/pacer/store"
 )
@@ -33,7 +32,7 @@ func heldSlots(held bool) int64 {
 // unseen). Lock-free, a response applied in between would set the budget
 // from a figure that does not count the request, and the charge was lost.
 //
-// now is the admission's reading of the package clock (clock.Now).
+// now is the admission's reading of the package clock (clockNow).
 func (a *Adaptive) charge(cost float64, class Class, now int64, held *bool) (seq int64, retryAt time.Time) {
 	if !a.snap.Load().charged {
 		return a.countAdmission(cost, class), time.Time{}
@@ -56,7 +55,7 @@ func (a *Adaptive) chargeLocked(cost float64, class Class, now int64, held *bool
 		amount := w.Amount(cost)
 		t := time.Now()
 		a.retune(t)
-		switch ns := clock.Of(t); {
+		switch ns := clockOf(t); {
 		case w.Budget() < amount+w.Debt(ns):
 			retryAt = t
 			switch {
@@ -67,14 +66,14 @@ func (a *Adaptive) chargeLocked(cost float64, class Class, now int64, held *bool
 				w.StartProbe(float64(amount) / quota.Milli)
 				retryAt = time.Time{}
 			case !w.Probing():
-				retryAt = clock.Later(t, w.WakeAt())
+				retryAt = laterTime(t, w.WakeAt())
 			}
 		case w.Reserved(amount, ns, share):
 			// Held back only by the reserve another class of work keeps:
 			// until the quota refills, or that work goes idle.
 			retryAt = w.RefillAt(t)
 			if idleAt != 0 {
-				retryAt = clock.Earlier(retryAt, clock.Time(idleAt, t, ns))
+				retryAt = earlierTime(retryAt, clockTime(idleAt, t, ns))
 			}
 		case w.Unconfirmed(cost, flight) > 0:
 			// Held back for the stated costs in flight, which may yet
@@ -154,7 +153,7 @@ func (a *Adaptive) spentUntilLocked(cost float64, class Class, ns int64, now tim
 	share, idleAt := a.lanes.share(class, ns)
 	at := a.book.SpentUntil(cost, share, ns, now)
 	if idleAt != 0 && !at.IsZero() {
-		at = clock.Earlier(at, clock.Time(idleAt, now, ns))
+		at = earlierTime(at, clockTime(idleAt, now, ns))
 	}
 	return at
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -63,7 +62,7 @@ func (s *storeShare) wait(ctx context.Context, a *Adaptive, b *Bucket, n int, to
 			if err := a.tooLong(ctx, now, at); err != nil {
 				return time.Time{}, err
 			}
-			if err := clock.SleepUntil(ctx, at); err != nil {
+			if err := sleepUntil(ctx, at); err != nil {
 				return time.Time{}, err
 			}
 		}
@@ -99,12 +98,12 @@ func (s *storeShare) wait(ctx context.Context, a *Adaptive, b *Bucket, n int, to
 				return time.Time{}, err
 			}
 			// Within bounds but beyond the horizon: come back shortly before.
-			if err := clock.SleepUntil(ctx, at.Add(-horizon/2)); err != nil {
+			if err := sleepUntil(ctx, at.Add(-horizon/2)); err != nil {
 				return time.Time{}, err
 			}
 			continue
 		}
-		if err := clock.SleepUntil(ctx, at); err != nil {
+		if err := sleepUntil(ctx, at); err != nil {
 			s.store.Cancel(key, r)
 			return time.Time{}, err
 		}

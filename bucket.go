@@ -1,13 +1,12 @@
 package pacer
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // Limit is a rate of events per second. It mirrors golang.org/x/time/rate's
@@ -146,11 +145,11 @@ type Bucket struct {
 const (
 	// maxSpan caps every duration the bucket computes: waits, delays, costs
 	// and the bucket's depth. 2⁶¹ ns is about 73 years.
-	maxSpan = clock.MaxSpan
-	// minTime and maxTime bound the bucket clock so that adding maxSpan to a
-	// time can never overflow.
-	minTime = clock.Min
-	maxTime = clock.Max
+	maxSpan = int64(1) << 61
+	// minTime and maxTime bound the package clock (clockNow) so that adding
+	// maxSpan to a time can never overflow.
+	minTime = -int64(1) << 61
+	maxTime = int64(1) << 61
 	// noFloor is the floor of a state with nothing on record: before
 	// every time the bucket clock can show.
 	noFloor = minTime - 1
@@ -398,12 +397,12 @@ func (b *Bucket) Burst() int { return b.state().burst }
 // Tokens returns the number of tokens available now. It is never negative: it
 // is 0 while waiters or reservations are owed tokens or a pause holds, and +Inf
 // when the limit is Inf and no pause holds.
-func (b *Bucket) Tokens() float64 { return b.tokensAt(clock.Now()) }
+func (b *Bucket) Tokens() float64 { return b.tokensAt(clockNow()) }
 
 // TokensAt returns the number of tokens available at t, as [Bucket.Tokens].
 // For a t earlier than a grant already made it is what the bucket could
 // grant at t after that grant: never more (see Stale times in the Bucket doc).
-func (b *Bucket) TokensAt(t time.Time) float64 { return b.tokensAt(clock.Of(t)) }
+func (b *Bucket) TokensAt(t time.Time) float64 { return b.tokensAt(clockOf(t)) }
 
 func (b *Bucket) tokensAt(now int64) float64 {
 	s, tat := b.load()
@@ -414,17 +413,17 @@ func (b *Bucket) tokensAt(now int64) float64 {
 }
 
 // Allow reports whether one event may happen now, and if so takes its token.
-func (b *Bucket) Allow() bool { return b.allowAt(clock.Now(), 1) }
+func (b *Bucket) Allow() bool { return b.allowAt(clockNow(), 1) }
 
 // AllowN reports whether n events may happen now, and if so takes their
 // tokens. It never waits and never takes tokens set aside for waiters.
 // AllowN(0) is always true; a negative n is never allowed.
-func (b *Bucket) AllowN(n int) bool { return b.allowAt(clock.Now(), n) }
+func (b *Bucket) AllowN(n int) bool { return b.allowAt(clockNow(), n) }
 
 // AllowNAt is AllowN at time t, for callers with their own clock: x/time/rate's
 // AllowN(t, n). For a t earlier than a grant already made, see Stale times in
 // the Bucket doc.
-func (b *Bucket) AllowNAt(t time.Time, n int) bool { return b.allowAt(clock.Of(t), n) }
+func (b *Bucket) AllowNAt(t time.Time, n int) bool { return b.allowAt(clockOf(t), n) }
 
 func (b *Bucket) allowAt(now int64, n int) bool {
 	if n <= 0 {
@@ -509,7 +508,7 @@ func (b *Bucket) SetLimit(limit Limit) {
 // SetLimitAt is SetLimit at time t.
 func (b *Bucket) SetLimitAt(t time.Time, limit Limit) {
 	checkLimit("SetLimitAt", limit)
-	b.setAt(clock.Of(t), limit, keepBurst)
+	b.setAt(clockOf(t), limit, keepBurst)
 }
 
 // SetBurst changes the burst. The tokens in the bucket stay, capped at the
@@ -523,7 +522,7 @@ func (b *Bucket) SetBurst(burst int) {
 // SetBurstAt is SetBurst at time t.
 func (b *Bucket) SetBurstAt(t time.Time, burst int) {
 	checkBurst("SetBurstAt", burst)
-	b.setAt(clock.Of(t), keepLimit, burst)
+	b.setAt(clockOf(t), keepLimit, burst)
 }
 
 // keepLimit and keepBurst tell setAt to leave the limit or the burst as is.
@@ -541,7 +540,7 @@ func (b *Bucket) setFillAt(now int64, limit Limit, burst int, fill float64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if now == useClock {
-		now = clock.Now()
+		now = clockNow()
 	}
 	old := &b.state().params
 	if limit == keepLimit {
@@ -562,17 +561,77 @@ func (b *Bucket) setFillAt(now int64, limit Limit, burst int, fill float64) {
 // t on rather than fired at once. Waiters are re-planned. A pause never
 // shortens an earlier one, and a t not after now changes nothing. With limit
 // Inf, everything held is released at t.
-func (b *Bucket) PauseUntil(t time.Time) { b.pauseAt(useClock, clock.Of(t)) }
+func (b *Bucket) PauseUntil(t time.Time) { b.pauseAt(useClock, clockOf(t)) }
 
 func (b *Bucket) pauseAt(now, until int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if now == useClock {
-		now = clock.Now()
+		now = clockNow()
 	}
 	if until <= now || b.paused && until <= b.pause {
 		return
 	}
 	b.pause, b.paused = until, true
 	b.replanLocked(now, nil)
+}
+
+// The package clock: nanoseconds since an epoch on the monotonic clock, for
+// the buckets, the adaptive limiters' admissions and the endpoint table's
+// idle stamps, and handed to the quota model with each response (explicit
+// time: the model never reads a clock). time.Since(epoch) reads only the
+// monotonic clock, about half the cost of time.Now, and cannot jump with
+// the wall clock. Times before the epoch (a testing/synctest bubble starts
+// in 2000) are negative, which every comparison allows.
+var epoch = time.Now()
+
+// clockNow is now on the package clock, clamped (clockClamp).
+func clockNow() int64 { return clockClamp(int64(time.Since(epoch))) }
+
+// clockOf converts a time read with time.Now (so carrying a monotonic
+// reading) to the package clock without reading the clock again.
+func clockOf(t time.Time) int64 { return clockClamp(int64(t.Sub(epoch))) }
+
+// clockTime converts a time on the package clock to a time.Time, taking
+// the wall clock from ref, a time read at refNs.
+func clockTime(ns int64, ref time.Time, refNs int64) time.Time {
+	return ref.Add(time.Duration(ns - refNs))
+}
+
+// clockClamp bounds a time on the package clock so that adding maxSpan to
+// it can never overflow.
+func clockClamp(ns int64) int64 { return min(max(ns, minTime), maxTime) }
+
+// earlierTime returns the earlier of a and b.
+func earlierTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// laterTime returns the later of a and b.
+func laterTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// sleepUntil sleeps until t, or until ctx ends: it returns ctx's error then
+// (also when t has passed but ctx has ended, so a caller never goes on with
+// an ended context).
+func sleepUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // fuzzOps reads the fuzzer's bytes as a program; past the end it reads
@@ -160,7 +158,7 @@ func FuzzBucket(f *testing.F) {
 				maxBurst = max(maxBurst, b.Burst())
 			case 6:
 				until := now.Add(ops.duration())
-				b.pauseAt(clock.Of(now), clock.Of(until))
+				b.pauseAt(clockOf(now), clockOf(until))
 			case 7:
 				tok := b.TokensAt(now)
 				if math.IsNaN(tok) || tok < 0 {

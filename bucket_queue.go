@@ -3,8 +3,6 @@ package pacer
 import (
 	"context"
 	"time"
-
-	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // The queue: the record of every grant that can still be withdrawn, in
@@ -236,7 +234,7 @@ func (b *Bucket) replanFillLocked(now int64, np *params, fill float64) {
 				at = max(now, stop-p.capacity, prevAt)
 			}
 			if err == nil && at > en.wt.limitAt {
-				err = tooLate(at, time.Now(), clock.Now(), en.wt.dlAt)
+				err = tooLate(at, time.Now(), clockNow(), en.wt.dlAt)
 			}
 		}
 		if err != nil {
@@ -268,7 +266,7 @@ func (b *Bucket) replanFillLocked(now int64, np *params, fill float64) {
 // tooLate is the error for a wait that would end at at, past the waiter's
 // context deadline dlAt or its maxWait; ref is a time read at now.
 func tooLate(at int64, ref time.Time, now, dlAt int64) error {
-	rle := &RateLimitError{RetryAt: clock.Time(at, ref, now)}
+	rle := &RateLimitError{RetryAt: clockTime(at, ref, now)}
 	if at >= dlAt {
 		rle.Err = context.DeadlineExceeded
 	}

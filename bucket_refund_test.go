@@ -10,8 +10,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // The promise these tests check (Reservation.Cancel): until a reservation's
@@ -233,7 +231,7 @@ func TestCancelAtDueTimeIsConsistent(t *testing.T) {
 			later := startWaiter(context.Background(), b, 1, start) // 200ms
 			time.Sleep(100 * time.Millisecond)
 			b.mu.Lock()
-			assert.True(t, b.withdrawLocked(&e.entry, clock.Now()), "at its time it can still give up")
+			assert.True(t, b.withdrawLocked(&e.entry, clockNow()), "at its time it can still give up")
 			b.mu.Unlock()
 			e.wake.Stop()
 			got, err := later.result()

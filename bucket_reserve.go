@@ -2,8 +2,6 @@ package pacer
 
 import (
 	"time"
-
-	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // Reservation holds tokens taken by [Bucket.ReserveN] for an event that may
@@ -33,7 +31,7 @@ func (b *Bucket) ReserveN(n int) *Reservation { return b.reserveAt(useClock, n) 
 
 // ReserveNAt is ReserveN at time t, for callers with their own clock:
 // x/time/rate's ReserveN(t, n).
-func (b *Bucket) ReserveNAt(t time.Time, n int) *Reservation { return b.reserveAt(clock.Of(t), n) }
+func (b *Bucket) ReserveNAt(t time.Time, n int) *Reservation { return b.reserveAt(clockOf(t), n) }
 
 func (b *Bucket) reserveAt(now int64, n int) *Reservation {
 	r := &Reservation{b: b, e: entry{n: n, fixed: true}}
@@ -45,7 +43,7 @@ func (b *Bucket) reserveAt(now int64, n int) *Reservation {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if now == useClock {
-		now = clock.Now()
+		now = clockNow()
 	}
 	if n == 0 {
 		r.ok, r.e.at = true, now
@@ -91,7 +89,7 @@ func (r *Reservation) DelayFrom(t time.Time) time.Duration {
 	if !r.ok {
 		return InfDuration
 	}
-	return time.Duration(max(0, r.e.at-clock.Of(t)))
+	return time.Duration(max(0, r.e.at-clockOf(t)))
 }
 
 // Cancel tells the bucket the holder will not act. Until the reservation's
@@ -104,7 +102,7 @@ func (r *Reservation) DelayFrom(t time.Time) time.Duration {
 func (r *Reservation) Cancel() { r.cancelAt(useClock) }
 
 // CancelAt is Cancel at time t.
-func (r *Reservation) CancelAt(t time.Time) { r.cancelAt(clock.Of(t)) }
+func (r *Reservation) CancelAt(t time.Time) { r.cancelAt(clockOf(t)) }
 
 func (r *Reservation) cancelAt(now int64) {
 	if !r.ok || r.e.n == 0 {
@@ -118,7 +116,7 @@ func (r *Reservation) cancelAt(now int64) {
 	}
 	r.canceled = true
 	if now == useClock {
-		now = clock.Now()
+		now = clockNow()
 	}
 	b.withdrawLocked(&r.e, now)
 }

@@ -12,8 +12,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // The tests in this file drive the pure core (the *At methods) with a
@@ -417,24 +415,24 @@ func TestSetFillRaisesTheLevelAndReleasesWaiters(t *testing.T) {
 		}
 		synctest.Wait()
 		assert.Zero(t, done.Load(), "queued at 1 a second")
-		b.setFillAt(clock.Now(), keepLimit, 10, 5)
+		b.setFillAt(clockNow(), keepLimit, 10, 5)
 		synctest.Wait()
 		assert.Equal(t, int32(3), done.Load(), "the fill released the queue at once")
 		assert.InDelta(t, 2.0, b.Tokens(), 1e-9, "what the waiters left of the 5")
 		wg.Wait()
 
-		b.setFillAt(clock.Now(), keepLimit, keepBurst, 1)
+		b.setFillAt(clockNow(), keepLimit, keepBurst, 1)
 		assert.InDelta(t, 2.0, b.Tokens(), 1e-9, "a fill below the level changes nothing")
 
 		b.PauseUntil(time.Now().Add(time.Second))
-		b.setFillAt(clock.Now(), keepLimit, keepBurst, 8)
+		b.setFillAt(clockNow(), keepLimit, keepBurst, 8)
 		assert.Zero(t, b.Tokens(), "a pause holds the bucket, fill or not")
 	})
 }
 
 func TestPauseUntil(t *testing.T) {
 	b := NewBucket(10, 5)
-	now := clock.Now()
+	now := clockNow()
 	b.pauseAt(now, now+int64(time.Second))
 	for _, d := range []time.Duration{0, 500 * time.Millisecond, time.Second} {
 		assert.False(t, b.allowAt(now+int64(d), 1), "paused, %v", d)
@@ -460,7 +458,7 @@ func TestPauseUntil(t *testing.T) {
 
 func TestPauseSurvivesALimitChange(t *testing.T) {
 	b := NewBucket(10, 5)
-	now := clock.Now()
+	now := clockNow()
 	b.pauseAt(now, now+int64(time.Second))
 	b.setAt(now, 100, keepBurst)
 	assert.False(t, b.allowAt(now+int64(time.Second), 1))

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/pacer-go/pacer/internal/clock"
 )
 
 func errTooBig(n, burst int) error {
@@ -49,7 +47,7 @@ func (b *Bucket) WaitN(ctx context.Context, n int) error {
 // with too few tokens), it returns a time about 73 years away.
 func (b *Bucket) nextAt(n int) time.Time {
 	ref := time.Now()
-	now := clock.Of(ref)
+	now := clockOf(ref)
 	if n <= 0 {
 		return ref
 	}
@@ -57,9 +55,9 @@ func (b *Bucket) nextAt(n int) time.Time {
 	var pl plan
 	s.plan(&pl, tat, now, n)
 	if pl.tooBig || pl.never {
-		return clock.Time(now+maxSpan, ref, now)
+		return clockTime(now+maxSpan, ref, now)
 	}
-	return clock.Time(max(pl.at, now), ref, now)
+	return clockTime(max(pl.at, now), ref, now)
 }
 
 // wait is the core of Wait and WaitN, and the adaptive limiter's wait on
@@ -84,7 +82,7 @@ func (b *Bucket) wait(ctx context.Context, n int, maxWait time.Duration, now int
 		return 0, err
 	}
 	if now == useClock {
-		now = clock.Now()
+		now = clockNow()
 	}
 	if n == 0 || b.take(n, now) {
 		return now, nil
@@ -105,7 +103,7 @@ func (b *Bucket) wait(ctx context.Context, n int, maxWait time.Duration, now int
 			// they were granted and stay taken, as x/time/rate's do.
 			b.mu.Lock()
 			if e.err == nil {
-				b.withdrawLocked(&e.entry, clock.Now())
+				b.withdrawLocked(&e.entry, clockNow())
 			}
 			err := e.err
 			b.mu.Unlock()
@@ -119,7 +117,7 @@ func (b *Bucket) wait(ctx context.Context, n int, maxWait time.Duration, now int
 				b.mu.Unlock()
 				return 0, e.err
 			}
-			now := clock.Now()
+			now := clockNow()
 			if e.at <= now {
 				// Granted. The entry stays on record (fixed) until its
 				// time has passed, so that a grant withdrawn before it at
@@ -143,13 +141,13 @@ func (b *Bucket) enqueue(ctx context.Context, n int, maxWait time.Duration) (*wa
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	ref := time.Now()
-	now := clock.Of(ref)
+	now := clockOf(ref)
 	b.popDueLocked(now)
 	dlAt, limitAt := int64(noLimit), int64(noLimit)
 	if dl, ok := ctx.Deadline(); ok {
 		// A grant at the deadline itself is useless: the request would go
 		// out with an expired context.
-		dlAt = clock.Of(dl)
+		dlAt = clockOf(dl)
 		limitAt = dlAt - 1
 	}
 	if maxWait > 0 {

@@ -12,8 +12,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // The tests in this file use testing/synctest: time is virtual, so they
@@ -497,5 +495,5 @@ func (b *Bucket) waitN(ctx context.Context, n int, maxWait time.Duration) (time.
 		return time.Time{}, err
 	}
 	t := time.Now()
-	return clock.Time(at, t, clock.Of(t)), nil
+	return clockTime(at, t, clockOf(t)), nil
 }

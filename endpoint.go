@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/internal/response"
 )
 
@@ -44,7 +43,7 @@ type endpoint struct {
 	// never evicted, and a request that reaches an endpoint through a
 	// cache rather than the table (tryRef) finds out that it is gone.
 	refs atomic.Int32
-	used atomic.Int64 // clock.Now() at creation and at the last release
+	used atomic.Int64 // clockNow() at creation and at the last release
 
 	retries  atomic.Int64
 	refused  atomic.Int64
@@ -92,7 +91,7 @@ type endpoints struct {
 	// and the map (see tryRef).
 	lastHost atomic.Pointer[endpoint]
 
-	nextSweep atomic.Int64 // clock.Now() after which the next TTL sweep runs
+	nextSweep atomic.Int64 // clockNow() after which the next TTL sweep runs
 }
 
 // idleTTL is how long an endpoint is kept without traffic, at least: ten
@@ -105,7 +104,7 @@ const idleTTL = 10 * time.Minute
 
 func newEndpoints(max int, newLimiter func(string, Limit, int, []Quota) *Adaptive) *endpoints {
 	e := &endpoints{newLimiter: newLimiter, max: max, m: make(map[string]*endpoint)}
-	e.nextSweep.Store(clock.Now() + sweepEvery)
+	e.nextSweep.Store(clockNow() + sweepEvery)
 	return e
 }
 
@@ -206,9 +205,9 @@ func (e *endpoints) peekHost(u *urlParts) *endpoint {
 
 // release ends a request that acquire counted, and runs the idle sweep when
 // it is due.
-func (e *endpoints) release(ep *endpoint) { e.releaseAt(ep, clock.Now()) }
+func (e *endpoints) release(ep *endpoint) { e.releaseAt(ep, clockNow()) }
 
-// releaseAt is release at now, a package-clock reading (clock.Now).
+// releaseAt is release at now, a package-clock reading (clockNow).
 func (e *endpoints) releaseAt(ep *endpoint, now int64) {
 	ep.used.Store(now) // before refs drops: an evictor seeing 0 sees this too
 	ep.refs.Add(-1)
@@ -216,7 +215,7 @@ func (e *endpoints) releaseAt(ep *endpoint, now int64) {
 }
 
 func (e *endpoints) create(key string, sp *spec) *endpoint {
-	return e.insert(e.newEndpoint(key, sp), clock.Now(), 1)
+	return e.insert(e.newEndpoint(key, sp), clockNow(), 1)
 }
 
 // teachBucket gives the limiter of a server-named bucket what a response
@@ -235,7 +234,7 @@ func (e *endpoints) teachBucket(key, bucket string, from *Adaptive, m *response.
 		fresh := e.newEndpoint(key, &spec{bucket: bucket})
 		fresh.lim.feed(from)
 		fresh.lim.learnOther(m) // before anyone else can see it
-		if ep = e.insert(fresh, clock.Now(), 0); ep == fresh {
+		if ep = e.insert(fresh, clockNow(), 0); ep == fresh {
 			fresh.lim.sawFleet(from, m)
 			return
 		}

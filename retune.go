@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/internal/decision"
 	"github.com/pacer-go/pacer/internal/header"
 	"github.com/pacer-go/pacer/internal/infer"
@@ -439,7 +438,7 @@ func (a *Adaptive) retune(now time.Time) {
 	p := a.book.Plan(now, &c, max(units(a.avgCost.Load()), 1))
 	next := int64(math.MaxInt64)
 	if !p.Next.IsZero() {
-		next = clock.Of(p.Next)
+		next = clockOf(p.Next)
 	}
 	if old := a.snap.Load(); old.checkAt != next || old.charged != (p.Known > 0) || old.tokens != p.Tokens {
 		a.snap.Store(&admission{charged: p.Known > 0, tokens: p.Tokens, checkAt: next})
@@ -543,15 +542,15 @@ func (a *Adaptive) nextAllowed() time.Time {
 	now := time.Now()
 	at := a.req.nextAt(1)
 	a.mu.Lock()
-	at = clock.Later(at, a.heldUntilLocked())
+	at = laterTime(at, a.heldUntilLocked())
 	a.unlock()
-	return clock.Later(now, at)
+	return laterTime(now, at)
 }
 
 // heldUntilLocked is when the pause and the spent request quotas let a
 // request go; called with a.mu held.
 func (a *Adaptive) heldUntilLocked() time.Time {
-	return clock.Later(a.paused, a.book.HeldUntil())
+	return laterTime(a.paused, a.book.HeldUntil())
 }
 
 // bodyLimitLocked applies a limit a response stated only in its body
@@ -581,7 +580,7 @@ func (a *Adaptive) bodyLimitLocked(now time.Time, retryAfter time.Duration, exha
 	if wait > 0 {
 		until = now.Add(min(wait, a.cfg.MaxDelay))
 		a.pauseLocked(until)
-		a.bodyLimitUntil = clock.Later(a.bodyLimitUntil, until)
+		a.bodyLimitUntil = laterTime(a.bodyLimitUntil, until)
 	}
 	a.throttled++
 	// Resume below what the server admitted before it objected, climb back

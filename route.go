@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/internal/response"
 )
 
@@ -406,7 +405,7 @@ func (t *Transport) learnBucket(ep, lim *endpoint, u *urlParts, seen *seenBindin
 }
 
 func (t *Transport) release(ep, lim *endpoint) {
-	t.releaseAt(ep, lim, clock.Now())
+	t.releaseAt(ep, lim, clockNow())
 }
 
 // releaseAt is release at now on the table's clock, for a caller that has

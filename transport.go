@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/internal/header"
 	"github.com/pacer-go/pacer/internal/response"
 )
@@ -369,7 +368,7 @@ func (rt *roundTrip) awaitRetry(prev *attemptOutcome, a *attemptState) bool {
 			slog.String("endpoint", prev.key), slog.Int("status", status),
 			slog.Int("retry", rt.n), slog.Duration("wait", prev.retryAt.Sub(now)))
 	}
-	if err := clock.SleepUntil(rt.ctx, prev.retryAt); err != nil {
+	if err := sleepUntil(rt.ctx, prev.retryAt); err != nil {
 		a.err = err
 		return false
 	}
@@ -400,9 +399,9 @@ func (rt *roundTrip) settle(a *attemptState) {
 		// costs as much as the rest of the release.
 		var at int64
 		if a.now.IsZero() {
-			at = clock.Now()
+			at = clockNow()
 		} else {
-			at = clock.Of(a.now)
+			at = clockOf(a.now)
 		}
 		t.releaseAt(a.ep, a.lim, at)
 	}

@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"time"
-
-	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // ServeHTTP answers any method and path: it counts the request against the
@@ -65,5 +63,15 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // sleep waits d or until ctx ends, whichever is first.
 func sleep(ctx context.Context, d time.Duration) error {
-	return clock.SleepUntil(ctx, time.Now().Add(d))
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

@@ -16,7 +16,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/internal/quota"
 )
 
@@ -161,7 +160,9 @@ func (m *Model) Observe(now time.Time, status int, retryAfter time.Duration) (qu
 		// One more refusal of the closed spell: requests that were in
 		// flight when the window ran out. The earliest end is the
 		// tightest of upper bounds.
-		m.stated = clock.Earlier(m.stated, end)
+		if end.Before(m.stated) {
+			m.stated = end
+		}
 		m.reset = m.stated
 		return quota.Report{Limit: m.limit, Reset: m.reset, Window: m.window}, true
 	}

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // Book is every quota of one endpoint: the Windows its responses describe,
@@ -45,6 +43,8 @@ type BookConfig struct {
 	// Inferred names the quota the owner infers from its own answers (a
 	// server that states none); see Config.Inferred. Not with Fleet.
 	Inferred string
+	// Epoch is every Window's (see Config).
+	Epoch time.Time
 }
 
 // MaxQuotas caps the quotas tracked per endpoint (ParseHeaders keeps 16).
@@ -191,6 +191,7 @@ func (b *Book) window(name string, tokens bool) (int, *Window) {
 		Shared:      b.cfg.Fleet,
 		Coordinated: b.cfg.Coordinated,
 		Inferred:    name == b.cfg.Inferred && !b.cfg.Fleet && !b.cfg.Coordinated,
+		Epoch:       b.cfg.Epoch,
 	})
 	b.windows = append(b.windows, w)
 	return len(b.windows) - 1, w
@@ -300,7 +301,7 @@ func atOnce(before, rate float64, st *Step) float64 {
 }
 
 // Charge takes a request of the given cost from every known quota, at now
-// on the package clock, leaving share of each quota's limit (a class's
+// on the charges' clock (Config.Epoch), leaving share of each quota's limit (a class's
 // reserve; see Window.Charge) and room for the stated costs in flight to
 // fall short (flight: those of the requests in flight besides this one,
 // milli-units, as Counts.InflightCost; see Window.Unconfirmed). If one
@@ -340,7 +341,7 @@ func (b *Book) refund(w *Window, cost float64) {
 // wake-up of a quota that is spent now, else the zero time. With share > 0
 // (a class's reserve, see Charge), a quota that holds the request only in
 // its reserve counts as spent until it refills by itself (RefillAt). ns
-// is the time of the question on the package clock, and now the same
+// is the time of the question on the charges' clock (Config.Epoch), and now the same
 // instant as a time.Time, read only with share > 0 (the caller makes it
 // only then: the clock is read once per admission, as ns).
 func (b *Book) SpentUntil(cost, share float64, ns int64, now time.Time) time.Time {
@@ -350,9 +351,9 @@ func (b *Book) SpentUntil(cost, share float64, ns int64, now time.Time) time.Tim
 		switch {
 		case amount == 0:
 		case w.budget < amount:
-			at = clock.Later(at, w.wakeAt)
+			at = later(at, w.wakeAt)
 		case share > 0 && w.Reserved(amount, ns, share):
-			at = clock.Later(at, w.RefillAt(now))
+			at = later(at, w.RefillAt(now))
 		}
 	}
 	return at
@@ -364,7 +365,7 @@ func (b *Book) HeldUntil() time.Time {
 	var at time.Time
 	for _, w := range b.windows {
 		if w.known && !w.tokens && w.budget < Milli+w.keep {
-			at = clock.Later(at, w.wakeAt)
+			at = later(at, w.wakeAt)
 		}
 	}
 	return at
@@ -376,7 +377,7 @@ func (b *Book) HeldUntil() time.Time {
 func (b *Book) KeepUntil(used time.Time) time.Time {
 	var at time.Time
 	for _, w := range b.windows {
-		at = clock.Later(at, clock.Later(w.reset, used.Add(w.window)))
+		at = later(at, later(w.reset, used.Add(w.window)))
 	}
 	return at
 }

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -348,7 +347,7 @@ func TestBookCharge(t *testing.T) {
 			if c.drop != nil {
 				b.Drop(c.drop)
 			}
-			short := b.Charge(c.cost, clock.Of(t0.Add(time.Second)), 0, 0)
+			short := b.Charge(c.cost, sinceLoaded(t0.Add(time.Second)), 0, 0)
 			if c.short == "" {
 				assert.Nil(t, short, "why: %s", c.why)
 			} else if assert.NotNil(t, short, "why: %s", c.why) {
@@ -449,14 +448,14 @@ func TestAForgottenQuotaIsNotCharged(t *testing.T) {
 	b.Observe([]Named{{Name: "a", Report: Report{Limit: 100, Remaining: 0, Reset: t0.Add(time.Minute)}}}, t0, &Counts{}, &Seen{})
 	b.Plan(t0.Add(60010*time.Millisecond), &Counts{}, 1)
 	b.Plan(t0.Add(61210*time.Millisecond), &Counts{}, 1)
-	if short := b.Charge(1, clock.Of(t0.Add(61210*time.Millisecond)), 0, 0); short != nil {
+	if short := b.Charge(1, sinceLoaded(t0.Add(61210*time.Millisecond)), 0, 0); short != nil {
 		t.Fatalf("the look was refused by %v", short)
 	}
 	b.Observe(nil, t0.Add(61300*time.Millisecond), &Counts{}, &Seen{})
 	if b.Len() != 0 {
 		t.Fatalf("a blind-rolled quota the response did not mention is forgotten: %v", b)
 	}
-	if short := b.Charge(1, clock.Of(t0.Add(61300*time.Millisecond)), 0, 0); short != nil {
+	if short := b.Charge(1, sinceLoaded(t0.Add(61300*time.Millisecond)), 0, 0); short != nil {
 		t.Errorf("a forgotten quota refused a charge: %v", short)
 	}
 }

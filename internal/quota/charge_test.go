@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -102,7 +101,7 @@ func TestCharge(t *testing.T) {
 						continue
 					}
 					before := w.Budget()
-					if ok := w.Charge(w.Amount(e.cost), clock.Of(t0.Add(e.at)), 0, 0); ok != e.ok {
+					if ok := w.Charge(w.Amount(e.cost), sinceLoaded(t0.Add(e.at)), 0, 0); ok != e.ok {
 						t.Fatalf("charge %d of cost %v at %v: ok = %v, want %v; why: %s", i+1, e.cost, e.at, ok, e.ok, c.why)
 					}
 					if !e.ok {
@@ -183,9 +182,13 @@ func TestAFullQuotaTakesAChargeNearHalfItsLimit(t *testing.T) {
 	for amount := int64(13_500_000); amount < 15_000_000; amount += 997 {
 		w.budget = ToMilli(30000)
 		w.Plan(now, float64(amount)/Milli)
-		if !w.Charge(amount, clock.Of(now), 0, 0) {
+		if !w.Charge(amount, sinceLoaded(now), 0, 0) {
 			refused++
 		}
 	}
 	assert.Zero(t, refused, "charges a full quota refused")
 }
+
+// sinceLoaded reads t on the charges' clock of a Window whose Config.Epoch
+// is zero.
+func sinceLoaded(t time.Time) int64 { return int64(t.Sub(loaded)) }

@@ -3,8 +3,6 @@ package quota
 import (
 	"math"
 	"time"
-
-	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // What changes a quota besides this client: others spending from it
@@ -149,14 +147,14 @@ func (w *Window) ApplyDrift(now time.Time) {
 	w.drain = drain
 	if drain != 0 {
 		// Read only beside a drain (debt), and set with it.
-		w.drainFrom = clock.Of(w.driftAt)
+		w.drainFrom = int64(w.driftAt.Sub(w.epoch))
 	}
 }
 
 // moveByDrift is applyDrift's change to the budget.
 func (w *Window) moveByDrift(now time.Time) {
 	if w.driftAt.IsZero() || !now.After(w.driftAt) || w.probing {
-		w.driftAt = clock.Later(w.driftAt, now)
+		w.driftAt = later(w.driftAt, now)
 		return
 	}
 	if w.drift == 0 {

@@ -3,8 +3,6 @@ package quota
 import (
 	"math"
 	"time"
-
-	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // What a response teaches the model of a quota: its budget (Observe), its
@@ -194,7 +192,7 @@ func (w *Window) observe(q *Report, now time.Time, seen *Seen) {
 			// the roll assumed was early). Back to it, until the reset it
 			// states; nothing else would end the look.
 			w.rolled, w.probing = false, false
-			w.reset, w.stamp = clock.Later(w.reset, q.Reset), clock.Later(w.stamp, q.Reset)
+			w.reset, w.stamp = later(w.reset, q.Reset), later(w.stamp, q.Reset)
 			if w.window > 0 {
 				// roll moved the reset a window on; the stated one is it.
 				w.reset = q.Reset
@@ -311,7 +309,7 @@ func (w *Window) observe(q *Report, now time.Time, seen *Seen) {
 		// in flight any more, the lowest figure is exact: the requests
 		// subtracted as unseen when it was applied were counted in it.
 		if timed {
-			w.reset, w.stamp = clock.Later(w.reset, q.Reset), clock.Later(w.stamp, q.Reset)
+			w.reset, w.stamp = later(w.reset, q.Reset), later(w.stamp, q.Reset)
 		}
 		if unseen == 0 {
 			exact := max(w.low-max(-w.drift, 0)*age.Seconds(), 0)
@@ -334,7 +332,7 @@ func (w *Window) observe(q *Report, now time.Time, seen *Seen) {
 		// budget was set is stale until proven otherwise. Keep the later
 		// reset, which is the conservative one.
 		if timed {
-			w.reset, w.stamp = clock.Later(w.reset, q.Reset), clock.Later(w.stamp, q.Reset)
+			w.reset, w.stamp = later(w.reset, q.Reset), later(w.stamp, q.Reset)
 		}
 		if rate, ok := w.readsToFull(q, now, timed); ok {
 			// Its Remaining is stale, but its reset is the time to full
@@ -366,7 +364,7 @@ func (w *Window) observe(q *Report, now time.Time, seen *Seen) {
 		// (Limit − Remaining) over the time to full is the refill rate, from
 		// one response's consistent figures: no baseline, no noise.
 		w.kind, w.toFull = kindSmooth, true
-		w.stamp, w.reset = clock.Later(w.stamp, q.Reset), clock.Later(w.reset, q.Reset)
+		w.stamp, w.reset = later(w.stamp, q.Reset), later(w.reset, q.Reset)
 	default:
 		// The lowest Remaining of a window that counts down is the freshest
 		// figure there is, whatever order responses are read in: every
@@ -552,16 +550,16 @@ func (w *Window) learnPhase(now, stated time.Time) {
 	b := now.Add(w.window)
 	if !w.phase.IsZero() {
 		n := (stated.Sub(w.phase) + w.window/2) / w.window
-		b = clock.Earlier(b, w.phase.Add(n*w.window))
+		b = earlier(b, w.phase.Add(n*w.window))
 	}
-	b = clock.Earlier(b, stated)
+	b = earlier(b, stated)
 	if stated.Sub(b) >= phaseGrain {
 		w.phase = time.Time{}
 		return
 	}
 	w.phase = b
 	if w.reset.Sub(stated).Abs() < w.window/2 {
-		w.reset = clock.Earlier(w.reset, b)
+		w.reset = earlier(w.reset, b)
 	}
 }
 
@@ -582,12 +580,12 @@ func (w *Window) sameWindowReset(q *Report, timed bool, eff float64) {
 	if !timed {
 		return
 	}
-	w.stamp = clock.Later(w.stamp, q.Reset)
+	w.stamp = later(w.stamp, q.Reset)
 	same := w.kind == kindRefill && !w.reset.IsZero() && eff <= w.Units() &&
 		w.window > 0 && q.Reset.Sub(w.reset) < w.window/2 && 2*w.jitter < w.window
 	if same {
-		w.reset = clock.Earlier(w.reset, q.Reset)
+		w.reset = earlier(w.reset, q.Reset)
 	} else {
-		w.reset = clock.Later(w.reset, q.Reset)
+		w.reset = later(w.reset, q.Reset)
 	}
 }

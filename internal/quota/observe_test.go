@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -438,7 +437,7 @@ func TestAJumpNoLargerThanTheRequestsInFlightIsNoNewWindow(t *testing.T) {
 	w := New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Hour})
 	w.Observe(Report{Limit: 60, Remaining: 59, Reset: reset(time.Second)}, t0, Seen{Horizon: horizon})
 	for range 4 {
-		require.True(t, w.Charge(w.Amount(1), clock.Of(t0), 0, 0))
+		require.True(t, w.Charge(w.Amount(1), sinceLoaded(t0), 0, 0))
 	}
 	now := t0.Add(50 * time.Millisecond)
 	w.Observe(Report{Limit: 60, Remaining: 58, Reset: now.Add(1950 * time.Millisecond)}, now, Seen{Unseen: 3, Admitted: 4, Horizon: horizon})
@@ -448,7 +447,7 @@ func TestAJumpNoLargerThanTheRequestsInFlightIsNoNewWindow(t *testing.T) {
 	w = New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Hour})
 	w.Observe(Report{Limit: 60, Remaining: 20, Reset: reset(time.Second)}, t0, Seen{Horizon: horizon})
 	for range 4 {
-		require.True(t, w.Charge(w.Amount(1), clock.Of(t0), 0, 0))
+		require.True(t, w.Charge(w.Amount(1), sinceLoaded(t0), 0, 0))
 	}
 	now = t0.Add(1100 * time.Millisecond)
 	w.Observe(Report{Limit: 60, Remaining: 59, Reset: now.Add(time.Minute)}, now, Seen{Unseen: 3, Admitted: 4, Horizon: horizon})

@@ -3,8 +3,6 @@ package quota
 import (
 	"math"
 	"time"
-
-	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // How a quota's budget becomes a rate: spent at once while it affords the
@@ -224,7 +222,7 @@ func (w *Window) Plan(now time.Time, unit float64) (rate float64) {
 			w.wakeAt, w.probeAt = look, look
 		}
 		if !w.reset.IsZero() {
-			w.wakeAt = clock.Earlier(w.wakeAt, w.reset)
+			w.wakeAt = earlier(w.wakeAt, w.reset)
 		}
 		return max(safety*w.drift, minRate)
 	case !w.reset.IsZero() && w.kind != kindSmooth:
@@ -243,7 +241,7 @@ func (w *Window) Plan(now time.Time, unit float64) (rate float64) {
 		// A quota that does not refill at its reset comes back by and by,
 		// as others' and earlier spending ages out: look again with one
 		// request a little later, not only at the reset.
-		pause = clock.Earlier(w.reset, now.Add(w.reprobe()))
+		pause = earlier(w.reset, now.Add(w.reprobe()))
 		if pause.Before(w.reset) {
 			w.probeAt = pause
 		}

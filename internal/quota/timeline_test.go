@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -58,7 +57,7 @@ func replay(t *testing.T, w *Window, events []event) (st Step, ok bool) {
 	for _, e := range events {
 		now := t0.Add(e.at)
 		for range e.charge {
-			require.True(t, w.Charge(w.Amount(1), clock.Of(now), 0, 0), "admission at %v", e.at)
+			require.True(t, w.Charge(w.Amount(1), sinceLoaded(now), 0, 0), "admission at %v", e.at)
 		}
 		switch {
 		case e.report != nil:

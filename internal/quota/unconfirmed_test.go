@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -141,7 +140,7 @@ func TestChargeLeavesRoomForStatedCostsInFlight(t *testing.T) {
 					continue
 				}
 				admitted := 0
-				for (s.n == 0 || admitted < s.n) && b.Charge(s.cost, clock.Of(now), 0, flight) == nil {
+				for (s.n == 0 || admitted < s.n) && b.Charge(s.cost, sinceLoaded(now), 0, flight) == nil {
 					admitted++
 					flight += ToMilli(s.cost)
 				}

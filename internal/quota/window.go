@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"time"
@@ -38,11 +39,12 @@ type Window struct {
 	// (see Step.AtOnce).
 	credit int64
 	// drain is what others take from the quota, milli-units per second
-	// (the negative part of the drift), and drainFrom when (on the package clock)
+	// (the negative part of the drift), and drainFrom when (since epoch)
 	// the budget last had it deducted: Wait deducts what accrued since, so
 	// the budget gate does not lag behind others' spending between responses.
 	drain     int64
 	drainFrom int64
+	epoch     time.Time // the charges' clock's instant 0 (Config.Epoch)
 	// drainRoom is how much more of the budget others' predicted spending
 	// may still take before a response confirms it (milli-units): at most
 	// othersMaxShare of the budget a response last set. Deducted by the
@@ -201,13 +203,23 @@ type Config struct {
 	// elsewhere (a fleet's budget in a shared store): what they spend is
 	// not read as others' spending to leave room for (ForgetOthers).
 	Coordinated bool
+	// Epoch is the instant the caller's clock counts from: the times of a
+	// charge (Charge, Reserved, Debt) are nanoseconds since Epoch, read on
+	// the monotonic clock, so admissions need no time.Time. The model
+	// reads no clock; it only converts the times it is given. Zero means
+	// the instant the package was loaded.
+	Epoch time.Time
 }
+
+// loaded stands in for a zero Config.Epoch.
+var loaded = time.Now()
 
 // New returns the model of a quota nothing has been said about yet.
 func New(c Config) *Window {
 	return &Window{
 		name: c.Name, tokens: c.Tokens, safety: c.Safety, maxDelay: c.MaxDelay,
 		shared: c.Shared, inferred: c.Inferred, coordinated: c.Coordinated, jitter: initialJitter,
+		epoch: cmp.Or(c.Epoch, loaded),
 	}
 }
 
@@ -280,7 +292,7 @@ func (w *Window) Amount(cost float64) int64 {
 }
 
 // Charge takes amount (milli-units) from the budget if what is left still
-// covers Debt at now (package clock), share of the quota's limit (the
+// covers Debt at now (since Config.Epoch), share of the quota's limit (the
 // reserve a class of work must leave to another; 0 for none) and margin
 // (milli-units: what the costs in flight may yet fall short by, see
 // Unconfirmed); otherwise it takes nothing and reports false.
@@ -370,7 +382,7 @@ func (w *Window) ForgetDrift() {
 }
 
 // Debt is what others have taken, by the drift, since the budget was last
-// brought up to date: milli-units a charge at now (package clock) must leave
+// brought up to date: milli-units a charge at now (since Config.Epoch) must leave
 // in the budget.
 func (w *Window) Debt(now int64) int64 {
 	rate := w.drain
@@ -410,4 +422,20 @@ func (w *Window) Reserve() float64 {
 		return 0
 	}
 	return (1 - w.safety) * w.limitOrPeak()
+}
+
+// earlier returns the earlier of a and b.
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
