@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/cubic"
-	"github.com/pacer-go/pacer/internal/decision"
 	"github.com/pacer-go/pacer/internal/header"
 	"github.com/pacer-go/pacer/internal/infer"
 	"github.com/pacer-go/pacer/internal/quota"
@@ -208,15 +207,18 @@ type Adaptive struct {
 	respWake    chan struct{}
 	respWaiters int
 
-	book      *quota.Book // the quotas the server states (or the inferred one)
-	probe     *cubic.Probe
-	clock     response.Clock // the server's clock, for Permit.Done (the Transport keeps one per host)
-	infer     infer.Model    // the quota of a server that states none
-	reports   []quota.Named  // what a response said of its quotas, reused
-	stated    []statedQuota  // the quotas stated for the endpoint (WithQuota), until its server states its own
-	paused    time.Time      // no request starts before this
-	lastInfo  header.Info    // what the last response that stated anything said besides its quotas (see lastInfoLocked)
-	lanes     lanes          // the classes of work seen, for their reserves (atomic)
+	book  *quota.Book // the quotas the server states (or the inferred one)
+	probe *cubic.Probe
+	clock response.Clock // the server's clock, for Permit.Done (the Transport keeps one per host)
+	// infer is the quota of a server that states none, learnt from its
+	// Retry-Afters; nil once the server states a quota or the model does
+	// not fit it (it never comes back: a server that stated a quota has one).
+	infer     *infer.Model
+	reports   []quota.Named // what a response said of its quotas, reused
+	stated    []statedQuota // the quotas stated for the endpoint (WithQuota), until its server states its own
+	paused    time.Time     // no request starts before this
+	lastInfo  header.Info   // what the last response that stated anything said besides its quotas (see lastInfoLocked)
+	lanes     lanes         // the classes of work seen, for their reserves (atomic)
 	throttled int64
 	requests  int64
 	lastObs   time.Time
@@ -235,7 +237,7 @@ type Adaptive struct {
 	lastQuotas header.Quotas
 	// lastDecision is what retune last decided on (decided: it has),
 	// and applied.
-	lastDecision decision.Input
+	lastDecision decisionInput
 	decided      bool
 }
 
@@ -252,6 +254,7 @@ func NewAdaptive(cfg AdaptiveConfig) *Adaptive {
 		gateWake: make(chan struct{}),
 		respWake: make(chan struct{}),
 		probe:    cubic.New(float64(cfg.MinLimit)),
+		infer:    new(infer.Model),
 		mode:     ModeSlowStart,
 		share:    newStoreShare(cfg),
 	}
@@ -386,14 +389,6 @@ const (
 	ModeStatic Mode = "static"
 )
 
-// modes names the decision's modes.
-var modes = [...]Mode{
-	decision.SlowStart: ModeSlowStart,
-	decision.Headers:   ModeHeaders,
-	decision.Probing:   ModeProbing,
-	decision.Static:    ModeStatic,
-}
-
 // admission is what admission reads of the limiter's state without taking
 // mu: published, immutable, after every retune.
 type admission struct {
@@ -401,9 +396,6 @@ type admission struct {
 	tokens  bool  // a known quota counts tokens
 	checkAt int64 // when (package clock) the quotas must be looked at again
 }
-
-// later queues f to run once mu is released; called with mu held.
-func (a *Adaptive) later(f func()) { a.outbox = append(a.outbox, f) }
 
 // keepUntil is until when what the limiter learnt stays worth keeping
 // without traffic, for a limiter last used at used: the end of its latest
@@ -414,16 +406,6 @@ func (a *Adaptive) keepUntil(used time.Time) time.Time {
 	a.mu.Lock()
 	defer a.mu.Unlock() // nothing is queued in the outbox: no unlock flush
 	return a.book.KeepUntil(used)
-}
-
-// unlock releases mu, then runs what was queued under it (later).
-func (a *Adaptive) unlock() {
-	out := a.outbox
-	a.outbox = nil
-	a.mu.Unlock()
-	for _, f := range out {
-		f()
-	}
 }
 
 // Permit is one request's admission by [Adaptive.Acquire]. The request
@@ -461,26 +443,6 @@ func (p *Permit) Done(resp *http.Response) {
 	var m response.Meaning
 	response.Read(&m, resp, now, capsOf(p.a.cfg.MaxDelay), &p.a.clock)
 	p.doneWith(&m, now)
-}
-
-// doneWith is Done for a response read as m, which arrived at now (the
-// Transport's one reading of the clock and of the response); nil for none.
-// The limiter copies what it keeps of m. (m goes by pointer, down to the
-// limiter's learn: copying it at each call was 4% of a response's CPU time
-// through the Transport.)
-func (p *Permit) doneWith(m *response.Meaning, now time.Time) {
-	if !p.live {
-		return
-	}
-	p.live = false
-	untold := false
-	if p.a.fleet != nil { // (a call fewer, and a file, on a request's path without a fleet)
-		untold = p.a.fleet.answered(p.fleet, m, now)
-	}
-	p.a.learn(m, p.seq, p.cost, now)
-	if untold {
-		p.a.tellInteractive(now)
-	}
 }
 
 // tellInteractive tells the fleet's store at once of interactive work this

@@ -80,6 +80,6 @@ func TestAdaptiveDropsTheInferredQuotaWhenTheServerStatesOne(t *testing.T) {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		assert.Nil(t, a.book.Find(infer.Name), "a stated quota replaces it")
-		assert.True(t, a.infer.Off())
+		assert.Nil(t, a.infer, "the model is dropped")
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pacer-go/pacer/internal/header"
@@ -461,5 +462,177 @@ func elapsedSince(t time.Time) time.Duration {
 func closeRequestBody(req *http.Request) {
 	if req.Body != nil {
 		_ = req.Body.Close()
+	}
+}
+
+// marks is what a context says of the requests made with it: their cost
+// and their class. One value under one key, so that a request's every
+// mark is found with one lookup.
+type marks struct {
+	cost    float64
+	class   Class
+	classed bool // class was set (WithClass), not left Interactive by default
+}
+
+type marksKey struct{}
+
+func marksOf(ctx context.Context) marks {
+	m, _ := ctx.Value(marksKey{}).(marks)
+	return m
+}
+
+// The decide step: whether a settled attempt is retried, and when. It is
+// the Transport's own loop (the policy it asks, and what it may replay, are
+// in retry.go), so a request's path ends in the file it began in.
+
+// verdict is the Transport's reading of a response, handed to
+// DefaultRetryPolicy through the context of a user's policy so that both
+// judge the response alike.
+type verdict struct {
+	req       *http.Request // the caller's, whatever the base transport put in resp.Request
+	resp      *http.Response
+	throttled bool
+}
+
+type verdictKey struct{}
+
+// checkRetry asks the retry policy about a sent attempt.
+func (rt *roundTrip) checkRetry(a *attemptState) (bool, error) {
+	if rt.t.retryPolicy == nil {
+		// DefaultRetryPolicy, without a context to carry the verdict.
+		return a.resp != nil && retryThrottled(rt.req, a.resp, a.read.Throttled), nil
+	}
+	ctx := rt.ctx
+	if a.resp != nil {
+		ctx = context.WithValue(ctx, verdictKey{}, verdict{req: rt.req, resp: a.resp, throttled: a.read.Throttled})
+	}
+	return rt.t.retryPolicy(ctx, a.resp, a.err)
+}
+
+// decide turns a settled attempt into its outcome: what RoundTrip returns,
+// or a retry and when it may start. A retry is made when the policy asks
+// for one and the transport's bounds allow it: retries left, a request
+// that may be sent again, the retry budget for shed load. The outcome goes
+// to o, which the caller holds across attempts (not prev).
+func (rt *roundTrip) decide(prev *attemptOutcome, a *attemptState, o *attemptOutcome) {
+	if a.tooLate {
+		// A RoundTripper that obtained a response returns it: the retry
+		// that would come too late is not made, and the caller gets the
+		// throttled response, body intact, at once. (A *RateLimitError
+		// means nothing was sent.)
+		*o = attemptOutcome{resp: prev.resp, err: prev.err}
+		return
+	}
+	if !a.sent {
+		*o = attemptOutcome{err: a.err}
+		return
+	}
+	t := rt.t
+	*o = attemptOutcome{resp: a.resp, err: a.err}
+	if a.resp != nil && rt.n == 0 {
+		a.lim.retryBudget.deposit()
+	}
+	retry, err := rt.checkRetry(a)
+	if err != nil {
+		o.err = err
+	}
+	if !retry || rt.n >= t.retries || !mayReplay(rt.req, a.resp) {
+		return
+	}
+	if (a.resp == nil || a.read.Overloaded()) && !a.lim.retryBudget.withdraw() {
+		// Shedding (or failing) beyond what the budget covers: retries
+		// would only add to the overload. The caller gets what it got.
+		return
+	}
+	rt.backoff = nextBackoff(rt.backoff)
+	now := time.Now()
+	at := now.Add(a.read.Info.RetryAfter)
+	if a.read.Info.RetryAfter == 0 {
+		at = now.Add(retryJitter(rt.backoff))
+	}
+	key := a.lim.key
+	if next := t.peekLimiter(rt.req); next != nil {
+		key = next.key
+		if na := next.lim.nextAllowed(); na.After(at) {
+			at = na
+		}
+	}
+	// The Info, quotas and all, outlives the attempt: a *RateLimitError
+	// reports it if the retry comes too late.
+	o.retryAt, o.key, o.lim, o.info = at, key, a.lim, infoOf(a.read.Info, &a.read.Quotas)
+}
+
+// tooLate returns the error for a retry that may not start before at, if
+// that is beyond MaxWait, MaxDelay or the context's deadline.
+func (t *Transport) tooLate(ctx context.Context, key string, at, now time.Time, info Info) *RateLimitError {
+	if t.maxWait > 0 && at.Sub(now) > t.maxWait {
+		return &RateLimitError{Endpoint: key, RetryAt: at, Info: info}
+	}
+	if at.Sub(now) > t.maxDelay {
+		// No wait is longer than MaxDelay: a retry behind a daily quota's
+		// reset is refused with it, not slept on for hours.
+		return &RateLimitError{Endpoint: key, RetryAt: at, Info: info}
+	}
+	if dl, ok := ctx.Deadline(); ok && dl.Before(at) {
+		return &RateLimitError{Endpoint: key, RetryAt: at, Info: info, Err: context.DeadlineExceeded}
+	}
+	return nil
+}
+
+// retryThrottled is DefaultRetryPolicy's decision on a response the
+// Transport has read, to req (nil: unknown, judged not idempotent): retry a
+// throttled one unless the server says not to, and a request that may not
+// be sent twice only when the server did not act on it.
+func retryThrottled(req *http.Request, resp *http.Response, throttled bool) bool {
+	if !throttled {
+		return false
+	}
+	switch serverSays(resp) {
+	case serverSaysNo:
+		return false
+	case serverSaysYes:
+		return true
+	}
+	return (req != nil && idempotent(req)) || refusedUnacted(resp.StatusCode)
+}
+
+// retryBudget bounds the retries of shed requests (overloaded) to a share
+// of an endpoint's traffic, as gRPC's retry throttling and Finagle's retry
+// budgets do: every request deposits retryBudgetRatio of a retry, every
+// overload retry withdraws one, and the balance, full at first, holds at
+// most retryBudgetMax. Under light shedding every shed request is retried; when
+// the server sheds more than a tenth, retries stop adding to its load.
+type retryBudget struct {
+	spent atomic.Int64 // retryBudgetMax less the balance, in thousandths of a retry: zero is a full budget
+}
+
+const (
+	// retryBudgetRatio is the share of requests that may be retried after
+	// a shed: a tenth, gRPC's default token_ratio (0.1).
+	retryBudgetRatio = 0.1
+	// retryBudgetMax is the balance's cap, in retries: 10, gRPC's
+	// max_tokens default, which lets a burst of shed requests be retried.
+	retryBudgetMax = 10
+)
+
+func (b *retryBudget) deposit() {
+	for {
+		v := b.spent.Load()
+		n := max(v-int64(retryBudgetRatio*1000), 0)
+		if n == v || b.spent.CompareAndSwap(v, n) {
+			return
+		}
+	}
+}
+
+func (b *retryBudget) withdraw() bool {
+	for {
+		v := b.spent.Load()
+		if v+1000 > retryBudgetMax*1000 {
+			return false
+		}
+		if b.spent.CompareAndSwap(v, v+1000) {
+			return true
+		}
 	}
 }

@@ -6,7 +6,16 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/header/sfv"
 )
+
+// The grammar's one pass is in this one file, in the order Parse meets it:
+// the quotas and what a response states of them, the readers of each
+// convention, the fields found among the headers, the IETF fields and the
+// values' grammar. A response's headers are read by all of them at once,
+// and DESIGN.md keeps one step of a request in one file; Brave's lists,
+// read by position, are apart (lists.go), as is RFC 9651's syntax (sfv).
 
 // Quota is one quota a response states. pacer.Quota has the same fields,
 // documented for its users, and is converted from it field by field.
@@ -541,4 +550,743 @@ func (p *parser) at(t time.Time) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return p.now.Add(min(max(d, 0), p.resetCap)), true
+}
+
+// Finding the rate-limit fields among the headers of a response: the one
+// pass over its keys that Parse begins with.
+
+// field is a rate-limit header field Parse reads.
+type field uint8
+
+const (
+	fRetryAfter field = iota
+	fRetryAfterMs
+	fMsRetryAfterMs
+	fRateLimit
+	fRateLimitPolicy
+	fRLLimit
+	fRLRemaining
+	fRLReset
+	fXLimit
+	fXRemaining
+	fXReset
+	fXResetAfter
+	fXUsed
+	fXResource
+	fXBucket
+	fXGlobal
+	fXScope
+	fXPolicy
+	fOpenAI                  // limit, remaining, reset of requests, then of tokens
+	fAnthropic = fOpenAI + 6 // limit, remaining, reset of each of anthropicQuotas
+	fShopify   = fAnthropic + 12
+	numFields  = fShopify + 1
+)
+
+// Parse keeps the fields found in a bit set.
+var _ [64 - numFields]struct{}
+
+// fieldSet holds the values of the fields present in one response.
+type fieldSet struct {
+	vals [numFields][]string
+}
+
+// prefer sets the fields of the bit set dup, found in h under several
+// spellings, to the value of the preferred spelling (preferKey). Rare, so
+// done in a second pass: keeping every field's key in the first cost
+// clearing 600 bytes per response.
+func (fs *fieldSet) prefer(h map[string][]string, dup uint64) {
+	var keys [numFields]string
+	for k, vs := range h {
+		f, ok := classify(k)
+		if !ok || len(vs) == 0 || dup&(1<<f) == 0 {
+			continue
+		}
+		if keys[f] == "" || preferKey(k, keys[f]) {
+			keys[f] = k
+			fs.vals[f] = vs
+		}
+	}
+}
+
+// classify maps a header name, in any case, to the field it holds. The first
+// three bytes reject nearly every other header before any copying.
+func classify(k string) (field, bool) {
+	// net/http hands over canonical keys: GitHub's, X's and OpenAI's fields
+	// are then one 12-byte comparison and a switch, without the case folding
+	// and copying below (in CPU profiles of a GitHub-style response that was
+	// 40% of the header parse).
+	if len(k) > len("X-Ratelimit-") && k[:len("X-Ratelimit-")] == "X-Ratelimit-" {
+		if f, ok := classifyXCanonical(k[len("X-Ratelimit-"):]); ok {
+			return f, true
+		}
+	}
+	return classifyFold(k)
+}
+
+// classifyXCanonical is classifyX for the canonical spelling of the rest of
+// an X-Ratelimit- name; false for anything else (which classifyFold then
+// reads in any case).
+func classifyXCanonical(rest string) (field, bool) {
+	switch rest {
+	case "Limit":
+		return fXLimit, true
+	case "Remaining":
+		return fXRemaining, true
+	case "Reset":
+		return fXReset, true
+	case "Reset-After":
+		return fXResetAfter, true
+	case "Used":
+		return fXUsed, true
+	case "Resource":
+		return fXResource, true
+	case "Bucket":
+		return fXBucket, true
+	case "Global":
+		return fXGlobal, true
+	case "Scope":
+		return fXScope, true
+	case "Policy":
+		return fXPolicy, true
+	case "Limit-Requests":
+		return fOpenAI, true
+	case "Remaining-Requests":
+		return fOpenAI + 1, true
+	case "Reset-Requests":
+		return fOpenAI + 2, true
+	case "Limit-Tokens":
+		return fOpenAI + 3, true
+	case "Remaining-Tokens":
+		return fOpenAI + 4, true
+	case "Reset-Tokens":
+		return fOpenAI + 5, true
+	}
+	return 0, false
+}
+
+// classifyFold is classify for a name in any case.
+func classifyFold(k string) (field, bool) {
+	const maxLen = len("anthropic-ratelimit-output-tokens-remaining")
+	if len(k) < len("ratelimit") || len(k) > maxLen {
+		return 0, false
+	}
+	switch c0, c1, c2 := k[0]|0x20, k[1]|0x20, k[2]|0x20; {
+	case c0 == 'x' && c1 == '-' && (c2 == 'r' || c2 == 's' || c2 == 'm'),
+		c0 == 'r' && (c1 == 'a' || c1 == 'e' && c2 == 't'),
+		c0 == 'a' && c1 == 'n':
+	default:
+		return 0, false
+	}
+	if rest, ok := cutPrefixFold(k, "x-ratelimit-"); ok {
+		// The common case (GitHub, X, Reddit, Discord), without copying the
+		// prefix: classifyX takes at most len("remaining-requests") bytes.
+		var buf [len("remaining-requests")]byte
+		if len(rest) > len(buf) {
+			return 0, false
+		}
+		for i := 0; i < len(rest); i++ {
+			c := rest[i]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			buf[i] = c
+		}
+		return classifyX(buf[:len(rest)])
+	}
+	var buf [maxLen]byte
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	// Only names of at most 32 bytes are converted to strings: the compiler
+	// keeps those on the stack, so classifying never allocates.
+	b := buf[:len(k)]
+	if rest, ok := cutPrefix(b, "x-ratelimit-"); ok {
+		return classifyX(rest)
+	}
+	if rest, ok := cutPrefix(b, "x-rate-limit-"); ok {
+		return classifyX(rest)
+	}
+	if rest, ok := cutPrefix(b, "anthropic-ratelimit-"); ok {
+		for i, q := range [...]string{"requests-", "tokens-", "input-tokens-", "output-tokens-"} {
+			if part, ok := cutPrefix(rest, q); ok {
+				for j, name := range [...]string{"limit", "remaining", "reset"} {
+					if string(part) == name {
+						return fAnthropic + field(3*i+j), true
+					}
+				}
+			}
+		}
+		return 0, false
+	}
+	if len(b) > len("x-shopify-shop-api-call-limit") {
+		return 0, false
+	}
+	s := string(b)
+	switch s {
+	case "retry-after":
+		return fRetryAfter, true
+	case "retry-after-ms":
+		return fRetryAfterMs, true
+	case "x-ms-retry-after-ms":
+		return fMsRetryAfterMs, true
+	case "ratelimit":
+		return fRateLimit, true
+	case "ratelimit-policy":
+		return fRateLimitPolicy, true
+	case "ratelimit-limit":
+		return fRLLimit, true
+	case "ratelimit-remaining":
+		return fRLRemaining, true
+	case "ratelimit-reset":
+		return fRLReset, true
+	case "x-shopify-shop-api-call-limit":
+		return fShopify, true
+	}
+	return 0, false
+}
+
+// cutPrefixFold is strings.CutPrefix with prefix, lower-case ASCII,
+// matched in any case.
+func cutPrefixFold(s, prefix string) (string, bool) {
+	if len(s) < len(prefix) {
+		return "", false
+	}
+	for i := 0; i < len(prefix); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != prefix[i] {
+			return "", false
+		}
+	}
+	return s[len(prefix):], true
+}
+
+// classifyX maps the rest of an X-RateLimit- or X-Rate-Limit- name.
+func classifyX(b []byte) (field, bool) {
+	if len(b) > len("remaining-requests") {
+		return 0, false
+	}
+	switch string(b) {
+	case "limit":
+		return fXLimit, true
+	case "remaining":
+		return fXRemaining, true
+	case "reset":
+		return fXReset, true
+	case "reset-after":
+		return fXResetAfter, true
+	case "used":
+		return fXUsed, true
+	case "resource":
+		return fXResource, true
+	case "bucket":
+		return fXBucket, true
+	case "global":
+		return fXGlobal, true
+	case "scope":
+		return fXScope, true
+	case "policy":
+		return fXPolicy, true
+	case "limit-requests":
+		return fOpenAI, true
+	case "remaining-requests":
+		return fOpenAI + 1, true
+	case "reset-requests":
+		return fOpenAI + 2, true
+	case "limit-tokens":
+		return fOpenAI + 3, true
+	case "remaining-tokens":
+		return fOpenAI + 4, true
+	case "reset-tokens":
+		return fOpenAI + 5, true
+	}
+	return 0, false
+}
+
+// cutPrefix is strings.CutPrefix for a byte slice and a constant.
+func cutPrefix(b []byte, prefix string) ([]byte, bool) {
+	if len(b) >= len(prefix) && string(b[:len(prefix)]) == prefix {
+		return b[len(prefix):], true
+	}
+	return nil, false
+}
+
+// preferKey decides deterministically, whatever the map order, between two
+// spellings of one field: the canonical one, else the smaller.
+func preferKey(k, old string) bool {
+	if c, cOld := isCanonicalKey(k), isCanonicalKey(old); c != cOld {
+		return c
+	}
+	return k < old
+}
+
+func isCanonicalKey(k string) bool {
+	upper := true
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if (upper && isLower(c)) || (!upper && 'A' <= c && c <= 'Z') {
+			return false
+		}
+		upper = c == '-'
+	}
+	return true
+}
+
+// first returns the first line of f, as http.Header.Get does.
+func (fs *fieldSet) first(f field) string {
+	if vs := fs.vals[f]; len(vs) > 0 {
+		return vs[0]
+	}
+	return ""
+}
+
+// joined returns all lines of structured field f combined as RFC 9651 says.
+func (fs *fieldSet) joined(f field) (string, bool) {
+	switch vs := fs.vals[f]; len(vs) {
+	case 0:
+		return "", false
+	case 1:
+		return vs[0], true
+	default:
+		return strings.Join(vs, ", "), true
+	}
+}
+
+// The IETF fields (RateLimit-Policy and RateLimit, every draft), read from
+// the fields the pass found.
+
+// sfv hands out at most sfv.MaxMembers members of a field, and a response
+// keeps at most maxQuotas quotas: the first must cover the second.
+var _ [sfv.MaxMembers - maxQuotas]struct{}
+
+// This file holds the semantics of the IETF RateLimit fields, every draft
+// generation; their RFC 9651 syntax is parsed by package sfv.
+
+// policy is one IETF quota policy: `"burst";q=100;w=60` or, before
+// draft-08, `100;w=60`.
+type policy struct {
+	name   string
+	q      float64
+	hasQ   bool
+	window time.Duration
+	skip   bool // a unit other than requests: matched, never reported
+}
+
+type policies struct {
+	list [maxQuotas]policy
+	n    int
+}
+
+// add records the policy m describes and reports whether there is room for
+// more.
+func (ps *policies) add(m sfv.Member) bool {
+	pol, ok := policyOf(m)
+	if !ok {
+		return true
+	}
+	ps.list[ps.n] = pol
+	ps.n++
+	return ps.n < maxQuotas
+}
+
+// policyOf reads the policy m describes; false when m describes none (an
+// item that is neither a number nor a name, or an overlong name).
+func policyOf(m sfv.Member) (policy, bool) {
+	var pol policy
+	params := ietfParamsOf(m.Params)
+	switch m.Value.Kind {
+	case sfv.Integer, sfv.Decimal:
+		pol.q, pol.hasQ = m.Value.Num, m.Value.Num >= 0
+	case sfv.String, sfv.Token:
+		if pol.name = m.Value.Str; len(pol.name) > maxNameLen {
+			return policy{}, false
+		}
+		n, isNum := params.q.Number()
+		pol.q, pol.hasQ = n, isNum && n >= 0
+	default:
+		return policy{}, false
+	}
+	if params.qu.Kind != 0 {
+		unit, _ := params.qu.Name()
+		pol.skip = unit != "requests"
+	}
+	pol.window = params.windowLen()
+	return pol, true
+}
+
+// ietfParams holds the parameters the IETF drafts define, each the zero
+// sfv.Item when absent: q, qu and w (window in the first draft) of a policy;
+// r and t of a RateLimit item, or a and w as proposed in 2026 to rename
+// them (see draft08).
+type ietfParams struct{ q, qu, w, window, r, t, a sfv.Item }
+
+// ietfParamsOf reads all of them in one pass over the parameters.
+func ietfParamsOf(ps sfv.Params) ietfParams {
+	var ip ietfParams
+	ps.Each(func(k string, v sfv.Item) {
+		switch k {
+		case "q":
+			ip.q = v
+		case "qu":
+			ip.qu = v
+		case "w":
+			ip.w = v
+		case "window":
+			ip.window = v
+		case "r":
+			ip.r = v
+		case "t":
+			ip.t = v
+		case "a":
+			ip.a = v
+		}
+	})
+	return ip
+}
+
+// windowLen is the policy window, w= or else window=, in seconds.
+func (ip ietfParams) windowLen() time.Duration {
+	w := ip.w
+	if w.Kind == 0 {
+		w = ip.window
+	}
+	if s, ok := w.Number(); ok && s > 0 && s <= maxWindowSeconds {
+		return time.Duration(math.Round(s * 1e9))
+	}
+	return 0
+}
+
+// ietf handles RateLimit, RateLimit-Policy and the older RateLimit-Limit,
+// -Remaining and -Reset, newest draft first.
+func (p *parser) ietf(fs *fieldSet, out *Quotas) {
+	if fs.vals[fRateLimit] == nil && fs.vals[fRateLimitPolicy] == nil &&
+		fs.vals[fRLLimit] == nil && fs.vals[fRLRemaining] == nil {
+		return
+	}
+	var ps policies
+	if v, ok := fs.joined(fRateLimitPolicy); ok {
+		sfv.Each(v, false, ps.add)
+	}
+	if v, ok := fs.joined(fRateLimit); ok && (p.draft07(v, &ps, out) || p.draft08(v, &ps, out)) {
+		return
+	}
+	var q quotaState
+	if fs.vals[fRLLimit] != nil || fs.vals[fRLRemaining] != nil {
+		p.limitField(fs, fRLLimit, &q, &ps)
+		q.remaining, q.hasRemaining = parseCount(fs.first(fRLRemaining))
+		q.reset, _ = p.reset(fs.first(fRLReset))
+	}
+	p.combine(&q, &ps, out)
+}
+
+// draft07 handles the dictionary `RateLimit: limit=100, remaining=50, reset=5`.
+func (p *parser) draft07(v string, ps *policies, out *Quotas) bool {
+	var q quotaState
+	valid := sfv.Each(v, true, func(m sfv.Member) bool {
+		n, ok := m.Value.Number()
+		if !ok || n < 0 {
+			return true
+		}
+		switch m.Key {
+		case "limit":
+			q.limit, q.hasLimit = n, true
+		case "remaining":
+			q.remaining, q.hasRemaining = n, true
+		case "reset":
+			q.reset, _ = p.resetNumber(n)
+		}
+		return true
+	})
+	if !valid || (!q.hasLimit && !q.hasRemaining) {
+		return false
+	}
+	p.combine(&q, ps, out)
+	return true
+}
+
+// draft08 handles the list `RateLimit: "default";r=50;t=30`, whose items name
+// the RateLimit-Policy policies they report on: r is what is left of the
+// policy (draft-11: the available quota), t the seconds until more is
+// available (draft-11: the effective window, within which the client may
+// use no more than r).
+//
+// It also reads `RateLimit: "default";a=50;w=30`: a (available) for r and
+// w (the effective window, named like the policy's window) for t, as one of
+// the draft's authors proposed in 2026 (in the discussion of pull request
+// 164 of ietf-wg-httpapi/ratelimit-headers); drafts 08 to 11 define only r
+// and t. Where an item has both names, r and t win. Any other parameter (a
+// per-request cost c, a partition key pk) is a comment, as the draft says.
+func (p *parser) draft08(v string, ps *policies, out *Quotas) bool {
+	type item struct {
+		name      string
+		remaining float64
+		hasR      bool
+		reset     time.Time
+		used      bool
+	}
+	var items [maxQuotas]item
+	n := 0
+	valid := sfv.Each(v, false, func(m sfv.Member) bool {
+		name, ok := m.Value.Name()
+		if !ok || len(name) > maxNameLen {
+			return true
+		}
+		it := item{name: name}
+		params := ietfParamsOf(m.Params)
+		left, window := params.r, params.t
+		if left.Kind == 0 {
+			left = params.a
+		}
+		if window.Kind == 0 {
+			window = params.w
+		}
+		x, isNum := left.Number()
+		it.remaining, it.hasR = x, isNum && x >= 0
+		if x, isNum := window.Number(); isNum {
+			it.reset, _ = p.resetNumber(x)
+		}
+		items[n] = it
+		n++
+		return n < maxQuotas
+	})
+	if !valid {
+		return false
+	}
+	for _, pol := range ps.list[:ps.n] {
+		q := quotaState{name: pol.name, limit: pol.q, hasLimit: pol.hasQ, window: pol.window}
+		for j := range items[:n] {
+			if it := &items[j]; !it.used && it.name == pol.name {
+				it.used = true
+				q.remaining, q.hasRemaining, q.reset = it.remaining, it.hasR, it.reset
+				break
+			}
+		}
+		if !pol.skip {
+			p.emit(&q, out)
+		}
+	}
+	for _, it := range items[:n] {
+		if !it.used {
+			p.emit(&quotaState{name: it.name, remaining: it.remaining, hasRemaining: it.hasR, reset: it.reset}, out)
+		}
+	}
+	return true
+}
+
+// limitField reads a limit that is a plain number or, as in the older IETF
+// drafts, a list whose first member is the current limit and whose others are
+// policies (`10, 10;w=1, 50;w=60`).
+func (p *parser) limitField(fs *fieldSet, f field, q *quotaState, ps *policies) {
+	v, ok := fs.joined(f)
+	if q.limit, q.hasLimit = parseCount(v); q.hasLimit || !ok {
+		return
+	}
+	first := true
+	sfv.Each(v, false, func(m sfv.Member) bool {
+		if first {
+			first = false
+			if n, ok := m.Value.Number(); ok && n >= 0 {
+				q.limit, q.hasLimit, q.window = n, true, ietfParamsOf(m.Params).windowLen()
+				return true
+			}
+		}
+		if ps == nil {
+			return false // xRateLimit saw a plain number: no policies to keep
+		}
+		return ps.add(m)
+	})
+}
+
+// The values of rate-limit fields: numbers, durations and dates as servers
+// write them.
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+func isLower(c byte) bool { return 'a' <= c && c <= 'z' }
+
+// ClampSeconds converts s seconds (possibly +Inf) to a Duration in
+// [0, maxDelay]; NaN gives 0.
+func ClampSeconds(s float64, maxDelay time.Duration) time.Duration {
+	if !(s > 0) {
+		return 0
+	}
+	if s >= seconds(maxDelay) {
+		return maxDelay
+	}
+	// Checked again in nanoseconds, where rounding near the largest
+	// Duration could otherwise wrap.
+	if d := time.Duration(math.Round(s * 1e9)); d >= 0 && d < maxDelay {
+		return d
+	}
+	return maxDelay
+}
+
+// seconds is d.Seconds(), without its division when d is whole seconds (a
+// configured cap: DefaultMaxDelay, a MaxWait, MaxResetHorizon), where it
+// adds float64(0)/1e9, +0, to the seconds: the same value. A numeric
+// reset converts two such caps, and their divisions were 0.8% of a
+// GitHub-style response's CPU time through the Transport.
+func seconds(d time.Duration) float64 {
+	if d%time.Second == 0 {
+		return float64(d / time.Second)
+	}
+	return d.Seconds()
+}
+
+// ParseDecimal parses a plain decimal number, 1*DIGIT ["." 1*DIGIT], around
+// optional whitespace. A digit string too long for a float64 is +Inf.
+func ParseDecimal(v string) (float64, bool) {
+	v = trimOWS(v)
+	if v == "" || !isDigit(v[0]) {
+		return 0, false
+	}
+	var n uint64
+	i := 0
+	// Eight digits at a time while there are eight: the counts and epoch
+	// resets servers send are 9 to 13 digits (GitHub's limit, remaining
+	// and reset), and digit by digit they were 5% of a GitHub-style
+	// response's instructions through the Transport.
+	for ; i+8 <= len(v); i += 8 {
+		x, ok := eightDigits(v[i : i+8])
+		if !ok {
+			break
+		}
+		n = n*1e8 + x
+	}
+	for ; i < len(v) && isDigit(v[i]); i++ {
+		n = n*10 + uint64(v[i]-'0')
+	}
+	if i == len(v) && i <= 15 {
+		return float64(n), true // exact; the common case, with no strconv call
+	}
+	if i < len(v) {
+		if v[i] != '.' || i+1 == len(v) {
+			return 0, false
+		}
+		for i++; i < len(v); i++ {
+			if !isDigit(v[i]) {
+				return 0, false
+			}
+		}
+	}
+	f, _ := strconv.ParseFloat(v, 64) // syntax already checked; overflow gives +Inf
+	return f, true
+}
+
+// eightDigits returns the number the 8 bytes of b spell if they are all
+// decimal digits (SWAR: the bytes as one little-endian word, checked and
+// combined in pairs, fours and eights, as simdjson parses eight digits).
+func eightDigits(b string) (uint64, bool) {
+	_ = b[7]
+	x := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+	// Every byte 0x30..0x39: its high nibble is 3, and still 3 with 6
+	// added (no carry crosses a byte whose high nibble is 3).
+	const hi, threes, sixes = 0xF0F0F0F0F0F0F0F0, 0x3030303030303030, 0x0606060606060606
+	if x&hi != threes || (x+sixes)&hi != threes {
+		return 0, false
+	}
+	x = (x & 0x0F0F0F0F0F0F0F0F) * 2561 >> 8                     // pairs: 10*first + second
+	x = (x & 0x00FF00FF00FF00FF) * 6553601 >> 16                 // fours
+	return (x & 0x0000FFFF0000FFFF) * 42949672960001 >> 32, true // eight
+}
+
+// parseCount parses a finite, non-negative count.
+func parseCount(v string) (float64, bool) {
+	f, ok := ParseDecimal(v)
+	if !ok || math.IsInf(f, 0) {
+		return 0, false
+	}
+	return f, true
+}
+
+// parseDuration parses a Go-style duration ("1s", "6m0s", "2m59.56s",
+// "1h2m3s", "12ms") into seconds, without time.ParseDuration's allocation on
+// failure. Signs are not accepted.
+func parseDuration(v string) (float64, bool) {
+	if v == "" {
+		return 0, false
+	}
+	total := 0.0
+	for v != "" {
+		i, digits := 0, 0
+		for ; i < len(v) && (isDigit(v[i]) || v[i] == '.'); i++ {
+			if v[i] != '.' {
+				digits++
+			}
+		}
+		if digits == 0 || strings.Count(v[:i], ".") > 1 {
+			return 0, false
+		}
+		n, _ := strconv.ParseFloat(v[:i], 64)
+		j := i
+		for j < len(v) && !isDigit(v[j]) && v[j] != '.' {
+			j++
+		}
+		var unit float64
+		switch v[i:j] {
+		case "h":
+			unit = 3600
+		case "m":
+			unit = 60
+		case "s":
+			unit = 1
+		case "ms":
+			unit = 1e-3
+		case "us", "µs", "μs":
+			unit = 1e-6
+		case "ns":
+			unit = 1e-9
+		default:
+			return 0, false
+		}
+		total += n * unit
+		v = v[j:]
+	}
+	return total, true
+}
+
+// parseDate parses the absolute resets servers send: RFC 3339 (Anthropic),
+// HTTP-date and JavaScript's Date.toString (seen from Lemlist).
+func parseDate(v string) (time.Time, bool) {
+	if len(v) >= 20 && isDigit(v[0]) && v[4] == '-' {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		return t, err == nil
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return t, true
+	}
+	js, _, _ := strings.Cut(v, " (")
+	t, err := time.Parse("Mon Jan 02 2006 15:04:05 GMT-0700", js)
+	return t, err == nil
+}
+
+func trimOWS(v string) string {
+	for len(v) > 0 && (v[0] == ' ' || v[0] == '\t') {
+		v = v[1:]
+	}
+	for len(v) > 0 && (v[len(v)-1] == ' ' || v[len(v)-1] == '\t') {
+		v = v[:len(v)-1]
+	}
+	return v
+}
+
+// validBucket accepts 1 to 256 visible ASCII characters: a bucket becomes a
+// map key, so a hostile one must not be able to grow memory.
+func validBucket(b string) bool {
+	if b == "" || len(b) > maxNameLen {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		if b[i] <= ' ' || b[i] > '~' {
+			return false
+		}
+	}
+	return true
 }

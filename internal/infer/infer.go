@@ -60,7 +60,7 @@ type Model struct {
 	window  time.Duration // learned length; 0 while unknown
 	guess   time.Duration // lower bound of window before it is learned
 	whole   bool          // Retry-After values come in whole seconds
-	off     bool          // the server stated a quota, or the model did not fit: it has no say (Stop)
+	off     bool          // the model did not fit the server: it has no say
 	// confirmed: a window after a stated end held at least half of the
 	// last, as a fixed window does. Until then a window is spent with at
 	// most TrialInFlight requests out, so a server the model misreads
@@ -94,12 +94,9 @@ const maxSurprises = 3
 // state in whole seconds.
 const TrialInFlight = 8
 
-// Off reports whether the model has no say: the server stated a quota
-// (Stop), or the model did not fit it.
+// Off reports whether the model has no say: it did not fit the server.
+// (When the server states a quota, its owner drops the model.)
 func (m *Model) Off() bool { return m.off }
-
-// Stop hands the endpoint over to the quotas its server states.
-func (m *Model) Stop() { m.off = true }
 
 // Trial reports whether the model states a quota it has not yet seen hold.
 func (m *Model) Trial() bool { return !m.off && m.limit > 0 && !m.confirmed }
