@@ -797,6 +797,26 @@ func (a *Adaptive) refund(cost float64) { a.book.Refund(cost) }
 // Settle: what a response said, applied (learn), and the retune that
 // follows from it.
 
+// doneWith is Done for a response read as m, which arrived at now (the
+// Transport's one reading of the clock and of the response); nil for none.
+// The limiter copies what it keeps of m. (m goes by pointer, down to the
+// limiter's learn: copying it at each call was 4% of a response's CPU time
+// through the Transport.)
+func (p *Permit) doneWith(m *response.Meaning, now time.Time) {
+	if !p.live {
+		return
+	}
+	p.live = false
+	untold := false
+	if p.a.fleet != nil { // (a call fewer, and a file, on a request's path without a fleet)
+		untold = p.a.fleet.answered(p.fleet, m, now)
+	}
+	p.a.learn(m, p.seq, p.cost, now)
+	if untold {
+		p.a.tellInteractive(now)
+	}
+}
+
 // learnOther applies what a response meant, as Permit.Done does, for a
 // request this limiter did not admit (it went through another limiter that
 // shares the server's bucket): it retunes, pauses and counts a throttle,
@@ -1391,26 +1411,6 @@ const (
 	// limit slowly costs less than finding it again.
 	bodyLimitCycle = 5 * time.Minute
 )
-
-// doneWith is Done for a response read as m, which arrived at now (the
-// Transport's one reading of the clock and of the response); nil for none.
-// The limiter copies what it keeps of m. (m goes by pointer, down to the
-// limiter's learn: copying it at each call was 4% of a response's CPU time
-// through the Transport.)
-func (p *Permit) doneWith(m *response.Meaning, now time.Time) {
-	if !p.live {
-		return
-	}
-	p.live = false
-	untold := false
-	if p.a.fleet != nil { // (a call fewer, and a file, on a request's path without a fleet)
-		untold = p.a.fleet.answered(p.fleet, m, now)
-	}
-	p.a.learn(m, p.seq, p.cost, now)
-	if untold {
-		p.a.tellInteractive(now)
-	}
-}
 
 // The decision, apart from the state it is made from: retune moves every
 // quota's window on to now and reads what the decision needs into a

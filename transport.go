@@ -174,12 +174,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // One request's path, top to bottom: RoundTrip runs attempts until one ends
 // without a retry. An attempt (run) waits out the retry the previous one
-// asked for, picks its endpoint and limiter (route.go, endpoint.go), waits
-// for the limiter (Adaptive.Acquire), sends through the base transport and
-// reads what the response means (response.Read); settle then squares
-// it in one place (the limiter learns the response through Permit.Done, the
-// endpoints are released, Stats counts, the observer sees the attempt), and
-// decide (retry.go) asks the retry policy whether and when to go again.
+// asked for, picks its endpoint and limiter (endpoint.go), waits for the
+// limiter (limiter.go: admission), sends through the base transport and
+// reads what the response means (response.Read); settle then squares it in
+// one place (the limiter learns the response, as Permit.Done does: limiter.go's
+// settle; the endpoints are released, Stats counts, the observer sees the
+// attempt), and decide (below) asks the retry policy whether and when to go
+// again.
 
 // roundTrip is one call of RoundTrip, across its attempts.
 type roundTrip struct {
