@@ -63,13 +63,8 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // sleep waits d or until ctx ends, whichever is first.
 func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-time.After(d): // collected when unfired, since Go 1.23
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
