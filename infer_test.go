@@ -67,6 +67,34 @@ func TestAdaptiveHandsAServerThatRefillsAsItGoesToTheProbe(t *testing.T) {
 	}
 }
 
+// A server that frees its quota slowly and says only when the next request
+// will go (a daily sliding window or token bucket of 1,000: one request
+// every 86 s once the first burst is spent) is paced at what its stated
+// waits show it frees, at 0.95 of it or more. The probe's floor of 0.5 a
+// second met one refusal per success: 45% of requests refused, from the
+// second day on.
+func TestAdaptivePacesASlowRefillAtWhatItsStatedWaitsShow(t *testing.T) {
+	for _, alg := range []apisim.Algorithm{apisim.SlidingWindow, apisim.TokenBucket} {
+		for _, callers := range []int{4, 32} {
+			t.Run(fmt.Sprintf("%s/callers=%d", alg, callers), func(t *testing.T) {
+				t.Parallel()
+				sc := scenario{
+					server: apisim.Config{Style: apisim.StyleRetryAfter, Algorithm: alg, Window: 24 * time.Hour, Limit: 1000, Latency: 50 * time.Millisecond},
+					run:    4 * 24 * time.Hour, callers: callers,
+				}
+				// A wait of a day is this server's to ask (MaxDelay's default
+				// refuses it as a caller error).
+				o := drive(t, sc, AdaptiveConfig{Key: "sim", MaxDelay: 25 * time.Hour})
+				t.Logf("%v", o)
+				// The first burst's refusals are the requests in flight when it
+				// ran out (at most one per caller); the rest are the pacing's.
+				assert.LessOrEqual(t, float64(o.throttled-sc.callers), 0.01*float64(o.requests), "share of 429s beyond the first burst's")
+				assert.GreaterOrEqual(t, o.goodput, 0.95, "goodput / capacity")
+			})
+		}
+	}
+}
+
 func TestAdaptiveDropsTheInferredQuotaWhenTheServerStatesOne(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{Key: "k"})

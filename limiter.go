@@ -1046,6 +1046,11 @@ func (a *Adaptive) learnLocked(m *response.Meaning, seq int64, cost float64, now
 	}
 	engaged := a.probe.Engaged() // Meter may let go of a probe that measured nothing
 	a.probe.Meter(now, status < 400)
+	if status >= 400 {
+		// The wait a refusal states measures what the server frees,
+		// whoever paces it now (the inferred window may give up later).
+		a.probe.Refused(now, m.RetryAfter)
+	}
 	if sig == response.BodyLimit {
 		a.bodyLimitLocked(now, m.RetryAfter, exhausted, others)
 	}

@@ -51,6 +51,15 @@ import (
 // that of an event that cost one 429. The rate averages
 // about 1 - (1-β)/4 ≈ 92% of lastMax over a cycle, and lastMax tracks the
 // server's capacity.
+//
+// Change 3: what the server's waits state. A refusal with a Retry-After
+// says when the server will have something to give; the successes between
+// two such ends, over the time between them, are what it frees per second
+// (Refused). A server that frees its quota as it goes admits no more than
+// that, so lastMax never goes above it, the floor never holds the rate
+// above it, the cut below it is shallow (refillBeta: the refill is
+// measured, not a burst's overshoot) and the cycle holds probeCycleFactor
+// requests at it however long that takes.
 type Probe struct {
 	minLimit float64
 
@@ -112,6 +121,19 @@ type Probe struct {
 	// punished: the server has punished a trip; its limit is what it
 	// was measured to admit, however slow (floor).
 	punished bool
+
+	// The refill the server's stated waits show (Refused): freeAt is when
+	// the last spell of refusals said it would accept again (the earliest
+	// end a refusal of the spell stated), freeOK the successes since that
+	// spell; refill, what the server freed per second between the ends of
+	// the last two spells (0: not known). A server that frees its quota as
+	// it goes (a token bucket, a sliding-window counter) admits no more than
+	// that however fast it is asked, so the rate never climbs past it for
+	// long: a daily sliding window of 1,000 frees one request every 86 s,
+	// and a probe at its floor (0.5 a second) met one refusal per success.
+	freeAt time.Time
+	freeOK float64
+	refill float64
 }
 
 // New returns a Probe that does not limit until the first throttle, and
@@ -174,7 +196,11 @@ func (p *Probe) Punished(now, until time.Time, inflight int64, rtt time.Duration
 // slot and its 0.8 smoothing) and from this package's measurements (the
 // cycle of 300 requests per 429, the looks while closed).
 const (
-	probeBeta        = 0.7
+	probeBeta = 0.7
+	// refillBeta is the cut below a refill measured from stated waits:
+	// the default safety factor's share, what pacer spends of a stated
+	// quota.
+	refillBeta       = 0.9
 	probeC           = 0.4
 	probeSlot        = 500 * time.Millisecond
 	probeCycleFactor = 300 // requests per throttle in one cycle
@@ -190,6 +216,17 @@ const (
 	// the waits doubled without bound (calls took 20 minutes after eight
 	// refusals, hours after twelve).
 	MaxLook = time.Minute
+	// refillSpan is the least time between two stated ends that measures
+	// a refill (Refused): Retry-After is whole seconds, rounded up, so an
+	// end is known within a second, and ten of them hold that error to a
+	// tenth. (Answers arrive in any order: ends a few milliseconds apart,
+	// with a success read between them, measured a hundred a second.)
+	refillSpan = 10 * time.Second
+	// refillSample is the least successes a refill is measured over: a
+	// success more or less at either end is then an eighth at most (the
+	// first measure of a daily window, over two, read 0.66 of its refill,
+	// and the cut below it held for hours).
+	refillSample = 8
 )
 
 // Meter counts one completed request at now.
@@ -199,6 +236,7 @@ func (p *Probe) Meter(now time.Time, ok bool) {
 		p.cycleFrom = now
 	}
 	if ok {
+		p.freeOK++
 		p.cycleOK++
 		// Requests in flight when the event began do not reopen it.
 		if p.closed && p.observed > p.closeAt {
@@ -223,6 +261,65 @@ func (p *Probe) Meter(now time.Time, ok bool) {
 	if ok {
 		p.slotOK++
 	}
+}
+
+// Refused takes a refusal at now that stated the server would accept again
+// after wait (a Retry-After). At each end a refusal states, the server has
+// nothing to give until then: the successes between two such ends, over
+// the time between them, are what it freed per second (refill), taken
+// once they span refillSpan and refillSample successes. Until the first success after an end, the
+// earliest end stated is the one kept: later ones are the same end, or
+// its rounding.
+func (p *Probe) Refused(now time.Time, wait time.Duration) {
+	if wait <= 0 {
+		return
+	}
+	end := now.Add(wait)
+	if p.freeOK == 0 || p.freeAt.IsZero() {
+		if p.freeAt.IsZero() || end.Before(p.freeAt) {
+			p.freeAt, p.freeOK = end, 0
+		}
+		return
+	}
+	if span := end.Sub(p.freeAt); span >= refillSpan && p.freeOK >= refillSample {
+		p.refill = p.freeOK / span.Seconds()
+		p.freeAt, p.freeOK = end, 0
+	}
+}
+
+// stated is the refill the server's stated waits show, when it bounds the
+// rate: known, and the server not one that punishes trips (whose limit is
+// measured by Punished).
+func (p *Probe) stated() float64 {
+	if p.punished {
+		return 0
+	}
+	return p.refill
+}
+
+// beta is the cut a throttle makes: AWS's β, or, below a refill the
+// server's stated waits measured, refillBeta. β is deep because a send rate
+// measured in a burst overshoots the capacity it cuts from; a refill read
+// from stated ends does not, and a cut to 0.7 of it spent 0.925 of it over
+// a cycle.
+func (p *Probe) beta() float64 {
+	if p.stated() > 0 {
+		return refillBeta
+	}
+	return probeBeta
+}
+
+// maxCycle is the longest a climb back to lastMax may take: two minutes,
+// or, for a server whose stated waits show its refill, long enough for
+// probeCycleFactor requests at it (a refill measured from stated ends is
+// not a guess a shorter cycle must soon correct, and each climb past it
+// costs a refusal).
+func (p *Probe) maxCycle() float64 {
+	c := probeMaxCycle.Seconds()
+	if r := p.stated(); r > 0 {
+		c = max(c, probeCycleFactor/r)
+	}
+	return c
 }
 
 // reopen ends a closed spell: the server accepted a request sent during it.
@@ -256,7 +353,7 @@ func (p *Probe) reopen(now time.Time) {
 		// Measured, not guessed: climb back as slowly as after an event
 		// that cost one 429, or over three such cycles if shorter (the
 		// figure is a lower bound when the cycle held time spent closed).
-		p.k = max(p.k, min(probeCycleFactor/p.lastMax, 3*span, probeMaxCycle.Seconds()))
+		p.k = max(p.k, min(probeCycleFactor/p.lastMax, 3*span, p.maxCycle()))
 	}
 	if now.Before(p.atMaxUntil) {
 		// A punished limit's climb keeps its length (setMax shortened it),
@@ -268,7 +365,7 @@ func (p *Probe) reopen(now time.Time) {
 		p.atMaxUntil = now.Add(p.memory)
 	}
 	p.since = now
-	p.limit = math.Max(probeBeta*p.lastMax, p.floor())
+	p.limit = math.Max(p.beta()*p.lastMax, p.floor())
 	// The send rate while closed was one request at a time: it must not
 	// hold the climb back (new rates are capped at twice the send rate).
 	p.measured = max(p.measured, p.limit)
@@ -283,19 +380,25 @@ func (p *Probe) Adopt(rate float64, span time.Duration, now time.Time) {
 	if rate <= 0 {
 		return
 	}
+	if r := p.stated(); r > 0 {
+		// Measured from the server's own stated ends, not estimated by a
+		// model that has just failed to fit it (a sliding window's
+		// capacity read from its first burst was a tenth of its refill).
+		rate = r
+	}
 	// The server's history began with the model's, not at this throttle:
 	// its goodput over the span is already measured (see throttle).
 	p.firstEventAt = now.Add(-span)
 	p.fromBurst = false
 	p.setMax(rate)
-	p.k = max(p.k, min(probeCycleFactor/p.lastMax, 3*span.Seconds(), probeMaxCycle.Seconds()))
+	p.k = max(p.k, min(probeCycleFactor/p.lastMax, 3*span.Seconds(), p.maxCycle()))
 }
 
 // setMax sets lastMax and the cycle length that goes with it (AWS's K).
 func (p *Probe) setMax(rate float64) {
 	p.lastMax = max(rate, p.floor())
-	p.k = math.Cbrt(p.lastMax * (1 - probeBeta) / probeC)
-	p.limit = math.Max(probeBeta*p.lastMax, p.floor())
+	p.k = math.Cbrt(p.lastMax * (1 - p.beta()) / probeC)
+	p.limit = math.Max(p.beta()*p.lastMax, p.floor())
 }
 
 // sendRate is the measured send rate, counting the slot in progress so that
@@ -346,6 +449,11 @@ func (p *Probe) Throttle(now time.Time, inflight int64, rtt time.Duration) time.
 		// minute (once there is a minute of it): see goodput.
 		rate = min(rate, max(p.goodput*1.5, p.floor()))
 	}
+	if r := p.stated(); r > 0 {
+		// What the server frees is all it admits: asked faster, it
+		// refuses the rest.
+		rate = min(rate, r)
+	}
 	if !p.engaged {
 		p.firstEventAt = now
 		p.fromBurst = true
@@ -356,7 +464,7 @@ func (p *Probe) Throttle(now time.Time, inflight int64, rtt time.Duration) time.
 	p.engaged = true
 	p.setMax(rate)
 	if p.events > 1 {
-		p.k = max(p.k, min(probeCycleFactor*float64(max(prevCount, 1))/p.lastMax, probeMaxCycle.Seconds()))
+		p.k = max(p.k, min(probeCycleFactor*float64(max(prevCount, 1))/p.lastMax, p.maxCycle()))
 	}
 	p.since, p.lastEventAt = now, now
 	p.closeAt = p.observed + inflight
@@ -390,7 +498,7 @@ func (p *Probe) Grow(now time.Time) float64 {
 	}
 	t := now.Sub(p.since).Seconds() - p.k
 	// Scaled so the cubic climbs from β·lastMax to lastMax in k seconds.
-	c := p.lastMax * (1 - probeBeta) / (p.k * p.k * p.k)
+	c := p.lastMax * (1 - p.beta()) / (p.k * p.k * p.k)
 	rate := p.lastMax + c*t*t*t
 	if now.Before(p.atMaxUntil) {
 		rate = math.Min(rate, p.below*p.lastMax)
@@ -411,6 +519,11 @@ func (p *Probe) Grow(now time.Time) float64 {
 func (p *Probe) floor() float64 {
 	if p.punished {
 		return min(p.minLimit, 1/MaxLook.Seconds())
+	}
+	if r := p.refill; r > 0 {
+		// Nor is a floor above what the server's stated waits show it
+		// frees (see Refused): the cut goes below it, as any cut does.
+		return min(p.minLimit, refillBeta*r)
 	}
 	return p.minLimit
 }

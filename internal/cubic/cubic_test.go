@@ -227,3 +227,105 @@ func TestACycleThatAdmittedSomethingIsMeasured(t *testing.T) {
 		t.Fatal("a cycle with a success was forgotten")
 	}
 }
+
+// The successes between two ends a server's refusals stated, over the time
+// between those ends, are what it frees per second: each case is a history
+// of answers (a success, or a refusal stating a wait) and the refill read
+// from it.
+func TestRefusalsStatingWaitsMeasureTheRefill(t *testing.T) {
+	type answer struct {
+		at   time.Duration // from t0
+		wait time.Duration // 0: a success
+	}
+	refused := func(at, wait time.Duration) answer { return answer{at, wait} }
+	ok := func(at time.Duration) answer { return answer{at: at} }
+	oks := func(from, every time.Duration, n int) []answer {
+		var as []answer
+		for i := range n {
+			as = append(as, ok(from+time.Duration(i)*every))
+		}
+		return as
+	}
+	seq := func(parts ...[]answer) []answer {
+		var as []answer
+		for _, p := range parts {
+			as = append(as, p...)
+		}
+		return as
+	}
+	for _, c := range []struct {
+		name    string
+		answers []answer
+		want    float64
+	}{{
+		name:    "none before two ends",
+		answers: seq([]answer{refused(0, 86*time.Second)}, oks(86*time.Second, 86*time.Second, 8)),
+		want:    0,
+	}, {
+		// A daily window of 1,000 frees one every 86.4 s: eight taken
+		// one at a time between the end at 86 s and the one after the
+		// eighth.
+		name:    "a slow refill",
+		answers: seq([]answer{refused(0, 86*time.Second)}, oks(87*time.Second, 86400*time.Millisecond, 8), []answer{refused(692*time.Second, 86*time.Second)}),
+		want:    8 / (778.0 - 86),
+	}, {
+		// The refusals of one spell state the same end, rounded up to a
+		// whole second by each: the earliest is kept.
+		name: "a spell's earliest end",
+		answers: seq([]answer{refused(0, 11*time.Second), refused(10*time.Millisecond, 10*time.Second), refused(20*time.Millisecond, 11*time.Second)},
+			oks(10*time.Second, time.Second, 10), []answer{refused(20*time.Second, time.Second)}),
+		want: 10 / (21.0 - 10.01),
+	}, {
+		// Answers arrive in any order: a success read between two
+		// refusals of one spell, their ends 10 ms apart, read as a
+		// hundred a second. Too few successes over too short a time
+		// measure nothing; they count towards the next measure.
+		name: "too short to measure",
+		answers: seq([]answer{refused(0, time.Second), ok(5 * time.Millisecond), refused(10*time.Millisecond, time.Second)},
+			oks(time.Second, 100*time.Millisecond, 7), []answer{refused(1700*time.Millisecond, 5*time.Second)}),
+		want: 0,
+	}, {
+		name: "measured once long enough",
+		answers: seq([]answer{refused(0, time.Second), ok(5 * time.Millisecond), refused(10*time.Millisecond, time.Second)},
+			oks(time.Second, time.Second, 9), []answer{refused(10*time.Second, 2*time.Second)}),
+		want: 10 / (12.0 - 1),
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			p := New(0.5)
+			for _, a := range c.answers {
+				now := t0.Add(a.at)
+				if a.wait == 0 {
+					p.Meter(now, true)
+					continue
+				}
+				p.Meter(now, false)
+				p.Refused(now, a.wait)
+			}
+			if math.Abs(p.refill-c.want) > 1e-9 {
+				t.Errorf("refill %.6f a second, want %.6f", p.refill, c.want)
+			}
+		})
+	}
+}
+
+// Below a refill the server's stated waits measured, the cut is to 0.9 of
+// it and the climb back takes probeCycleFactor requests at it, however
+// slow: a daily window's cycle of two minutes probed past its refill (one
+// request every 86 s) every cycle. A server that punishes trips keeps its
+// own measure (Punished).
+func TestAStatedRefillBoundsTheRateAndItsCycle(t *testing.T) {
+	p := New(0.5)
+	p.refill = 1000 / 86400.0
+	now := meter(p, t0, time.Second, 30)
+	p.Throttle(now, 0, 50*time.Millisecond)
+	if want := refillBeta * p.refill; math.Abs(p.limit-want) > 1e-9 {
+		t.Errorf("cut to %v a second, want %v (refillBeta of the refill, below the floor of 0.5)", p.limit, want)
+	}
+	if want := probeCycleFactor / p.refill; p.maxCycle() != want {
+		t.Errorf("longest cycle %v s, want %v", p.maxCycle(), want)
+	}
+	p.punished = true
+	if p.stated() != 0 || p.maxCycle() != probeMaxCycle.Seconds() {
+		t.Error("a punished server's limit is its own measure")
+	}
+}
