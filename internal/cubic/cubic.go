@@ -56,8 +56,9 @@ import (
 // says when the server will have something to give; the successes between
 // two such ends, over the time between them, are what it frees per second
 // (Refused). A server that frees its quota as it goes admits no more than
-// that, so lastMax never goes above it, the floor never holds the rate
-// above it, the cut below it is shallow (refillBeta: the refill is
+// that. Where that is below the floor (minLimit: a daily window of 1,000
+// frees one request every 86 s), lastMax never goes above it, the floor
+// gives way to it, the cut below it is shallow (refillBeta: the refill is
 // measured, not a burst's overshoot) and the cycle holds probeCycleFactor
 // requests at it however long that takes.
 type Probe struct {
@@ -131,9 +132,13 @@ type Probe struct {
 	// that however fast it is asked, so the rate never climbs past it for
 	// long: a daily sliding window of 1,000 frees one request every 86 s,
 	// and a probe at its floor (0.5 a second) met one refusal per success.
-	freeAt time.Time
-	freeOK float64
-	refill float64
+	// lastOK: the last success; lastEnd: the earliest end a refusal stated
+	// since (see countFree).
+	freeAt  time.Time
+	freeOK  float64
+	refill  float64
+	lastOK  time.Time
+	lastEnd time.Time
 }
 
 // New returns a Probe that does not limit until the first throttle, and
@@ -227,6 +232,14 @@ const (
 	// first measure of a daily window, over two, read 0.66 of its refill,
 	// and the cut below it held for hours).
 	refillSample = 8
+	// refillSlack and refillGaps bound a pause in the successes a refill is
+	// measured over (countFree): a request goes when the pause a refusal
+	// asked for ends, late by a Retry-After's rounding (a second) and a
+	// round trip, so 5 s; a paced one within a few of the probe's
+	// intervals (the rate moves between two successes, by a cut at most
+	// to refillBeta of it).
+	refillSlack = 5 * time.Second
+	refillGaps  = 3
 )
 
 // Meter counts one completed request at now.
@@ -236,7 +249,7 @@ func (p *Probe) Meter(now time.Time, ok bool) {
 		p.cycleFrom = now
 	}
 	if ok {
-		p.freeOK++
+		p.countFree(now)
 		p.cycleOK++
 		// Requests in flight when the event began do not reopen it.
 		if p.closed && p.observed > p.closeAt {
@@ -263,11 +276,45 @@ func (p *Probe) Meter(now time.Time, ok bool) {
 	}
 }
 
+// countFree counts a success at now towards the refill being measured, if
+// the client was asking all along: a success at an end a refusal since the
+// last success stated (within one of the probe's own intervals after it:
+// the pause the refusal asked for), or no later after the last one than a
+// few of those intervals. Otherwise the client
+// went idle, and what it took says nothing of what the server frees: a
+// client that sent eight requests over five hours between two refusals
+// measured a refill of one every 37 minutes, and held to it, a burst of
+// work would go at that pace. The measure starts again at the next stated
+// end.
+func (p *Probe) countFree(now time.Time) {
+	last, end := p.lastOK, p.lastEnd
+	p.lastOK, p.lastEnd = now, time.Time{}
+	if p.freeAt.IsZero() {
+		return
+	}
+	if p.freeOK == 0 || last.Before(p.freeAt) {
+		last = p.freeAt
+	}
+	var interval time.Duration // between requests at the probe's rate
+	if p.engaged && p.limit > 0 {
+		interval = time.Duration(float64(time.Second) / p.limit)
+	}
+	// (An end is rounded up to the second: a success may come before it;
+	// and the request that takes it goes at the probe's pace.)
+	atEnd := !end.IsZero() && now.Sub(end) >= -refillSlack && now.Sub(end) <= interval+refillSlack
+	if !atEnd && now.Sub(last) > refillGaps*interval+refillSlack {
+		p.freeAt, p.freeOK = time.Time{}, 0
+		return
+	}
+	p.freeOK++
+}
+
 // Refused takes a refusal at now that stated the server would accept again
 // after wait (a Retry-After). At each end a refusal states, the server has
 // nothing to give until then: the successes between two such ends, over
 // the time between them, are what it freed per second (refill), taken
-// once they span refillSpan and refillSample successes. Until the first success after an end, the
+// once they span refillSpan and refillSample successes (see countFree for
+// which successes count). Until the first success after an end, the
 // earliest end stated is the one kept: later ones are the same end, or
 // its rounding.
 func (p *Probe) Refused(now time.Time, wait time.Duration) {
@@ -275,6 +322,9 @@ func (p *Probe) Refused(now time.Time, wait time.Duration) {
 		return
 	}
 	end := now.Add(wait)
+	if p.lastEnd.IsZero() || end.Before(p.lastEnd) {
+		p.lastEnd = end
+	}
 	if p.freeOK == 0 || p.freeAt.IsZero() {
 		if p.freeAt.IsZero() || end.Before(p.freeAt) {
 			p.freeAt, p.freeOK = end, 0
@@ -288,10 +338,13 @@ func (p *Probe) Refused(now time.Time, wait time.Duration) {
 }
 
 // stated is the refill the server's stated waits show, when it bounds the
-// rate: known, and the server not one that punishes trips (whose limit is
-// measured by Punished).
+// rate: known, below the floor (minLimit), and the server not one that
+// punishes trips (whose limit is measured by Punished). Above the floor,
+// CUBIC's own cycle finds the limit: held to a measured refill there, a
+// token bucket of 60 a minute gave up its burst (0.99 of capacity -> 0.93)
+// for a point fewer refusals.
 func (p *Probe) stated() float64 {
-	if p.punished {
+	if p.punished || p.refill >= p.minLimit {
 		return 0
 	}
 	return p.refill
@@ -520,10 +573,10 @@ func (p *Probe) floor() float64 {
 	if p.punished {
 		return min(p.minLimit, 1/MaxLook.Seconds())
 	}
-	if r := p.refill; r > 0 {
+	if r := p.stated(); r > 0 {
 		// Nor is a floor above what the server's stated waits show it
 		// frees (see Refused): the cut goes below it, as any cut does.
-		return min(p.minLimit, refillBeta*r)
+		return refillBeta * r
 	}
 	return p.minLimit
 }

@@ -253,6 +253,17 @@ func TestRefusalsStatingWaitsMeasureTheRefill(t *testing.T) {
 		}
 		return as
 	}
+	// oneAtEachEnd: refused at 0 until first, then n successes, each
+	// right after the end the refusal before it stated and followed by a
+	// refusal stating the next end, every apart.
+	oneAtEachEnd := func(first, every time.Duration, n int) []answer {
+		as := []answer{refused(0, first)}
+		for i := range n {
+			end := first + time.Duration(i)*every
+			as = append(as, ok(end+100*time.Millisecond), refused(end+200*time.Millisecond, every-200*time.Millisecond))
+		}
+		return as
+	}
 	for _, c := range []struct {
 		name    string
 		answers []answer
@@ -262,12 +273,20 @@ func TestRefusalsStatingWaitsMeasureTheRefill(t *testing.T) {
 		answers: seq([]answer{refused(0, 86*time.Second)}, oks(86*time.Second, 86*time.Second, 8)),
 		want:    0,
 	}, {
-		// A daily window of 1,000 frees one every 86.4 s: eight taken
-		// one at a time between the end at 86 s and the one after the
-		// eighth.
+		// A daily window of 1,000 frees one every 86.4 s: each taken by
+		// the request sent when the last refusal's pause ends, the next
+		// one refused with the wait for the one after. Eight of them
+		// between the end at 86 s and the end stated after the eighth.
 		name:    "a slow refill",
-		answers: seq([]answer{refused(0, 86*time.Second)}, oks(87*time.Second, 86400*time.Millisecond, 8), []answer{refused(692*time.Second, 86*time.Second)}),
-		want:    8 / (778.0 - 86),
+		answers: oneAtEachEnd(86*time.Second, 86400*time.Millisecond, 8),
+		want:    8 / (86 + 8*86.4 - 86),
+	}, {
+		// A client that went idle between two ends: its eight requests
+		// over four hours succeed, and say nothing of the server.
+		name: "idle between ends",
+		answers: seq([]answer{refused(0, 10*time.Second), ok(11 * time.Second)},
+			oks(30*time.Minute, 30*time.Minute, 8), []answer{refused(5*time.Hour, 10*time.Second)}),
+		want: 0,
 	}, {
 		// The refusals of one spell state the same end, rounded up to a
 		// whole second by each: the earliest is kept.
