@@ -95,6 +95,20 @@ func TestResetMovingInStepWithSpendingIsABucket(t *testing.T) {
 		resps:  []resp{{0, 59, 1}, {0.005, 57, 3}},
 		toFull: true,
 	}, {
+		name: "bucket of 60 a minute, one unit spent",
+		why: "1 spent moved the reset a second later (a round trip after the first answer), as " +
+			"a refill of 1 a second, which (60 − 58) over 1.96 s also states: one unit is " +
+			"enough where both refills and the move agree (read as a new window, a job of 39 " +
+			"from 4 workers was spread to 1.9× unpaced in 4 runs of 100)",
+		resps:  []resp{{0, 59, 1}, {0.05, 58, 1.96}},
+		toFull: true,
+	}, {
+		name: "fixed window restated a second later, one unit spent",
+		why: "1 spent and the reset a second later: at the refill (60 − 49) over 29 s " +
+			"implies, 1 would have moved it 2.7 s",
+		resps:  []resp{{0, 50, 30}, {1, 49, 30}},
+		toFull: false,
+	}, {
 		name: "fixed window restated a second later",
 		why: "10 spent and the reset a second later (a delta rounded the other way): at the " +
 			"refill (60 − 40) over 29 s implies, 10 would have moved it 14.5 s",
