@@ -287,11 +287,16 @@ func (p *Probe) Meter(now time.Time, ok bool) {
 // work would go at that pace. The measure starts again at the next stated
 // end.
 func (p *Probe) countFree(now time.Time) {
-	last, end := p.lastOK, p.lastEnd
-	p.lastOK, p.lastEnd = now, time.Time{}
 	if p.freeAt.IsZero() {
+		// Nothing measured (every answer of a server that refuses
+		// nothing): lastOK matters only from an end on (see below).
+		if !p.lastEnd.IsZero() {
+			p.lastEnd = time.Time{}
+		}
 		return
 	}
+	last, end := p.lastOK, p.lastEnd
+	p.lastOK, p.lastEnd = now, time.Time{}
 	if p.freeOK == 0 || last.Before(p.freeAt) {
 		last = p.freeAt
 	}
