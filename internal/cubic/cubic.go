@@ -330,9 +330,9 @@ func (p *Probe) Refused(now time.Time, wait time.Duration) {
 	if p.lastEnd.IsZero() || end.Before(p.lastEnd) {
 		p.lastEnd = end
 	}
-	if p.freeOK == 0 || p.freeAt.IsZero() {
+	if p.freeOK == 0 { // (no success counts without an end: countFree)
 		if p.freeAt.IsZero() || end.Before(p.freeAt) {
-			p.freeAt, p.freeOK = end, 0
+			p.freeAt = end
 		}
 		return
 	}

@@ -516,7 +516,8 @@ func (w *Window) overtaken(now time.Time, seen *Seen) bool {
 // fills reports whether q, from the window w is in, says the window is a
 // bucket that refills as it goes rather than a window that counts down to a
 // reset: its stated reset has moved later, since the window's first
-// response, by at least least (see wanders), and by about the time the
+// response, by at least least (see wanders) with at least spentLeast units
+// spent since (see fillsInStep for one), and by about the time the
 // spending since then takes to refill at the rate the stated limit and
 // window imply, or, with no window stated, in step with the spending (a
 // fixed window's reset does not move).
