@@ -54,6 +54,11 @@ type endpoint struct {
 
 	mu     sync.Mutex                 // serialises writers of routes
 	routes atomic.Pointer[routeTable] // copy-on-write; nil until a response names a bucket
+	// watch is what the endpoint of a host has seen of its routes, to keep
+	// one quota per route when they show one (routes.go); nil for any
+	// other endpoint. tmpls binds route templates to their limiters.
+	watch *routeWatch
+	tmpls atomic.Pointer[routeTable]
 	// bucketEP is the bucket endpoint a route of this one was last sent to:
 	// the next request bound to the same bucket takes it from here, not
 	// from the table (see tryRef).
@@ -129,6 +134,7 @@ type rule struct {
 type spec struct {
 	rule   *rule  // the route pattern that produced the key, or nil
 	bucket string // the server-named bucket this endpoint is the limiter of, or ""
+	host   bool   // keyed by scheme://host, the default key
 }
 
 // acquire returns the endpoint for key, creating it on first use, and counts
@@ -179,7 +185,7 @@ func (e *endpoints) acquireHostLocked(u *urlParts) *endpoint {
 	}
 	e.mu.RUnlock()
 	if ep == nil {
-		return e.create(string(b), &spec{})
+		return e.create(string(b), &spec{host: true})
 	}
 	return ep
 }
@@ -249,6 +255,9 @@ func (e *endpoints) teachBucket(key, bucket string, from *Adaptive, m *response.
 
 func (e *endpoints) newEndpoint(key string, sp *spec) *endpoint {
 	ep := &endpoint{key: key, bucket: sp.bucket, hostScoped: sp.rule != nil}
+	if sp.host {
+		ep.watch = &routeWatch{seen: make(map[string]routeFigures)}
+	}
 	var ceiling Limit
 	var burst int
 	var stated []Quota
@@ -430,7 +439,7 @@ func hostKey(u *urlParts) string {
 }
 
 func partsOf(r *http.Request) urlParts {
-	return urlParts{scheme: r.URL.Scheme, host: r.URL.Host, path: r.URL.Path}
+	return urlParts{method: r.Method, scheme: r.URL.Scheme, host: r.URL.Host, path: r.URL.Path}
 }
 
 // Routing: which endpoint and limiter a request waits on (route patterns,
@@ -467,8 +476,9 @@ func routeKeyOf(ep *endpoint, u *urlParts) routeKey {
 	return rk
 }
 
-// urlParts is the little of a request URL the table needs.
-type urlParts struct{ scheme, host, path string }
+// urlParts is the little of a request the table needs: its method and
+// what of its URL keys it.
+type urlParts struct{ method, scheme, host, path string }
 
 func firstSegment(p string) string {
 	p = strings.TrimPrefix(p, "/")
@@ -543,6 +553,18 @@ func (t *routeTable) get(rk routeKey) (binding, bool) {
 		}
 	}
 	return binding{}, false
+}
+
+// without returns a copy of t with rk unbound.
+func (t *routeTable) without(rk routeKey) *routeTable {
+	var out routeTable
+	if t.m != nil {
+		out.m = maps.Clone(t.m)
+		delete(out.m, rk)
+		return &out
+	}
+	out.list = slices.DeleteFunc(slices.Clone(t.list), func(e routeEntry) bool { return e.rk == rk })
+	return &out
 }
 
 func (t *routeTable) len() int {
@@ -716,7 +738,11 @@ func (t *Transport) limiterBound(ep *endpoint, u *urlParts, seen *seenBinding) *
 		b = &seen.b
 	}
 	if b.key == "" {
-		return ep
+		rb, ok := t.routeFor(ep, u)
+		if !ok {
+			return ep
+		}
+		b = &rb
 	}
 	if c := ep.bucketEP.Load(); c != nil && c.key == b.key && c.tryRef() {
 		return c
@@ -739,7 +765,11 @@ func (t *Transport) peekLimiter(r *http.Request) *endpoint {
 	if ep == nil {
 		return nil
 	}
-	if b := ep.boundBucket(&u); b.key != "" {
+	b := ep.boundBucket(&u)
+	if b.key == "" && ep.watch != nil && ep.watch.perRoute.Load() {
+		b = routeBinding(ep, routeTemplate(u.method, u.path))
+	}
+	if b.key != "" {
 		if bep := t.eps.peek(b.key); bep != nil {
 			return bep
 		}
@@ -778,14 +808,17 @@ func (t *Transport) match(r *http.Request) *rule {
 
 // learn reports what an admitted attempt's response meant, m, to the
 // limiter that admitted it and learns the server-named bucket of ep's
-// route from it; now is when it arrived. seen is the binding limiterBound
-// found for the request, or nil.
-func (t *Transport) learn(ep, lim *endpoint, u *urlParts, seen *seenBinding, p *Permit, m *response.Meaning, now time.Time) {
+// route from it, and whether ep's routes keep quotas of their own
+// (watchRoutes); now is when it arrived. seen is the binding limiterBound
+// found for the request, or nil; look reports that the request was its
+// host's look at a route.
+func (t *Transport) learn(ep, lim *endpoint, u *urlParts, seen *seenBinding, p *Permit, m *response.Meaning, now time.Time, look bool) {
 	// The bucket is taught and bound before the permit settles: settling
 	// lets requests held for this answer go (the first look), and each
 	// must find its route bound, and the bucket knowing what this
 	// response said, or it spends the host's budget beside the bucket's.
 	t.learnBucket(ep, lim, u, seen, m)
+	t.watchRoutes(ep, lim, u, m, now, look)
 	if lim.bucket != "" && m.Bucket != "" && m.Bucket != lim.bucket {
 		// The server moved this route to another bucket: what the response
 		// says belongs to that bucket (taught above), not to lim's.

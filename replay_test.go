@@ -82,9 +82,7 @@ var (
 		"53-groq": "the wait in Groq's message text is not read",
 	}
 	pacingGaps = gaps{
-		"09-reddit":   "a spread holds a session far inside its quota",
-		"11-x":        "one quota per route on one host, taken for the host's",
-		"13-mastodon": "one quota per family of routes on one host, taken for the host's",
+		"09-reddit": "a spread holds a session far inside its quota",
 	}
 )
 

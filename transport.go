@@ -156,7 +156,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	rt.t, rt.req, rt.ctx = t, req, req.Context()
 	m := marksOf(rt.ctx)
 	rt.cost, rt.class = m.cost, m.class
-	rt.u.scheme, rt.u.host, rt.u.path = req.URL.Scheme, req.URL.Host, req.URL.Path // partsOf, in place
+	rt.u.method, rt.u.scheme, rt.u.host, rt.u.path = req.Method, req.URL.Scheme, req.URL.Host, req.URL.Path // partsOf, in place
 	if t.observer != nil {
 		rt.waitFrom = time.Now()
 	}
@@ -239,6 +239,7 @@ type attemptState struct {
 	err       error            // why the attempt got no response
 	refusedBy *endpoint        // the endpoint whose Refused counts err, a *RateLimitError
 	tooLate   bool             // the previous attempt's retry was refused before it waited
+	look      bool             // the request is its host's look at a route (awaitRoute)
 }
 
 // attempt makes attempt rt.n and sets o to how it ended. prev is the
@@ -267,6 +268,10 @@ func (rt *roundTrip) run(prev *attemptOutcome, a *attemptState) {
 		}
 	}
 	a.ep = t.keyEndpoint(req, &rt.u)
+	if a.look, a.err = t.awaitRoute(rt.ctx, a.ep, &rt.u); a.err != nil {
+		a.lim, a.key = a.ep, a.ep.key // waited on no other
+		return
+	}
 	a.lim = t.limiterBound(a.ep, &rt.u, &a.seen)
 	a.key = a.lim.key
 	if t.longWait.fn != nil {
@@ -384,9 +389,12 @@ func (rt *roundTrip) awaitRetry(prev *attemptOutcome, a *attemptState) bool {
 // counted and reported.
 func (rt *roundTrip) settle(a *attemptState) {
 	t := rt.t
+	if a.look && a.resp == nil {
+		t.endLook(a.ep) // the look went without an answer: another may look
+	}
 	switch {
 	case a.resp != nil:
-		t.learn(a.ep, a.lim, &rt.u, &a.seen, &a.permit, &a.read, a.now)
+		t.learn(a.ep, a.lim, &rt.u, &a.seen, &a.permit, &a.read, a.now, a.look)
 	case a.sent:
 		a.permit.Done(nil)
 		a.lim.failures.Add(1)

@@ -37,6 +37,12 @@ const (
 	// StyleShopify: X-Shopify-Shop-Api-Call-Limit: used/limit (a leaky bucket:
 	// the default Algorithm for this style is TokenBucket); Retry-After like "2.0".
 	StyleShopify Style = "shopify"
+	// StyleX: X API v2's x-rate-limit-limit, -remaining, -reset (epoch
+	// seconds of the window end). X keeps a quota per endpoint and names
+	// none of them (Config.Routes give routes theirs, stated under the same
+	// fields); a request over its quota gets 429 with remaining 0 and the
+	// reset, no Retry-After.
+	StyleX Style = "x"
 	// StyleRetryAfter: no rate-limit headers; a 429 carries Retry-After (delta seconds).
 	StyleRetryAfter Style = "retry-after"
 	// StyleBare: no headers at all; bare 429s.
@@ -46,7 +52,7 @@ const (
 // Styles returns every Style, in a stable order, for table-driven tests and benchmarks.
 func Styles() []Style {
 	return []Style{StyleGitHub, StyleIETF, StyleIETF07, StyleOpenAI, StyleAnthropic,
-		StyleDiscord, StyleShopify, StyleRetryAfter, StyleBare}
+		StyleDiscord, StyleShopify, StyleX, StyleRetryAfter, StyleBare}
 }
 
 func (s Style) valid() bool {

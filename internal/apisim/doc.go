@@ -64,10 +64,14 @@
 //	            -Reset-After: 60.000, -Bucket: a stable 8-hex-digit id per bucket;
 //	            429s add X-RateLimit-Scope: user and retry_after in the JSON body.
 //	shopify     X-Shopify-Shop-Api-Call-Limit: 1/60 (used/bucket size); 429 Retry-After: 1.0
+//	x           x-rate-limit-limit: 60, -remaining: 59, -reset: 946684860 (epoch s
+//	            of the window end, rounded up); no bucket is named, so route
+//	            buckets (Config.Routes) state theirs under the same fields, as
+//	            X's per-endpoint quotas do. 429 with remaining 0, no Retry-After.
 //	retry-after no rate headers; 429s carry Retry-After only.
 //	bare        no rate headers, bare 429s.
 //
-// Every style but github, shopify and bare sends Retry-After on a 429 as whole
+// Every style but github, shopify, x and bare sends Retry-After on a 429 as whole
 // delta seconds, rounded up (at least 1): the exact time until the rejected
 // request would fit, assuming no other traffic. Delta figures (IETF t, reset=)
 // are rounded up to whole seconds and instants up to the second (GitHub,

@@ -131,6 +131,13 @@ func (s *Server) render(d decision) response {
 			h.Set("Retry-After", strconv.FormatFloat(float64(retry), 'f', 1, 64))
 			r.body = []byte(`{"errors":"Exceeded 2 calls per second for api client. Reduce request rates to resume uninterrupted service."}`)
 		}
+	case StyleX:
+		h.Set("X-Rate-Limit-Limit", strconv.FormatInt(limit, 10))
+		h.Set("X-Rate-Limit-Remaining", strconv.FormatInt(remaining, 10))
+		h.Set("X-Rate-Limit-Reset", strconv.FormatInt(ceilUnix(resetWall), 10))
+		if throttled {
+			r.body = []byte(xTooManyBody)
+		}
 	case StyleRetryAfter:
 		setRetryAfter()
 	case StyleBare:
@@ -142,6 +149,8 @@ func (s *Server) render(d decision) response {
 // them: GitHub's secondary rate limit (REST API docs, "About secondary rate
 // limits") and OpenAI's insufficient_quota (API error codes).
 const (
+	// X API v2's 429 (the problem details it sends for every error).
+	xTooManyBody          = `{"title":"Too Many Requests","detail":"Too Many Requests","type":"about:blank","status":429}`
 	secondaryBody         = `{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID 0000:0000:0000000:0000000:00000000.","documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits","status":"403"}`
 	insufficientQuotaBody = `{"error":{"message":"You exceeded your current quota, please check your plan and billing details. For more information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`
 )

@@ -60,6 +60,11 @@ func TestHeadersOfASuccessfulResponseMatchEachProvidersFormat(t *testing.T) {
 		{StyleShopify, http.Header{ // a token bucket of 60, full before this request
 			"X-Shopify-Shop-Api-Call-Limit": {"1/60"},
 		}},
+		{StyleX, http.Header{
+			"X-Rate-Limit-Limit":     {"60"},
+			"X-Rate-Limit-Remaining": {"59"},
+			"X-Rate-Limit-Reset":     {"946684860"},
+		}},
 		{StyleRetryAfter, http.Header{}},
 		{StyleBare, http.Header{}},
 	}
@@ -133,6 +138,11 @@ func TestHeadersOfA429ShowNothingRemainingAndWhenToRetry(t *testing.T) {
 		{StyleShopify, http.Header{
 			"X-Shopify-Shop-Api-Call-Limit": {"2/2"},
 			"Retry-After":                   {"10.0"},
+		}},
+		{StyleX, http.Header{ // as X does: the reset, no Retry-After
+			"X-Rate-Limit-Limit":     {"2"},
+			"X-Rate-Limit-Remaining": {"0"},
+			"X-Rate-Limit-Reset":     {"946684860"},
 		}},
 		{StyleRetryAfter, http.Header{"Retry-After": {"40"}}},
 		{StyleBare, http.Header{}},
