@@ -37,6 +37,10 @@ func TestDecision(t *testing.T) {
 		in:   with(func(in *decisionInput) { in.Quotas, in.ReqRate, in.ReqBudget = 1, 20, 50 }),
 		want: decision{ReqLimit: 20, ReqBurst: 5, TokLimit: inf, TokBurst: 1, Mode: ModeHeaders, Reason: "quota"},
 	}, {
+		name: "a quota others spend from, far inside it: its rate, a burst of what they leave beyond each one's floor",
+		in:   with(func(in *decisionInput) { in.Quotas, in.ReqRate, in.ReqBudget, in.ReqSpare = 1, 1.9, 589, 499.6 }),
+		want: decision{ReqLimit: 1.9, ReqBurst: 499, TokLimit: inf, TokBurst: 1, Mode: ModeHeaders, Reason: "quota"},
+	}, {
 		name: "a token bucket's contents go at once, its refill at the rate",
 		in:   with(func(in *decisionInput) { in.Quotas, in.ReqRate, in.ReqBudget, in.ReqAtOnce = 1, 30, 450, 440.5 }),
 		want: decision{ReqLimit: 30, ReqBurst: 440, TokLimit: inf, TokBurst: 1, Mode: ModeHeaders, Reason: "quota"},

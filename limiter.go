@@ -1259,6 +1259,7 @@ func (a *Adaptive) retune(now time.Time) {
 	in.Started, in.Quotas, in.Blind = a.started.Load(), p.Known, p.Blind
 	in.ReqRate, in.ReqBudget, in.TokRate, in.TokBudget = p.ReqRate, p.ReqBudget, p.TokRate, p.TokBudget
 	in.ReqAtOnce, in.TokAtOnce = p.ReqAtOnce, p.TokAtOnce
+	in.ReqSpare, in.TokSpare = p.ReqSpare, p.TokSpare
 	in.ProbeRate, in.ProbeEngaged, in.ProbeClosed = a.probe.Grow(now), a.probe.Engaged(), a.probe.Closed()
 	in.InferTrial, in.TrialGate = a.infer != nil && a.infer.Trial(), infer.TrialInFlight
 	in.Ceiling, in.CeilingBurst = float64(a.cfg.Ceiling), float64(a.cfg.CeilingBurst)
@@ -1441,6 +1442,7 @@ type decisionInput struct {
 	// beside its rate, which paces what refills (what a token bucket no
 	// one else spends from was last seen to hold); 0: none.
 	ReqAtOnce, TokAtOnce float64
+	ReqSpare, TokSpare   float64
 
 	ProbeRate    float64 // the CUBIC fallback's rate now; Inf until a throttle
 	ProbeEngaged bool
@@ -1480,10 +1482,10 @@ type decision struct {
 // response's CPU time through the Transport.
 func (in *decisionInput) canonicalize() {
 	if math.IsInf(in.ReqRate, 1) {
-		in.ReqBudget, in.ReqAtOnce = math.Inf(1), 0
+		in.ReqBudget, in.ReqAtOnce, in.ReqSpare = math.Inf(1), 0, 0
 	}
 	if math.IsInf(in.TokRate, 1) {
-		in.TokBudget, in.TokAtOnce = math.Inf(1), 0
+		in.TokBudget, in.TokAtOnce, in.TokSpare = math.Inf(1), 0, 0
 	}
 }
 
@@ -1509,7 +1511,7 @@ func makeDecision(s decisionInput) decision {
 	d := decision{ReqLimit: s.ReqRate, ReqBurst: 1, Reason: "none"}
 	if !math.IsInf(s.ReqRate, 1) {
 		d.Reason = "quota"
-		d.ReqBurst = int(max(1, spreadBurst(s.ReqRate, s.ReqBudget, s.Safety, s.ReqAtOnce)))
+		d.ReqBurst = int(max(1, spreadBurst(s.ReqRate, s.ReqBudget, s.Safety, max(s.ReqAtOnce, s.ReqSpare))))
 	}
 	if s.ProbeRate < d.ReqLimit {
 		d.ReqLimit, d.ReqBurst, d.Reason = s.ProbeRate, int(max(1, math.Floor(s.ProbeRate/10))), "probe"
@@ -1525,7 +1527,7 @@ func makeDecision(s decisionInput) decision {
 	d.TokLimit, d.TokNeed = s.TokRate, int(math.Ceil(s.MaxCost))
 	tburst := math.Ceil(s.MaxCost)
 	if !math.IsInf(s.TokRate, 1) {
-		tburst = max(tburst, spreadBurst(s.TokRate, s.TokBudget, s.Safety, s.TokAtOnce))
+		tburst = max(tburst, spreadBurst(s.TokRate, s.TokBudget, s.Safety, max(s.TokAtOnce, s.TokSpare)))
 	}
 	d.TokBurst = int(max(tburst, 1))
 

@@ -78,12 +78,9 @@ var (
 		"61-salesforce":             "Sforce-Limit-Info is not read",
 	}
 	waitGaps = gaps{
-		"32-okta": "a spent quota's reset is waited out 10 s late",
 		"53-groq": "the wait in Groq's message text is not read",
 	}
-	pacingGaps = gaps{
-		"09-reddit": "a spread holds a session far inside its quota",
-	}
+	pacingGaps = gaps{}
 )
 
 // gaps maps a session's name to why it is not replayed right yet.
@@ -342,6 +339,7 @@ func quotasString(qs []Quota) string {
 // replayed is what one request of a replayed session met.
 type replayed struct {
 	intended time.Time // when the recorded client sent it
+	called   time.Time // when the replay sent it: intended, or when the one before returned if later
 	arrived  time.Time // when it reached the server; zero if it never did
 	done     time.Time // when the Transport returned
 	err      error
@@ -351,9 +349,9 @@ type replayed struct {
 // refusing it).
 func (r replayed) held() time.Duration {
 	if r.arrived.IsZero() {
-		return r.done.Sub(r.intended)
+		return r.done.Sub(r.called)
 	}
-	return r.arrived.Sub(r.intended)
+	return r.arrived.Sub(r.called)
 }
 
 // replaySession sends s's requests through a Transport made with opts, one
@@ -372,7 +370,7 @@ func replaySession(t *testing.T, s *recorded.Session, opts ...Option) []replayed
 		for i, at := range s.Schedule() {
 			time.Sleep(time.Until(start.Add(at)))
 			r := &s.Responses[i]
-			out[i].intended = start.Add(at)
+			out[i].intended, out[i].called = start.Add(at), time.Now()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
 			req, _ := http.NewRequestWithContext(ctx, r.Method, r.URL, nil)
 			resp, err := tr.RoundTrip(req)

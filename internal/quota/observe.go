@@ -1010,7 +1010,7 @@ func (w *Window) Roll(now time.Time, inflight, unit, admitted float64) {
 	}
 	w.rolled = true
 	w.carry = w.Units()
-	win := w.length()
+	win, end := w.length(), w.reset
 	if w.window > 0 {
 		if n := now.Sub(w.reset)/w.window + 1; n > 0 {
 			w.reset = w.reset.Add(n * w.window)
@@ -1041,9 +1041,10 @@ func (w *Window) Roll(now time.Time, inflight, unit, admitted float64) {
 	//
 	// A quota not yet seen pass a reset may be a sliding window, which
 	// after a spent window has room again only as the old one ages out:
-	// the look waits for two units of that (2 × window/limit: one, and
-	// one for the rounding of the reset and of the server's count), so it
-	// does not meet a 429. A fixed window loses 2/limit of a window, once.
+	// the look waits, from the reset, for two units of that (2 ×
+	// window/limit: one, and one for the rounding of the reset and of the
+	// server's count), so it does not meet a 429, but no longer than
+	// maxSlideWait. A fixed window loses 2/limit of a window, once.
 	//
 	// A window that ends with room left needs no look: whatever it is, the
 	// next one has at least that much (a fixed window refills, a sliding
@@ -1058,7 +1059,7 @@ func (w *Window) Roll(now time.Time, inflight, unit, admitted float64) {
 		return
 	}
 	if w.kind == kindUnknown && win > 0 && w.limitOrPeak() >= 1 {
-		w.probeAt = now.Add(time.Duration(2 * float64(win) / w.limitOrPeak()))
+		w.probeAt = end.Add(min(time.Duration(2*float64(win)/w.limitOrPeak()), maxSlideWait))
 		w.budget, w.credit = 0, 0
 		return
 	}
@@ -1070,6 +1071,13 @@ func (w *Window) Roll(now time.Time, inflight, unit, admitted float64) {
 		w.StartProbe(unit)
 	}
 }
+
+// maxSlideWait bounds how long after its reset a window of unknown kind
+// that ended spent waits for a sliding window's room (see Roll): a reset's
+// rounding, a second. A server states its reset to that; a longer wait is
+// a wait nobody stated, and a sliding window of fewer than two requests a
+// second meets a 429 at its first reset instead, which teaches its kind.
+const maxSlideWait = time.Second
 
 // reprobe is how long a spent quota that refills smoothly waits before one
 // request looks again: a twentieth of its window, at least a second.

@@ -139,15 +139,28 @@ func TestAdvance(t *testing.T) {
 		{
 			name: "a window of unknown kind ending spent looks after two units of the window",
 			why: "it may be a sliding window, which has room again only as the last one ages " +
-				"out: the look waits for two units of that (2 × 60 s / 100), so it does not " +
-				"meet a 429",
+				"out: the look waits, from the reset, for two units of that (2 × 60 s / 100), " +
+				"at most a second (maxSlideWait), so it does not meet a 429",
 			events: []event{
 				obs(0, 0, Report{Limit: L, Remaining: 0, Reset: minute}, Seen{}),
 				adv(time.Minute+RollGuard, Seen{}),
 			},
 			want: planned{
-				step: Step{Rate: inf, Next: reset(61210 * time.Millisecond), Rolled: true}, ok: true,
-				rolled: true, wakeAt: reset(61210 * time.Millisecond), probeAt: reset(61210 * time.Millisecond),
+				step: Step{Rate: inf, Next: reset(61 * time.Second), Rolled: true}, ok: true,
+				rolled: true, wakeAt: reset(61 * time.Second), probeAt: reset(61 * time.Second),
+			},
+		},
+		{
+			name: "a window of unknown kind first looked at long after its reset looks at once",
+			why: "the wait for a sliding window's room runs from the reset, not from the request " +
+				"that rolls the window over (a request 46 s after Reddit's reset waited 1.4 s)",
+			events: []event{
+				obs(0, 0, Report{Limit: L, Remaining: 0, Reset: minute}, Seen{}),
+				adv(time.Minute+30*time.Second, Seen{}),
+			},
+			want: planned{
+				step: Step{Rate: inf, Avail: 1, Rolled: true}, ok: true,
+				rolled: true, probing: true, units: 1,
 			},
 		},
 		{
@@ -321,6 +334,36 @@ func TestPlanSharesASharedQuotasSurplus(t *testing.T) {
 			w.drift, w.measuredAt, w.driftAt = -5, t0, t0
 			w.spread = c.prev
 			rateEqual(t, c.want, w.Plan(t0, 1), c.why)
+		})
+	}
+}
+
+// What a fixed window others spend from lets build up, to go at once, while
+// demand stays below its spread: what is left beyond others' measured use
+// until the reset and each client's floor (a tenth of what is left).
+func TestSpareOfAQuotaOthersSpendFrom(t *testing.T) {
+	for _, c := range []struct {
+		name, why   string
+		left, drain float64 // units; others' measured spending, units a second
+		want        float64
+	}{
+		{name: "far inside the quota: most of it",
+			why:  "Reddit: 589 of 600 left 305 s before the reset, others spending 0.1 a second; a burst that leaves them their 30.5 goes at once",
+			left: 589, drain: 0.1, want: 589 - 30.5 - 58.9},
+		{name: "saturated: none",
+			why:  "others spend all of it until the reset: what is left is each client's floor, spread, not taken at once",
+			left: 500, drain: 10, want: 0},
+		{name: "others leave half: what is ours beyond the floor",
+			why:  "two clients on one quota each leave the other its measured half and take their own at once",
+			left: 600, drain: 1, want: 600 - 305 - 60},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Hour})
+			w.Observe(Report{Limit: 600, Remaining: c.left, Reset: reset(305 * time.Second)}, t0, Seen{Horizon: horizon})
+			w.shared, w.drift, w.measuredAt, w.driftAt = true, -c.drain, t0, t0
+			st, ok := w.Advance(t0, 0, 1, 0)
+			assert.True(t, ok)
+			assert.InDelta(t, c.want, st.Spare, 1e-6, c.why)
 		})
 	}
 }

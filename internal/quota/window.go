@@ -440,6 +440,7 @@ type Plan struct {
 	// go at once beside it, in units (see Step.AtOnce); zero: a burst at
 	// the rate is a small part of its budget.
 	ReqAtOnce, TokAtOnce float64
+	ReqSpare, TokSpare   float64
 	// Known is how many quotas are known; Blind reports that one is being
 	// looked at (one request in flight learns it).
 	Known int
@@ -474,6 +475,12 @@ type Step struct {
 	// be spent twice). Zero for any other quota: a burst at Rate is a
 	// small part of its budget.
 	AtOnce float64
+	// Spare is what of Avail may build up beside Rate while demand stays
+	// below it, to go at once when it comes: for a fixed window others are
+	// measured spending from, what is left beyond their use until the
+	// reset and each client's floor. Unlike AtOnce it is not put in the
+	// bucket: a client spending at the pace builds up none of it.
+	Spare float64
 }
 
 // Plan brings every quota to now (Window.Advance) and combines them: the
@@ -505,9 +512,11 @@ func (b *Book) Plan(now time.Time, c *Counts, tokenUnit float64) *Plan {
 		if w.tokens {
 			p.Tokens = true
 			p.TokAtOnce = atOnce(p.TokAtOnce, p.TokRate, &st)
+			p.TokSpare = spare(p.TokSpare, p.TokRate, &st)
 			p.TokRate, p.TokBudget = min(p.TokRate, st.Rate), min(p.TokBudget, st.Avail)
 		} else {
 			p.ReqAtOnce = atOnce(p.ReqAtOnce, p.ReqRate, &st)
+			p.ReqSpare = spare(p.ReqSpare, p.ReqRate, &st)
 			p.ReqRate, p.ReqBudget = min(p.ReqRate, st.Rate), min(p.ReqBudget, st.Avail)
 		}
 	}
@@ -523,6 +532,16 @@ func atOnce(before, rate float64, st *Step) float64 {
 		return st.AtOnce
 	case st.Rate == rate:
 		return min(before, st.AtOnce)
+	}
+	return before
+}
+
+func spare(before, rate float64, st *Step) float64 {
+	switch {
+	case st.Rate < rate:
+		return st.Spare
+	case st.Rate == rate:
+		return min(before, st.Spare)
 	}
 	return before
 }
@@ -564,6 +583,17 @@ func (w *Window) advance(st *Step, now time.Time, unseen, unit, admitted float64
 		// spent at once on that reading: its refill is a phantom, and
 		// paced it is found out before it costs a 429.)
 		st.AtOnce = float64(max(w.budget-w.credit-w.keep, 0)) / Milli
+	}
+	if w.shared && w.drift < 0 && w.kind != kindSmooth && !w.probing {
+		// Others are measured spending from it: what they will use before
+		// the reset is kept for them (Plan's keep), and what is left
+		// beyond that, but for each client's floor, builds up while our
+		// demand stays below the pace, to go at once when it comes. A
+		// client that spends at the pace (every client of a saturated
+		// quota) builds up nothing; one far inside the quota is not held
+		// by the spread.
+		floor := (1 - othersMaxShare) * w.Units()
+		st.Spare = max(float64(w.budget-w.keep)/Milli-floor, 0)
 	}
 	if !w.reset.IsZero() {
 		st.Next = w.reset.Add(RollGuard)
