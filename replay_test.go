@@ -124,7 +124,7 @@ func readAt(r *recorded.Response, now time.Time, clk *response.Clock) (Info, *re
 
 // figureTol is how far a reset read may be from the one documented: the
 // Date the corpus's documented resets are computed from has a resolution of
-// one second, and the replay sends each request Latency before it.
+// one second, and a replay's round trip moves when a response is read.
 const figureTol = 1500 * time.Millisecond
 
 // TestReplayReadsEveryStatedFigure: each quota a recorded response states
@@ -139,11 +139,11 @@ func TestReplayReadsEveryStatedFigure(t *testing.T) {
 		t.Run(s.Name(), func(t *testing.T) {
 			var clk response.Clock
 			reported := false
-			sched := s.Schedule()
-			start := s.Start()
+			sched := s.Schedule(0)
+			start := s.Start(0)
 			for i := range s.Responses {
 				r := &s.Responses[i]
-				now := start.Add(sched[i] + recorded.Latency)
+				now := start.Add(sched[i]) // at its Date: figures are read in the server's time
 				info, m := readAt(r, now, &clk)
 				problems := compareReading(s, r, now, info, m)
 				n := len(r.Want.Quotas)
@@ -289,7 +289,7 @@ func resetDiff(f recorded.Figure, q Quota, now time.Time) string {
 	}
 	want := f.ResetAt
 	if want.IsZero() {
-		want = now.Add(-recorded.Latency).Add(time.Duration(f.ResetAfter * float64(time.Second)))
+		want = now.Add(time.Duration(f.ResetAfter * float64(time.Second)))
 	}
 	if want.Before(now) {
 		want = now // a reset past is now
@@ -358,16 +358,16 @@ func (r replayed) held() time.Duration {
 // after another at their recorded times (each at once if the one before
 // returned late), and returns what each met. Retries are off: the recorded
 // client's own retries are in the session.
-func replaySession(t *testing.T, s *recorded.Session, opts ...Option) []replayed {
+func replaySession(t *testing.T, s *recorded.Session, lat time.Duration, opts ...Option) []replayed {
 	t.Helper()
 	out := make([]replayed, len(s.Responses))
 	synctest.Test(t, func(t *testing.T) {
-		time.Sleep(time.Until(s.Start()))
+		time.Sleep(time.Until(s.Start(lat)))
 		start := time.Now()
-		srv := recorded.NewServer(s)
+		srv := recorded.NewServer(s, lat)
 		tr := NewTransport(srv, append([]Option{WithRetries(0)}, opts...)...)
 		defer tr.CloseIdleConnections()
-		for i, at := range s.Schedule() {
+		for i, at := range s.Schedule(lat) {
 			time.Sleep(time.Until(start.Add(at)))
 			r := &s.Responses[i]
 			out[i].intended, out[i].called = start.Add(at), time.Now()
@@ -431,26 +431,29 @@ func TestReplayHoldsNoSessionNobodyThrottled(t *testing.T) {
 			continue
 		}
 		t.Run(s.Name(), func(t *testing.T) {
-			got := replaySession(t, s)
-			var sum, worst time.Duration
-			refused, reported := 0, false
-			for i, r := range got {
-				sum += r.held()
-				worst = max(worst, r.held())
-				if r.err != nil {
-					refused++
-					reported = true
-					pacingGaps.report(t, s, "request %d (%s %s) refused: %v", i, s.Responses[i].Method, s.Responses[i].URL, r.err)
+			reported := false
+			for _, lat := range recorded.Latencies {
+				got := replaySession(t, s, lat)
+				var sum, worst time.Duration
+				refused := 0
+				for i, r := range got {
+					sum += r.held()
+					worst = max(worst, r.held())
+					if r.err != nil {
+						refused++
+						reported = true
+						pacingGaps.report(t, s, "round trip %v: request %d (%s %s) refused: %v", lat, i, s.Responses[i].Method, s.Responses[i].URL, r.err)
+					}
 				}
-			}
-			if sum > time.Second {
-				reported = true
-				pacingGaps.report(t, s, "added wait %v in all over %d requests (the longest %v); at most 1s", sum, len(got), worst)
+				if sum > time.Second {
+					reported = true
+					pacingGaps.report(t, s, "round trip %v: added wait %v in all over %d requests (the longest %v); at most 1s", lat, sum, len(got), worst)
+				}
+				mu.Lock()
+				rows = append(rows, fmt.Sprintf("%-22s rtt %-6v %3d requests  added wait %8v  longest %8v  refused %d", s.Name(), lat, len(got), sum.Round(time.Millisecond), worst.Round(time.Millisecond), refused))
+				mu.Unlock()
 			}
 			pacingGaps.ratchet(t, s, reported)
-			mu.Lock()
-			rows = append(rows, fmt.Sprintf("%-22s %3d requests  added wait %8v  longest %8v  refused %d", s.Name(), len(got), sum.Round(time.Millisecond), worst.Round(time.Millisecond), refused))
-			mu.Unlock()
 		})
 	}
 	if replayTable {
@@ -500,31 +503,41 @@ func TestReplayWaitsWhatAThrottledSessionWasTold(t *testing.T) {
 			continue
 		}
 		t.Run(s.Name(), func(t *testing.T) {
-			got := replaySession(t, s)
 			reported := false
-			for i := range len(got) - 1 {
-				prev, next := got[i], got[i+1]
-				if prev.arrived.IsZero() {
-					continue // refused: the server said nothing
-				}
-				end, ok := statedEnd(&s.Responses[i], prev.arrived.Add(recorded.Latency))
-				if !ok {
-					continue
-				}
-				want := later(next.intended, end)
-				if rle := (*RateLimitError)(nil); errors.As(next.err, &rle) {
-					if d := rle.RetryAt.Sub(end); d > figureTol || d < -figureTol {
-						reported = true
-						waitGaps.report(t, s, "request %d refused until %v; response %d asked for a wait until %v", i+1, rle.RetryAt.UTC(), i, end.UTC())
-					}
-					continue
-				}
-				if d := next.arrived.Sub(want); d > figureTol || d < -figureTol {
-					reported = true
-					waitGaps.report(t, s, "request %d sent %v after its recorded time, %v after the wait response %d asked for ended", i+1, next.held().Round(time.Millisecond), d.Round(time.Millisecond), i)
-				}
+			for _, lat := range recorded.Latencies {
+				reported = checkWaits(t, s, lat, replaySession(t, s, lat)) || reported
 			}
 			waitGaps.ratchet(t, s, reported)
 		})
 	}
+}
+
+// checkWaits reports (and says whether it reported) every request of s,
+// replayed at round trip lat, that did not wait what the response before
+// it asked for.
+func checkWaits(t *testing.T, s *recorded.Session, lat time.Duration, got []replayed) (reported bool) {
+	t.Helper()
+	for i := range len(got) - 1 {
+		prev, next := got[i], got[i+1]
+		if prev.arrived.IsZero() {
+			continue // refused: the server said nothing
+		}
+		end, ok := statedEnd(&s.Responses[i], prev.arrived.Add(lat))
+		if !ok {
+			continue
+		}
+		want := later(next.called, end)
+		if rle := (*RateLimitError)(nil); errors.As(next.err, &rle) {
+			if d := rle.RetryAt.Sub(end); d > figureTol || d < -figureTol {
+				reported = true
+				waitGaps.report(t, s, "round trip %v: request %d refused until %v; response %d asked for a wait until %v", lat, i+1, rle.RetryAt.UTC(), i, end.UTC())
+			}
+			continue
+		}
+		if d := next.arrived.Sub(want); d > figureTol || d < -figureTol {
+			reported = true
+			waitGaps.report(t, s, "round trip %v: request %d held %v, %v after the wait response %d asked for ended", lat, i+1, next.held().Round(time.Millisecond), d.Round(time.Millisecond), i)
+		}
+	}
+	return reported
 }

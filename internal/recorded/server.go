@@ -9,9 +9,10 @@ import (
 	"time"
 )
 
-// Latency is how long a Server takes to answer, and how long before a
-// response's Date its request is sent: a round trip to a nearby API.
-const Latency = 50 * time.Millisecond
+// Latencies are the round trips a session is replayed at: none, a nearby
+// API's and a distant one's. A Server takes one to answer, and each
+// request is sent that long before its response's Date.
+var Latencies = []time.Duration{0, 50 * time.Millisecond, 400 * time.Millisecond}
 
 // undatedGap is the pace of a session that records no times: about the
 // gaps a test suite's calls to a local server show (Mastodon's resets carry
@@ -19,15 +20,15 @@ const Latency = 50 * time.Millisecond
 const undatedGap = 100 * time.Millisecond
 
 // Start is the time the session's clock reads when its first request is
-// sent: Latency before its first response's Date; for a session that
+// sent at round trip lat: lat before its first response's Date; for a session that
 // records no Date, the earliest reset a reading states less the time to it
 // where both are known, else the earliest absolute reset less a minute,
 // else noon of the first of January 2025 (nothing in such a session is
 // absolute, so any time will do).
-func (s *Session) Start() time.Time {
+func (s *Session) Start(lat time.Duration) time.Time {
 	for _, r := range s.Responses {
 		if !r.Date.IsZero() {
-			return r.Date.Add(-Latency)
+			return r.Date.Add(-lat)
 		}
 	}
 	var earliest time.Time
@@ -37,7 +38,7 @@ func (s *Session) Start() time.Time {
 				continue
 			}
 			if f.ResetAfter > 0 {
-				return f.ResetAt.Add(-time.Duration(f.ResetAfter * float64(time.Second))).Add(-Latency)
+				return f.ResetAt.Add(-time.Duration(f.ResetAfter * float64(time.Second))).Add(-lat)
 			}
 			if earliest.IsZero() || f.ResetAt.Before(earliest) {
 				earliest = f.ResetAt
@@ -50,12 +51,12 @@ func (s *Session) Start() time.Time {
 	return time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
 }
 
-// Schedule is when each request of the session was sent, from Start: by the
-// recorded Dates (Latency before each), or undatedGap apart where a
-// response records none. Times never go back: a response dated before its
-// predecessor (a second key recorded earlier) is sent with it.
-func (s *Session) Schedule() []time.Duration {
-	start := s.Start()
+// Schedule is when each request of the session was sent at round trip lat,
+// from Start: by the recorded Dates (lat before each), or undatedGap apart
+// where a response records none. Times never go back: a response dated
+// before its predecessor (a second key recorded earlier) is sent with it.
+func (s *Session) Schedule(lat time.Duration) []time.Duration {
+	start := s.Start(lat)
 	out := make([]time.Duration, len(s.Responses))
 	var last time.Duration
 	for i, r := range s.Responses {
@@ -64,7 +65,7 @@ func (s *Session) Schedule() []time.Duration {
 			at = 0
 		}
 		if !r.Date.IsZero() {
-			at = max(r.Date.Add(-Latency).Sub(start), last)
+			at = max(r.Date.Add(-lat).Sub(start), last)
 		}
 		out[i], last = at, at
 	}
@@ -72,19 +73,20 @@ func (s *Session) Schedule() []time.Duration {
 }
 
 // Server answers a session's requests with its recorded responses, in
-// order, each Latency after the request arrives. It is an
+// order, each its round trip after the request arrives. It is an
 // http.RoundTripper, safe for concurrent use; it records when each request
 // arrived.
 type Server struct {
-	s *Session
+	s   *Session
+	lat time.Duration
 
 	mu      sync.Mutex
 	next    int
 	arrived []time.Time
 }
 
-// NewServer returns a Server of s.
-func NewServer(s *Session) *Server { return &Server{s: s} }
+// NewServer returns a Server of s that answers after lat.
+func NewServer(s *Session, lat time.Duration) *Server { return &Server{s: s, lat: lat} }
 
 // RoundTrip answers req with the next recorded response: an error once
 // every response is served, or when req's method is not the one recorded.
@@ -105,10 +107,12 @@ func (srv *Server) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method != r.Method {
 		return nil, fmt.Errorf("recorded: %s: request %d is %s, recorded %s", srv.s.Name(), i, req.Method, r.Method)
 	}
-	select {
-	case <-time.After(Latency):
-	case <-req.Context().Done():
-		return nil, req.Context().Err()
+	if srv.lat > 0 {
+		select {
+		case <-time.After(srv.lat):
+		case <-req.Context().Done():
+			return nil, req.Context().Err()
+		}
 	}
 	return r.HTTP(req), nil
 }
