@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -29,19 +31,26 @@ import (
 //   - after a response that asks for a wait, the next request waits what
 //     was asked, no more.
 
-// corpus returns the recorded sessions, or skips the test saying where
-// they were looked for.
+// corpus returns the sessions to replay: the project's own, written from
+// providers' documentation where the recordings are thin
+// (testdata/sessions), and the recorded ones when the shared corpus is
+// here; without it, the test says where it looked and replays its own.
 func corpus(t *testing.T) []*recorded.Session {
 	t.Helper()
-	path, ok := recorded.Find()
-	if !ok {
-		t.Skipf("the recorded sessions are not here (looked for %q: ../shared/data/real_headers.json beside the module, or $PACER_REPLAY_CORPUS): the replay needs the shared corpus, which the project does not copy", path)
-	}
-	sessions, err := recorded.Load(path)
+	own, err := recorded.Load(filepath.Join("testdata", "sessions", "from-docs.json"), "docs")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sessions
+	path, ok := recorded.Find()
+	if !ok {
+		t.Logf("the recorded sessions are not here (looked for %q: ../shared/data/real_headers.json beside the module, or $PACER_REPLAY_CORPUS): only the project's own sessions are replayed; the shared corpus is not copied into the project", path)
+		return own
+	}
+	sessions, err := recorded.Load(path, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(sessions, own...)
 }
 
 // The gaps: sessions pacer does not yet replay right, each with why, per
@@ -354,6 +363,13 @@ func (r replayed) held() time.Duration {
 	return r.arrived.Sub(r.called)
 }
 
+// replayPatience is how long a replayed request waits at most: longer than
+// any wait a recorded response asks of the next request of its route (a
+// minute), shorter than a spent quota's window (refused at once, naming
+// when it comes back), so that the requests after it are sent at their
+// recorded times.
+const replayPatience = 2 * time.Minute
+
 // replaySession sends s's requests through a Transport made with opts, one
 // after another at their recorded times (each at once if the one before
 // returned late), and returns what each met. Retries are off: the recorded
@@ -371,7 +387,7 @@ func replaySession(t *testing.T, s *recorded.Session, lat time.Duration, opts ..
 			time.Sleep(time.Until(start.Add(at)))
 			r := &s.Responses[i]
 			out[i].intended, out[i].called = start.Add(at), time.Now()
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
+			ctx, cancel := context.WithTimeout(context.Background(), replayPatience)
 			req, _ := http.NewRequestWithContext(ctx, r.Method, r.URL, nil)
 			resp, err := tr.RoundTrip(req)
 			if err == nil {
@@ -512,32 +528,65 @@ func TestReplayWaitsWhatAThrottledSessionWasTold(t *testing.T) {
 	}
 }
 
+// routeOf is r's request as a route (its host, method and path template).
+func routeOf(r *recorded.Response) string {
+	u, err := url.Parse(r.URL)
+	if err != nil {
+		return r.URL
+	}
+	return u.Host + " " + routeTemplate(r.Method, u.Path)
+}
+
 // checkWaits reports (and says whether it reported) every request of s,
-// replayed at round trip lat, that did not wait what the response before
-// it asked for.
+// replayed at round trip lat, that waited other than as the responses
+// before it asked: after a response that asks for a wait, the next
+// request of its route waits until the wait ends, no longer; a request of
+// a route no response asked to wait is not held at all.
 func checkWaits(t *testing.T, s *recorded.Session, lat time.Duration, got []replayed) (reported bool) {
 	t.Helper()
-	for i := range len(got) - 1 {
-		prev, next := got[i], got[i+1]
-		if prev.arrived.IsZero() {
-			continue // refused: the server said nothing
-		}
-		end, ok := statedEnd(&s.Responses[i], prev.arrived.Add(lat))
-		if !ok {
-			continue
-		}
-		want := later(next.called, end)
-		if rle := (*RateLimitError)(nil); errors.As(next.err, &rle) {
-			if d := rle.RetryAt.Sub(end); d > figureTol || d < -figureTol {
-				reported = true
-				waitGaps.report(t, s, "round trip %v: request %d refused until %v; response %d asked for a wait until %v", lat, i+1, rle.RetryAt.UTC(), i, end.UTC())
-			}
-			continue
-		}
-		if d := next.arrived.Sub(want); d > figureTol || d < -figureTol {
+	asked := map[string]time.Time{} // per route, the end of the wait its responses asked for
+	unknown := map[string]bool{}    // routes whose waits the replay cannot know
+	for i := range got {
+		r, cur := &s.Responses[i], got[i]
+		route := routeOf(r)
+		switch end, waited := asked[route]; {
+		case i == 0 || unknown[route]:
+		case waited && end.After(cur.called):
+			reported = checkWait(t, s, lat, i, cur, end) || reported
+		case cur.held() > figureTol || cur.err != nil:
 			reported = true
-			waitGaps.report(t, s, "round trip %v: request %d held %v, %v after the wait response %d asked for ended", lat, i+1, next.held().Round(time.Millisecond), d.Round(time.Millisecond), i)
+			waitGaps.report(t, s, "round trip %v: request %d (%s) held %v (%v), though no response asked its route to wait", lat, i, route, cur.held().Round(time.Millisecond), cur.err)
+		}
+		switch end, ok := statedEnd(r, cur.arrived.Add(lat)); {
+		case cur.arrived.IsZero():
+			// Refused: the server said nothing.
+		case cur.arrived.Sub(cur.intended) > figureTol:
+			// Sent well after its recorded time, it got the answer the
+			// server gave then, whose waits are stale.
+			unknown[route] = true
+		case ok:
+			asked[route] = end
+		case r.Want.Throttled || drainedFigure(*r):
+			unknown[route] = true // a refusal or a spent quota that names no time
 		}
 	}
 	return reported
+}
+
+// checkWait reports whether request i of s, cur, waited other than until
+// end, the end of the wait a response before it asked for.
+func checkWait(t *testing.T, s *recorded.Session, lat time.Duration, i int, cur replayed, end time.Time) bool {
+	t.Helper()
+	if rle := (*RateLimitError)(nil); errors.As(cur.err, &rle) {
+		if d := rle.RetryAt.Sub(end); d > figureTol || d < -figureTol {
+			waitGaps.report(t, s, "round trip %v: request %d refused until %v; a response asked for a wait until %v", lat, i, rle.RetryAt.UTC(), end.UTC())
+			return true
+		}
+		return false
+	}
+	if d := cur.arrived.Sub(end); d > figureTol || d < -figureTol {
+		waitGaps.report(t, s, "round trip %v: request %d held %v, %v after the wait a response asked for ended", lat, i, cur.held().Round(time.Millisecond), d.Round(time.Millisecond))
+		return true
+	}
+	return false
 }

@@ -32,6 +32,10 @@ import (
 type Session struct {
 	// Index is the session's place in its corpus, from 0.
 	Index int
+	// Set names the corpus the session is from when it is not the shared
+	// one of recordings ("docs" for the sessions written from providers'
+	// documentation); "" for the shared corpus.
+	Set string
 	// Provider names the API ("github", "x", "strava").
 	Provider string
 	// Source says where the recording comes from (repository:path@commit,
@@ -47,8 +51,13 @@ type Session struct {
 	Responses []Response
 }
 
-// Name is a short name for the session: its index and provider.
-func (s *Session) Name() string { return fmt.Sprintf("%02d-%s", s.Index, s.Provider) }
+// Name is a short name for the session: its set, index and provider.
+func (s *Session) Name() string {
+	if s.Set != "" {
+		return fmt.Sprintf("%s-%02d-%s", s.Set, s.Index, s.Provider)
+	}
+	return fmt.Sprintf("%02d-%s", s.Index, s.Provider)
+}
 
 // Response is one recorded response, with the request it answered and what
 // it states as its provider documents it.
@@ -134,8 +143,9 @@ func Find() (path string, ok bool) {
 	return p, err == nil
 }
 
-// Load reads the sessions of the corpus at path.
-func Load(path string) ([]*Session, error) {
+// Load reads the sessions of the corpus at path; set names it (see
+// Session.Set).
+func Load(path, set string) ([]*Session, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -150,6 +160,7 @@ func Load(path string) ([]*Session, error) {
 		if err != nil {
 			return nil, fmt.Errorf("recorded: %s: session %d (%s): %w", path, i, raw[i].Provider, err)
 		}
+		s.Set = set
 		out[i] = s
 	}
 	return out, nil

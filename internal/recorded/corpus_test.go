@@ -33,7 +33,7 @@ const sample = `[{
 func TestLoadReadsEachShapeOfAReading(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "corpus.json")
 	require.NoError(t, os.WriteFile(path, []byte(sample), 0o600))
-	ss, err := Load(path)
+	ss, err := Load(path, "")
 	require.NoError(t, err)
 	require.Len(t, ss, 1)
 	s := ss[0]
@@ -65,7 +65,7 @@ func TestLoadReadsEachShapeOfAReading(t *testing.T) {
 func TestScheduleFollowsTheRecordedDates(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "corpus.json")
 	require.NoError(t, os.WriteFile(path, []byte(sample), 0o600))
-	ss, err := Load(path)
+	ss, err := Load(path, "")
 	require.NoError(t, err)
 	s := ss[0]
 	lat := 50 * time.Millisecond
