@@ -348,14 +348,47 @@ func TestAdaptiveFanOutOntoAnExhaustedQuotaCostsAtMostSlowStart429s(t *testing.T
 func TestAdaptiveChargesCostOnlyToTokenQuotas(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{})
-		admit(t, a, 0).Done(reply(http.StatusOK,
+		// A first look with a stated cost: its figures teach no blind cost.
+		admit(t, a, 10000).Done(reply(http.StatusOK,
 			requestsLeft(1000, 999, time.Minute), tokensLeft(100000, 90000, time.Minute)))
 		admit(t, a, 500)
 		assert.Equal(t, 89500.0, budgetOf(a, "tokens"))
 		assert.Equal(t, 998.0, budgetOf(a, "requests"))
 		admit(t, a, 0)
-		assert.Equal(t, 89500.0, budgetOf(a, "tokens"), "no cost, no tokens")
+		assert.Equal(t, 89500.0, budgetOf(a, "tokens"), "no cost stated or learnt, no tokens")
 		assert.Equal(t, 997.0, budgetOf(a, "requests"))
+	})
+}
+
+// The first look at a token quota, one blind request alone, sizes the
+// blind requests after it: a quota found at least half full lost at most
+// what the request cost (more if others spent beside it), and that drop is
+// the first estimate, charged with the doubt of a single sample (twice
+// it), so a burst of callers after the look goes as far as it affords,
+// not all at once into the quota.
+func TestTheFirstLooksDropSizesTheBlindBurst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := NewAdaptive(AdaptiveConfig{})
+		admit(t, a, 0).Done(reply(http.StatusOK,
+			requestsLeft(500, 499, time.Minute), tokensLeft(40000, 38000, time.Minute)))
+		assert.Equal(t, 4000.0, a.Stats().Costs[0].Charged, "the drop, 2,000, and its doubt")
+		var n int
+		for range 64 {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+			_, err := a.Acquire(ctx, 0)
+			cancel()
+			if err != nil {
+				break
+			}
+			n++
+		}
+		// 38,000 less the tenth a token quota keeps back, 4,000 a request.
+		assert.Equal(t, 8, n, "blind requests admitted at once after the look")
+
+		b := NewAdaptive(AdaptiveConfig{})
+		admit(t, b, 0).Done(reply(http.StatusOK,
+			requestsLeft(500, 499, time.Minute), tokensLeft(40000, 15000, time.Minute)))
+		assert.Empty(t, b.Stats().Costs, "a quota found mostly spent says little of one request")
 	})
 }
 

@@ -90,6 +90,21 @@ func TestBlindCostIsLearntFromTheQuotasFigures(t *testing.T) {
 		resps: []resp{{0, 30000, 5, 0, 0, false}, {70, 38000, 13, 0, 0, false}},
 		want:  0,
 	}, {
+		name: "first look", setup: fixed,
+		why:   "the answer to one blind request alone, from a quota found at least half full: it cost at most what the quota lost",
+		resps: []resp{{0, 38000, 1, 0, 0, false}},
+		want:  2000,
+	}, {
+		name: "first look at a quota mostly spent", setup: fixed,
+		why:   "what a quota found below half lost is others' spending as much as the request's",
+		resps: []resp{{0, 15000, 1, 0, 0, false}},
+		want:  0,
+	}, {
+		name: "first answer of a burst", setup: fixed,
+		why:   "with others in flight, what the quota lost is not one request's",
+		resps: []resp{{0, 30000, 5, 4, 0, false}},
+		want:  0,
+	}, {
 		name: "burst anchor moved", setup: fixed,
 		why:   "a start with 10 in flight would wait for 20 more; one with none is taken instead",
 		resps: []resp{{0, 30000, 12, 10, 0, false}, {1, 20000, 12, 0, 0, false}, {10, 4000, 20, 0, 0, false}},

@@ -1223,6 +1223,17 @@ func (w *Window) sampleCost(q *Report, now time.Time, seen *Seen, fresh bool) {
 	}
 	a.last, a.lastRem = now, q.Remaining
 	switch {
+	case !a.ok && w.Estimate() == 0 && next.blind == 1 && next.unseen == 0 && next.stated == 0 &&
+		q.Remaining >= limit/2 && q.Remaining < limit:
+		// The first figure, the answer to one blind request alone (the
+		// first look), of a quota found at least half full: a quota that
+		// was full lost what the request cost, one that was not lost
+		// more. Limit − Remaining is so a first estimate that errs high,
+		// charged at once (with the doubt addSample assumes), so the
+		// burst after the look is sized by it rather than charged
+		// nothing. (A quota found mostly spent says little of one
+		// request: its drop is others' spending.)
+		w.addSample(limit-q.Remaining, 1)
 	case !a.ok || next.blind < a.blind || next.stated < a.stated:
 		// The first figure, or counts that went back (an abandoned
 		// request, a refusal): start afresh.
