@@ -124,7 +124,10 @@ func (qs *Quotas) at(i int) *Quota {
 // so that Parse reads the absolute resets it states in our clock. Parse
 // hands it the response's Date (found in its one pass over the fields,
 // sparing the caller a lookup of its own), whether or not the response
-// states a rate limit, and asks for the offset once it has found one.
+// states a rate limit, and asks for the offset once it has found one. A
+// response with no Date but Amazon MWS's x-mws-timestamp, the server's
+// clock in RFC 3339, has that timestamp handed over instead, as an
+// HTTP-date.
 type Skew interface {
 	// Observe folds in the Date of a response received at recv; never
 	// called with "".
@@ -1312,8 +1315,9 @@ func quotedEnd(v string, i int) int {
 
 // fillTime is the time a token bucket of limit takes to fill from empty
 // when it gains fillRate tokens every interval seconds, as Jira Data
-// Center states it (X-RateLimit-FillRate, X-RateLimit-Interval-Seconds:
-// https://confluence.atlassian.com/adminjiraserver/improving-instance-stability-with-rate-limiting-983794911.html);
+// Center states it (X-RateLimit-FillRate, X-RateLimit-Interval-Seconds, the
+// headers of Atlassian's Data Center rate limiting:
+// https://confluence.atlassian.com/conf87/_ratelimiting_httpheaders-1333822054.html);
 // 0 unless both are positive numbers and the time is at most
 // maxWindowSeconds.
 func fillTime(limit float64, fillRate, interval string) time.Duration {
