@@ -32,7 +32,9 @@ type Quota struct {
 	// quota is available), never before now nor after now plus the reset
 	// cap; zero if unknown.
 	Reset time.Time
-	// Window is the policy's window length; 0 if unknown.
+	// Window is the policy's window length, stated or documented for the
+	// field (see the package doc); 0 if unknown. With no Reset, it is a
+	// rolling window or a token bucket's time to fill from empty.
 	Window time.Duration
 	// Unit is what the quota counts.
 	Unit Unit
@@ -44,8 +46,9 @@ type Unit uint8
 const (
 	// Requests: every request takes one.
 	Requests Unit = iota
-	// Tokens: a request takes its cost (OpenAI's and Anthropic's
-	// *-tokens fields).
+	// Tokens: a request takes its cost (OpenAI's, Anthropic's and
+	// Mistral's token quotas; Meta's usage percentages, of which a call
+	// takes an unknown share).
 	Tokens
 )
 
@@ -796,9 +799,12 @@ func classifyFold(k string) (field, bool) {
 		}
 		buf[i] = c
 	}
-	// Only names of at most 32 bytes are converted to strings: the compiler
-	// keeps those on the stack, so classifying never allocates.
-	b := buf[:len(k)]
+	return classifyLower(buf[:len(k)])
+}
+
+// classifyLower is classify for a name in lower case, of at most
+// maxFieldName bytes.
+func classifyLower(b []byte) (field, bool) {
 	if rest, ok := cutPrefix(b, "x-rate-limit-"); ok {
 		return classifyX(rest)
 	}
@@ -824,11 +830,12 @@ func classifyFold(k string) (field, bool) {
 			return 0, false
 		}
 	}
+	// Only names of at most 32 bytes are converted to strings: the compiler
+	// keeps those on the stack, so classifying never allocates.
 	if len(b) > len("x-shopify-shop-api-call-limit") {
 		return 0, false
 	}
-	s := string(b)
-	switch s {
+	switch string(b) {
 	case "retry-after":
 		return fRetryAfter, true
 	case "retry-after-ms":

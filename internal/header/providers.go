@@ -63,7 +63,8 @@ func (p *parser) rare(h http.Header, rare uint64, fs *fieldSet, noDate bool, ske
 	}
 	if rare&rareBits(fXApp, 3) != 0 {
 		// X's app-wide quota, beside the endpoint's x-rate-limit-*
-		// (https://docs.x.com/x-api/fundamentals/rate-limits).
+		// (https://docs.x.com/fundamentals/rate-limits documents those;
+		// the app's fields, of the same form, it no longer does).
 		p.counts("app", Requests, rs.first(fXApp), rs.first(fXApp+1), rs.first(fXApp+2), 0, out)
 	}
 	if rare&rareBit(fXSuffixed) != 0 {
@@ -356,7 +357,8 @@ func cutEntry(v string) (entry, rest string) {
 // mws reads Amazon MWS's hourly request quota (x-mws-quota-max,
 // x-mws-quota-remaining, counts written as decimals, `60.0`; and
 // x-mws-quota-resetsOn, an RFC 3339 date in the server's clock), named
-// "hourly" (https://docs.developer.amazonservices.com/en_US/dev_guide/DG_Throttling.html).
+// "hourly" (the MWS Developer Guide's "Throttling: Limits to how often you
+// can submit requests", https://docs.developer.amazonservices.com/en_US/dev_guide/DG_Throttling.html).
 func (p *parser) mws(rs *rareSet, out *Quotas) {
 	p.counts("hourly", Requests, rs.first(fMWS), rs.first(fMWS+1), rs.first(fMWS+2), time.Hour, out)
 }

@@ -179,8 +179,8 @@ func TestParseSalesforce(t *testing.T) {
 	})
 }
 
-// X's app-wide quota beside the endpoint's
-// (https://docs.x.com/x-api/fundamentals/rate-limits).
+// X's app-wide quota beside the endpoint's, in fields of the form of the
+// endpoint's (https://docs.x.com/fundamentals/rate-limits).
 func TestParseXAppQuota(t *testing.T) {
 	reset := time.Unix(1705420800, 0).UTC()
 	runHeaderCases(t, []headerCase{
