@@ -11,11 +11,17 @@ import (
 // A response may carry several (a per-second burst and a daily cap, or the
 // requests and tokens quotas of an LLM API); the tightest binds.
 type Quota struct {
-	// Name identifies the quota: "requests", "tokens", "input-tokens",
-	// "output-tokens", an IETF policy name, or "" when the server gave none.
-	// Names are unique within one Info: a name already taken by an earlier
-	// quota gets "#2", "#3"… appended, so each quota can be followed from
-	// response to response by its name.
+	// Name identifies the quota: an IETF policy name, or the name of the
+	// convention's quota ("requests", "tokens", "input-tokens",
+	// "output-tokens", "project-tokens"; Strava's "15min", "daily",
+	// "read-15min", "read-daily"; X's "app"; HubSpot's "daily",
+	// "secondly", "interval"; Mistral's "tokens-minute", "tokens-month";
+	// Meta's "app", "page", "business-use-case"; Salesforce's "api-usage",
+	// "per-app-api-usage"; Amazon MWS's "hourly"; Azure Resource
+	// Manager's "subscription-reads" and the like), or "" when the server
+	// gave none. Names are unique within one Info: a name already taken by
+	// an earlier quota gets "#2", "#3"… appended, so each quota can be
+	// followed from response to response by its name.
 	Name string
 	// Limit is the quota per window; 0 if unknown.
 	Limit float64
@@ -34,12 +40,22 @@ type Quota struct {
 	// daily or monthly quota's reset is reported as stated, and what to wait
 	// for is the limiter's decision (bounded by its MaxDelay).
 	Reset time.Time
-	// Window is the policy's window length; 0 if unknown. Only a policy
-	// parameter (w=, window=) sets it: a reset alone says when the current
-	// window ends, not how long windows are.
+	// Window is the policy's window length; 0 if unknown. Only what the
+	// server states (an IETF policy's w= or window=, Azure OpenAI's renewal
+	// period, HubSpot's interval) or its documentation gives for a field
+	// (Strava's 15 minutes and day, HubSpot's day and second, Mistral's
+	// minute, Meta's hour, Salesforce's 24 hours, Amazon MWS's hour) sets
+	// it: a reset alone says when the current window ends, not how long
+	// windows are. A token bucket's Window is its time to fill from empty
+	// (Jira's X-RateLimit-FillRate per X-RateLimit-Interval-Seconds: Limit
+	// ÷ FillRate × Interval). A quota with a Window and no Reset is a
+	// rolling window or a bucket: nothing says when it is whole again.
 	Window time.Duration
 	// Unit is what the quota counts: requests, unless the server's
-	// convention says tokens (OpenAI's and Anthropic's *-tokens fields).
+	// convention says tokens (OpenAI's, Anthropic's and Mistral's token
+	// quotas) or counts in shares of an allowance a request takes an
+	// unknown part of (Meta's usage percentages: Limit 100, and Remaining
+	// 100 less the largest percentage used).
 	Unit Unit
 }
 
@@ -68,11 +84,15 @@ type Info struct {
 	// IETF fields (RateLimit, RateLimit-Policy, RateLimit-Limit…) in field
 	// order, then X-RateLimit-* (and X-Rate-Limit-*), then OpenAI's requests
 	// and tokens, then Anthropic's requests, tokens, input-tokens and
-	// output-tokens, then Shopify's call limit. At most 16 are kept.
+	// output-tokens, then Shopify's call limit; then Strava's, X's app
+	// quota, OpenAI's other quotas by name, HubSpot's, Mistral's, Meta's,
+	// Salesforce's, Amazon MWS's, and Azure Resource Manager's by name. At
+	// most 16 are kept.
 	Quotas []Quota
 	// RetryAfter is how long the server asked clients to wait, from
 	// Retry-After (delta-seconds or HTTP-date), Retry-After-Ms or a provider
-	// equivalent; 0 if none. When present it wins over the quotas. It is
+	// equivalent (Meta's estimated_time_to_regain_access, in minutes); 0 if
+	// none. When present it wins over the quotas. It is
 	// never negative and never above the parser's cap (DefaultMaxDelay for
 	// ParseHeaders). The Transport and Permit.Done also read a 403's or
 	// 429's body, and a wait stated only there (the retryDelay of Google's
@@ -105,14 +125,24 @@ type Info struct {
 // draft (draft-08+ named policies with q, qu, w, r, t, and the a and w
 // proposed in 2026 to replace r and t; the draft-07 dictionary;
 // RateLimit-Limit, -Remaining and -Reset with list values such as
-// `10, 10;w=1, 50;w=60`); X-RateLimit-* and X-Rate-Limit-* (GitHub, X,
-// Reddit, Discord: -Limit, -Remaining, -Reset, -Reset-After, -Used,
-// -Resource, -Bucket, -Global, -Scope; Brave: -Policy, and every field a
-// comma list read by position, `X-RateLimit-Remaining: 1, 1000` stating
-// what is left of the first and the second quota, lists of different
-// lengths paired as far as they go); OpenAI's x-ratelimit-*-requests and
-// -tokens; anthropic-ratelimit-*; X-Shopify-Shop-Api-Call-Limit;
+// `10, 10;w=1, 50;w=60`, or Docker Hub's `196;w=21600`; Hugging Face's
+// policy labelled before its name); X-RateLimit-* and X-Rate-Limit-*
+// (GitHub, X, Reddit, Discord: -Limit, -Remaining, -Reset, -Reset-After,
+// -Used, -Resource, -Bucket, -Global, -Scope; Jira Data Center: -FillRate,
+// -Interval-Seconds; Brave: -Policy, and every field a comma list read by
+// position, `X-RateLimit-Remaining: 1, 1000` stating what is left of the
+// first and the second quota, lists of different lengths paired as far as
+// they go; Strava: -Limit and -Usage pairs, with X-ReadRateLimit-Limit and
+// -Usage); X's x-app-rate-limit-*; OpenAI's x-ratelimit-*-requests,
+// -tokens and -NAME-tokens (or -requests), with Azure OpenAI's
+// x-ratelimit-renewalperiod-*; anthropic-ratelimit-*;
+// X-Shopify-Shop-Api-Call-Limit; X-HubSpot-RateLimit-*; Mistral's
+// ratelimitbysize-*; Meta's x-app-usage, x-page-usage and
+// x-business-use-case-usage; Salesforce's Sforce-Limit-Info; Amazon MWS's
+// x-mws-quota-*; Azure Resource Manager's x-ms-ratelimit-remaining-*;
 // Retry-After-Ms, X-Ms-Retry-After-Ms and Retry-After, read in that order.
+// Quota's fields say which quota each convention's fields make, by name,
+// unit and window.
 //
 // Rules for what servers get wrong (a value that breaks a rule is ignored, the
 // rest of the response still counts):

@@ -36,6 +36,21 @@ var fuzzSeeds = []string{
 	"RateLimit: %\"f%c3%bc\";r=1, (1 2);r=2, ?1, @1659578233, :aGVsbG8=:\nRateLimit-Policy: \"a\\\"b\";q=1.5;w=0.5",
 	"Retry-After: -1\nX-RateLimit-Limit: NaN\nX-RateLimit-Remaining: Inf\nX-RateLimit-Reset: 1e309",
 	"Retry-After: 99999999999999999999999999\nX-RateLimit-Remaining: 9999\nX-RateLimit-Limit: 5",
+	"X-Ratelimit-Limit: 600,30000\nX-Ratelimit-Usage: 314,27536\nX-ReadRateLimit-Limit: 100,1000\nX-ReadRateLimit-Usage: ,",
+	"X-HubSpot-RateLimit-Daily: 250000\nX-HubSpot-RateLimit-Daily-Remaining: 249990\nX-HubSpot-RateLimit-Secondly: 10\nX-HubSpot-RateLimit-Secondly-Remaining: 9",
+	"X-HubSpot-RateLimit-Max: 100\nX-HubSpot-RateLimit-Remaining: 99\nX-HubSpot-RateLimit-Interval-Milliseconds: 10000",
+	"x-ratelimitbysize-limit-minute: 500000\nx-ratelimitbysize-remaining-minute: 480000\nx-ratelimitbysize-limit-month: 1000000000\nx-ratelimitbysize-remaining-month: 999000000\nratelimitbysize-limit: 500000\nratelimitbysize-remaining: 480000\nratelimitbysize-reset: 42\nratelimitbysize-query-cost: 20000",
+	"x-app-usage: {\"call_count\":28,\"total_time\":25,\"total_cputime\":25}\nx-page-usage: {\"call_count\":911,\"total_cputime\":1e3,\"total_time\":-1}",
+	"x-business-use-case-usage: {\"1234\":[{\"type\":\"ads_management\",\"call_count\":100,\"total_cputime\":25,\"total_time\":25,\"estimated_time_to_regain_access\":19}]}",
+	"x-business-use-case-usage: [[[[[{\"a\":\"\\\"\",\"call_count\":[true,null,1.5]}]]]]]\nx-app-usage: {\"call_count\":\"12",
+	"Sforce-Limit-Info: api-usage=25/5000; per-app-api-usage=17/250(appName=sample-connected-app)\nSforce-Limit-Info: api-usage=110018/100000; api-bursts=1/750",
+	"x-rate-limit-limit: 900\nx-rate-limit-remaining: 897\nx-app-rate-limit-limit: 100000\nx-app-rate-limit-remaining: 99997\nx-app-rate-limit-reset: 1705420800",
+	"x-mws-quota-max: 3600.0\nx-mws-quota-remaining: 10.0\nx-mws-quota-resetsOn: 2024-01-16T17:00:00.000Z\nx-mws-timestamp: 2024-01-16T16:50:00.000Z",
+	"x-ms-ratelimit-remaining-subscription-reads: 11999\nX-Ms-Ratelimit-Remaining-Subscription-Reads: 5\nx-ms-ratelimit-remaining-resource: Microsoft.Compute/HighCostGet3Min;159",
+	"x-ratelimit-limit-project-tokens: 150000000\nx-ratelimit-remaining-project-tokens: 149995870\nx-ratelimit-reset-project-tokens: 1ms\nx-ratelimit-renewalperiod-requests: 60\nx-ratelimit-limit-requests: -1",
+	"ratelimit-limit: 100;w=21600\nratelimit-remaining: 76;w=21600",
+	"RateLimit-Policy: \"fixed window\";\"api\";q=500;w=300, \"x\";\"y\";\"z\"\nRateLimit: \"api\";r=480;t=120",
+	"X-RateLimit-Limit: 100\nX-RateLimit-Remaining: 99\nX-RateLimit-FillRate: 0.0000001\nX-RateLimit-Interval-Seconds: 99999999999",
 }
 
 func FuzzParse(f *testing.F) {
@@ -83,6 +98,9 @@ func checkInfo(t *testing.T, info parsed, ok bool, now time.Time, maxDelay time.
 	}
 	if info.RetryAfter < 0 || info.RetryAfter > maxDelay {
 		t.Fatalf("RetryAfter %v outside [0, %v]", info.RetryAfter, maxDelay)
+	}
+	if math.IsNaN(info.Cost) || math.IsInf(info.Cost, 0) || info.Cost < 0 {
+		t.Fatalf("non-finite or negative cost %v", info.Cost)
 	}
 	if len(info.Bucket) > maxNameLen || len(info.Quotas) > maxQuotas {
 		t.Fatalf("unbounded: bucket %d bytes, %d quotas", len(info.Bucket), len(info.Quotas))

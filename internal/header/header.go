@@ -32,7 +32,9 @@ type Quota struct {
 	// quota is available), never before now nor after now plus the reset
 	// cap; zero if unknown.
 	Reset time.Time
-	// Window is the policy's window length; 0 if unknown.
+	// Window is the policy's window length, stated or documented for the
+	// field (see the package doc); 0 if unknown. With no Reset, it is a
+	// rolling window or a token bucket's time to fill from empty.
 	Window time.Duration
 	// Unit is what the quota counts.
 	Unit Unit
@@ -44,8 +46,9 @@ type Unit uint8
 const (
 	// Requests: every request takes one.
 	Requests Unit = iota
-	// Tokens: a request takes its cost (OpenAI's and Anthropic's
-	// *-tokens fields).
+	// Tokens: a request takes its cost (OpenAI's, Anthropic's and
+	// Mistral's token quotas; Meta's usage percentages, of which a call
+	// takes an unknown share).
 	Tokens
 )
 
@@ -60,6 +63,11 @@ type Info struct {
 	// Global reports a limit that applies to every endpoint of the server
 	// (Discord's X-RateLimit-Global: true, X-RateLimit-Scope: global).
 	Global bool
+	// Cost is what the server charged the request against its quotas up
+	// front, in the quotas' unit; 0 when it did not say. Mistral states
+	// it (ratelimitbysize-query-cost: the prompt's tokens and the
+	// completion's max_tokens reserved, not the tokens used).
+	Cost float64
 }
 
 // Caps bounds what a parse believes.
@@ -81,6 +89,10 @@ const (
 	// maxWindowSeconds bounds a policy window (w=) to one leap year.
 	maxWindowSeconds = 366 * 24 * 3600
 	maxNameLen       = 256
+	// maxFieldName is the longest field name classify reads, bar Azure
+	// Resource Manager's (see arm): the longest name it knows, so that a
+	// name is lowered into a small buffer on the stack.
+	maxFieldName = len("anthropic-ratelimit-output-tokens-remaining")
 	// remainingUnknown is the Remaining of a quota whose server stated its
 	// limit but not what is left (see Quota.Remaining).
 	remainingUnknown = -1
@@ -115,7 +127,10 @@ func (qs *Quotas) at(i int) *Quota {
 // so that Parse reads the absolute resets it states in our clock. Parse
 // hands it the response's Date (found in its one pass over the fields,
 // sparing the caller a lookup of its own), whether or not the response
-// states a rate limit, and asks for the offset once it has found one.
+// states a rate limit, and asks for the offset once it has found one. A
+// response with no Date but Amazon MWS's x-mws-timestamp, the server's
+// clock in RFC 3339, has that timestamp handed over instead, as an
+// HTTP-date.
 type Skew interface {
 	// Observe folds in the Date of a response received at recv; never
 	// called with "".
@@ -143,7 +158,8 @@ func Parse(h http.Header, now time.Time, caps Caps, skew Skew, out *Quotas) (Inf
 	// not in a method, so its writes go to a known stack variable and need
 	// no GC write barriers.
 	var fs fieldSet
-	var present, dup uint64 // bit f: field f was found; under several spellings
+	var present, dup uint64 // bit f: stored field f was found; under several spellings
+	var rare uint64         // bit f-numStored: field f, not a stored one, was found
 	var date string
 	for k, vs := range h {
 		f, ok := classify(k)
@@ -153,6 +169,10 @@ func Parse(h http.Header, now time.Time, caps Caps, skew Skew, out *Quotas) (Inf
 			if k == "Date" && len(vs) > 0 {
 				date = vs[0]
 			}
+			continue
+		}
+		if f >= numStored {
+			rare |= rareBit(f)
 			continue
 		}
 		if present&(1<<f) != 0 {
@@ -165,7 +185,7 @@ func Parse(h http.Header, now time.Time, caps Caps, skew Skew, out *Quotas) (Inf
 	if date != "" && skew != nil {
 		skew.Observe(date, now)
 	}
-	if present == 0 {
+	if present == 0 && rare == 0 {
 		return Info{}, false
 	}
 	if dup != 0 {
@@ -179,18 +199,33 @@ func Parse(h http.Header, now time.Time, caps Caps, skew Skew, out *Quotas) (Inf
 	// Field by field: a composite literal cost 2% more of the IETF
 	// benchmark (BenchmarkParseHeadersIETF, CPU time).
 	var p parser
-	p.now, p.resetCap, p.slack, p.offset = now, horizon, horizon, offset
+	p.now, p.resetCap, p.slack, p.offset, p.wait = now, horizon, horizon, offset, caps.Wait
 	var info Info
-	// The conventions a response does not use are skipped by their bits:
-	// most responses speak one. (Looked at field by field, the ones a
-	// GitHub-style response does not send were 7% of its parse.)
+	if present != 0 {
+		p.common(&fs, present, rare&rareBit(fXUsage) != 0, &info, out)
+	}
+	if rare != 0 {
+		p.rare(h, rare, &fs, date == "", skew, &info, out)
+	}
+	if out.n > 1 {
+		uniqueNames(out)
+	}
+	return info, p.found
+}
+
+// common reads the stored fields, present in the bit set present, into
+// info and out: the conventions a response does not use are skipped by
+// their bits, since most responses speak one. (Looked at field by field,
+// the ones a GitHub-style response does not send were 7% of its parse.)
+// strava tells that X-RateLimit-Limit is Strava's pair (see strava).
+func (p *parser) common(fs *fieldSet, present uint64, strava bool, info *Info, out *Quotas) {
 	if present&(1<<fRetryAfter|1<<fRetryAfterMs|1<<fMsRetryAfterMs) != 0 {
 		for _, f := range [...]field{fRetryAfterMs, fMsRetryAfterMs, fRetryAfter} {
 			if v := fs.first(f); v != "" {
 				if f == fRetryAfter {
-					info.RetryAfter, p.found = retryAfter(v, now, caps.Wait)
+					info.RetryAfter, p.found = retryAfter(v, p.now, p.wait)
 				} else if ms, ok := ParseDecimal(v); ok {
-					info.RetryAfter, p.found = ClampSeconds(ms/1000, caps.Wait), true
+					info.RetryAfter, p.found = ClampSeconds(ms/1000, p.wait), true
 				}
 				if p.found {
 					break
@@ -199,22 +234,26 @@ func Parse(h http.Header, now time.Time, caps Caps, skew Skew, out *Quotas) (Inf
 		}
 	}
 	if present&(1<<fRateLimit|1<<fRateLimitPolicy|1<<fRLLimit|1<<fRLRemaining) != 0 {
-		p.ietf(&fs, out)
+		p.ietf(fs, out)
 	}
-	if present&(1<<fXLimit|1<<fXRemaining|1<<fXUsed|1<<fXPolicy) != 0 {
-		p.xRateLimit(&fs, out)
+	if present&(1<<fXLimit|1<<fXRemaining|1<<fXUsed|1<<fXPolicy) != 0 && !strava {
+		p.xRateLimit(fs, out)
 	}
 	if present&(1<<(fOpenAI+6)-1<<fOpenAI) != 0 {
 		for i, name := range [...]string{"requests", "tokens"} {
 			if f := fOpenAI + field(3*i); present&(7<<f) != 0 {
-				p.counts(name, fs.first(f), fs.first(f+1), fs.first(f+2), out)
+				p.counts(name, Unit(i), fs.first(f), fs.first(f+1), fs.first(f+2), renewal(fs, fRenewal+field(i)), out)
 			}
 		}
 	}
 	if present&(1<<(fAnthropic+12)-1<<fAnthropic) != 0 {
 		for i, name := range [...]string{"requests", "tokens", "input-tokens", "output-tokens"} {
 			if f := fAnthropic + field(3*i); present&(7<<f) != 0 {
-				p.counts(name, fs.first(f), fs.first(f+1), fs.first(f+2), out)
+				unit := Tokens
+				if i == 0 {
+					unit = Requests
+				}
+				p.counts(name, unit, fs.first(f), fs.first(f+1), fs.first(f+2), 0, out)
 			}
 		}
 	}
@@ -235,10 +274,6 @@ func Parse(h http.Header, now time.Time, caps Caps, skew Skew, out *Quotas) (Inf
 			info.Global, p.found = true, true
 		}
 	}
-	if out.n > 1 {
-		uniqueNames(out)
-	}
-	return info, p.found
 }
 
 // uniqueNames appends "#2", "#3"… to a name already used by an earlier quota,
@@ -286,6 +321,7 @@ type parser struct {
 	resetCap time.Duration // the farthest reset reported: Caps.Reset, or Caps.Wait if longer
 	offset   time.Duration // the server's clock minus ours, for absolute resets
 	slack    time.Duration // how far from now an absolute reset is believed: as resetCap
+	wait     time.Duration // the longest wait believed: Caps.Wait
 	found    bool
 	// The quotas go to an out parameter of the methods, not to a field:
 	// escape analysis does not tell a struct's fields apart, and the
@@ -370,19 +406,37 @@ func (p *parser) combine(q *quotaState, ps *policies, out *Quotas) {
 	}
 }
 
-// counts handles the limit/remaining/reset triples of OpenAI and Anthropic.
-func (p *parser) counts(name, limit, remaining, reset string, out *Quotas) {
+// counts handles a quota stated in a limit, a remaining and a reset field
+// of its own (OpenAI's and Anthropic's triples, X's app quota), counting
+// unit, over window (0 if unknown).
+func (p *parser) counts(name string, unit Unit, limit, remaining, reset string, window time.Duration, out *Quotas) {
 	if limit == "" && remaining == "" {
 		return
 	}
-	q := quotaState{name: name}
-	if name != "requests" {
-		q.unit = Tokens
-	}
+	q := quotaState{name: name, unit: unit, window: window}
 	q.limit, q.hasLimit = parseCount(limit)
 	q.remaining, q.hasRemaining = parseCount(remaining)
 	q.reset, _ = p.reset(reset)
 	p.emit(&q, out)
+}
+
+// renewal is the window Azure OpenAI states of a quota in seconds
+// (x-ratelimit-renewalperiod-requests: 60), in field f; 0 if none.
+func renewal(fs *fieldSet, f field) time.Duration {
+	if fs.vals[f] == nil {
+		return 0
+	}
+	s, _ := parseCount(fs.first(f))
+	return windowOf(s)
+}
+
+// windowOf is a window of s seconds; 0 unless s is positive and at most
+// maxWindowSeconds.
+func windowOf(s float64) time.Duration {
+	if s > 0 && s <= maxWindowSeconds {
+		return time.Duration(math.Round(s * 1e9))
+	}
+	return 0
 }
 
 // xRateLimit handles X-RateLimit-* and X-Rate-Limit-*. The limit may be a
@@ -458,6 +512,9 @@ func (p *parser) xRateLimitWith(fs *fieldSet, q *quotaState, x *xFields, ps *pol
 		case q.hasLimit && !q.hasRemaining:
 			q.remaining, q.hasRemaining = max(q.limit-used, 0), true
 		}
+	}
+	if q.window == 0 && q.hasLimit && fs.vals[fXFillRate] != nil {
+		q.window = fillTime(q.limit, fs.first(fXFillRate), fs.first(fXFillRate+1))
 	}
 	switch {
 	case x.hasResetAfter:
@@ -580,15 +637,43 @@ const (
 	fOpenAI                  // limit, remaining, reset of requests, then of tokens
 	fAnthropic = fOpenAI + 6 // limit, remaining, reset of each of anthropicQuotas
 	fShopify   = fAnthropic + 12
-	numFields  = fShopify + 1
+	fXFillRate = fShopify + 1   // Jira's X-RateLimit-FillRate, -Interval-Seconds
+	fRenewal   = fXFillRate + 2 // Azure OpenAI's x-ratelimit-renewalperiod-requests, -tokens
+	// numStored: the fields above are the common ones, whose values the
+	// pass keeps as it meets them (fieldSet); the ones below are found by
+	// the pass too, but their values are looked up in a second pass, only
+	// for a response that has one (rareSet), so that their room is not
+	// cleared for every response.
+	numStored  = fRenewal + 2
+	fXUsage    = numStored      // Strava's X-RateLimit-Usage
+	fXRead     = fXUsage + 1    // Strava's X-ReadRateLimit-Limit, -Usage
+	fXSuffixed = fXRead + 2     // x-ratelimit-{limit,remaining,reset}-NAME-{tokens,requests} (read apart: suffixed)
+	fXApp      = fXSuffixed + 1 // X's x-app-rate-limit-limit, -remaining, -reset
+	fHubSpot   = fXApp + 3      // HubSpot's, in the order of families
+	fMistral   = fHubSpot + 7   // Mistral's, in the order of families
+	fSforce    = fMistral + 8   // Salesforce's Sforce-Limit-Info
+	fMeta      = fSforce + 1    // Meta's x-app-usage, x-page-usage, x-business-use-case-usage
+	fMWS       = fMeta + 3      // Amazon MWS's x-mws-quota-max, -remaining, -resetsOn, x-mws-timestamp
+	fARM       = fMWS + 4       // Azure Resource Manager's x-ms-ratelimit-remaining-* (read apart: arm)
+	numFields  = fARM + 1
 )
 
-// Parse keeps the fields found in a bit set.
-var _ [64 - numFields]struct{}
+// Parse keeps the stored fields it found in one bit set, the others in
+// another (bit f-numStored).
+var (
+	_ [64 - numStored]struct{}
+	_ [64 - (numFields - numStored)]struct{}
+)
+
+// rareBit is the bit of field f, not a stored one, in Parse's second set.
+func rareBit(f field) uint64 { return 1 << (f - numStored) }
+
+// rareBits is the bits of the n fields from f on.
+func rareBits(f field, n int) uint64 { return (1<<n - 1) << (f - numStored) }
 
 // fieldSet holds the values of the fields present in one response.
 type fieldSet struct {
-	vals [numFields][]string
+	vals [numStored][]string
 }
 
 // prefer sets the fields of the bit set dup, found in h under several
@@ -596,10 +681,10 @@ type fieldSet struct {
 // done in a second pass: keeping every field's key in the first cost
 // clearing 600 bytes per response.
 func (fs *fieldSet) prefer(h map[string][]string, dup uint64) {
-	var keys [numFields]string
+	var keys [numStored]string
 	for k, vs := range h {
 		f, ok := classify(k)
-		if !ok || len(vs) == 0 || dup&(1<<f) == 0 {
+		if !ok || f >= numStored || len(vs) == 0 || dup&(1<<f) == 0 {
 			continue
 		}
 		if keys[f] == "" || preferKey(k, keys[f]) {
@@ -621,8 +706,29 @@ func classify(k string) (field, bool) {
 			return f, true
 		}
 	}
-	return classifyFold(k)
+	// The first bytes, in any case, reject nearly every other header
+	// before any call: x-ra…, x-rea…, x-s…, x-m…, x-h…, x-b…, x-ap…, x-pa…,
+	// ra…, ret…, an…, sf… (X-Request-Id, common, is x-req…).
+	if len(k) < len("ratelimit") {
+		return 0, false
+	}
+	switch c0, c1, c2 := k[0]|0x20, k[1]|0x20, k[2]|0x20; {
+	case c0 == 'x' && c1 == '-' && (xThirdBytes>>(c2&31)&1 != 0 ||
+		c2 == 'r' && (k[3]|0x20 == 'a' || k[3]|0x20 == 'e' && k[4]|0x20 == 'a') ||
+		c2 == 'a' && k[3]|0x20 == 'p' || c2 == 'p' && k[3]|0x20 == 'a'),
+		c0 == 'r' && (c1 == 'a' || c1 == 'e' && c2 == 't'),
+		c0 == 'a' && c1 == 'n',
+		c0 == 's' && c1 == 'f':
+		return classifyFold(k)
+	}
+	return 0, false
 }
+
+// xThirdBytes is the set of the third bytes of the x- names that need no
+// more to be read by classifyFold (x-shopify-, x-ms-, x-mws-, x-hubspot-,
+// x-business-), as bits of their low five bits; a byte that is no letter
+// may alias one, and is then rejected further on.
+const xThirdBytes = 1<<('s'&31) | 1<<('m'&31) | 1<<('h'&31) | 1<<('b'&31)
 
 // classifyXCanonical is classifyX for the canonical spelling of the rest of
 // an X-Ratelimit- name; false for anything else (which classifyFold then
@@ -667,21 +773,14 @@ func classifyXCanonical(rest string) (field, bool) {
 
 // classifyFold is classify for a name in any case.
 func classifyFold(k string) (field, bool) {
-	const maxLen = len("anthropic-ratelimit-output-tokens-remaining")
-	if len(k) < len("ratelimit") || len(k) > maxLen {
-		return 0, false
-	}
-	switch c0, c1, c2 := k[0]|0x20, k[1]|0x20, k[2]|0x20; {
-	case c0 == 'x' && c1 == '-' && (c2 == 'r' || c2 == 's' || c2 == 'm'),
-		c0 == 'r' && (c1 == 'a' || c1 == 'e' && c2 == 't'),
-		c0 == 'a' && c1 == 'n':
-	default:
+	const maxLen = maxFieldName
+	if len(k) < len("ratelimit") {
 		return 0, false
 	}
 	if rest, ok := cutPrefixFold(k, "x-ratelimit-"); ok {
 		// The common case (GitHub, X, Reddit, Discord), without copying the
-		// prefix: classifyX takes at most len("remaining-requests") bytes.
-		var buf [len("remaining-requests")]byte
+		// prefix.
+		var buf [maxLen - len("x-ratelimit-")]byte
 		if len(rest) > len(buf) {
 			return 0, false
 		}
@@ -694,6 +793,14 @@ func classifyFold(k string) (field, bool) {
 		}
 		return classifyX(buf[:len(rest)])
 	}
+	if rest, ok := cutPrefixFold(k, "x-ms-ratelimit-remaining-"); ok {
+		// Azure Resource Manager's names are many and long: they are
+		// read apart (arm), by this prefix.
+		return fARM, rest != "" && len(rest) <= maxNameLen
+	}
+	if len(k) > maxLen {
+		return 0, false
+	}
 	var buf [maxLen]byte
 	for i := 0; i < len(k); i++ {
 		c := k[i]
@@ -702,12 +809,12 @@ func classifyFold(k string) (field, bool) {
 		}
 		buf[i] = c
 	}
-	// Only names of at most 32 bytes are converted to strings: the compiler
-	// keeps those on the stack, so classifying never allocates.
-	b := buf[:len(k)]
-	if rest, ok := cutPrefix(b, "x-ratelimit-"); ok {
-		return classifyX(rest)
-	}
+	return classifyLower(buf[:len(k)])
+}
+
+// classifyLower is classify for a name in lower case, of at most
+// maxFieldName bytes.
+func classifyLower(b []byte) (field, bool) {
 	if rest, ok := cutPrefix(b, "x-rate-limit-"); ok {
 		return classifyX(rest)
 	}
@@ -723,11 +830,22 @@ func classifyFold(k string) (field, bool) {
 		}
 		return 0, false
 	}
+	for _, fam := range &families {
+		if rest, ok := cutPrefix(b, fam.prefix); ok {
+			for i, name := range fam.names {
+				if string(rest) == name {
+					return fam.first + field(i), true
+				}
+			}
+			return 0, false
+		}
+	}
+	// Only names of at most 32 bytes are converted to strings: the compiler
+	// keeps those on the stack, so classifying never allocates.
 	if len(b) > len("x-shopify-shop-api-call-limit") {
 		return 0, false
 	}
-	s := string(b)
-	switch s {
+	switch string(b) {
 	case "retry-after":
 		return fRetryAfter, true
 	case "retry-after-ms":
@@ -746,8 +864,32 @@ func classifyFold(k string) (field, bool) {
 		return fRLReset, true
 	case "x-shopify-shop-api-call-limit":
 		return fShopify, true
+	case "sforce-limit-info":
+		return fSforce, true
+	case "x-app-usage":
+		return fMeta, true
+	case "x-page-usage":
+		return fMeta + 1, true
+	case "x-business-use-case-usage":
+		return fMeta + 2, true
 	}
 	return 0, false
+}
+
+// families are the fields whose names are a prefix and one of a list of
+// suffixes, the i-th suffix naming field first+i.
+var families = [...]struct {
+	prefix string
+	first  field
+	names  []string
+}{
+	{"x-readratelimit-", fXRead, []string{"limit", "usage"}},
+	{"x-app-rate-limit-", fXApp, []string{"limit", "remaining", "reset"}},
+	{"x-hubspot-ratelimit-", fHubSpot, []string{"daily", "daily-remaining", "secondly", "secondly-remaining",
+		"max", "remaining", "interval-milliseconds"}},
+	{"x-ratelimitbysize-", fMistral, []string{"limit-minute", "remaining-minute", "limit-month", "remaining-month"}},
+	{"ratelimitbysize-", fMistral + 4, []string{"limit", "remaining", "reset", "query-cost"}},
+	{"x-mws-", fMWS, []string{"quota-max", "quota-remaining", "quota-resetson", "timestamp"}},
 }
 
 // cutPrefixFold is strings.CutPrefix with prefix, lower-case ASCII,
@@ -768,11 +910,9 @@ func cutPrefixFold(s, prefix string) (string, bool) {
 	return s[len(prefix):], true
 }
 
-// classifyX maps the rest of an X-RateLimit- or X-Rate-Limit- name.
+// classifyX maps the rest of an X-RateLimit- or X-Rate-Limit- name, in
+// lower case.
 func classifyX(b []byte) (field, bool) {
-	if len(b) > len("remaining-requests") {
-		return 0, false
-	}
 	switch string(b) {
 	case "limit":
 		return fXLimit, true
@@ -806,6 +946,19 @@ func classifyX(b []byte) (field, bool) {
 		return fOpenAI + 4, true
 	case "reset-tokens":
 		return fOpenAI + 5, true
+	case "usage":
+		return fXUsage, true
+	case "fillrate":
+		return fXFillRate, true
+	case "interval-seconds":
+		return fXFillRate + 1, true
+	case "renewalperiod-requests":
+		return fRenewal, true
+	case "renewalperiod-tokens":
+		return fRenewal + 1, true
+	}
+	if _, _, ok := suffixedPart(string(b)); ok {
+		return fXSuffixed, true
 	}
 	return 0, false
 }
@@ -957,10 +1110,8 @@ func (ip ietfParams) windowLen() time.Duration {
 	if w.Kind == 0 {
 		w = ip.window
 	}
-	if s, ok := w.Number(); ok && s > 0 && s <= maxWindowSeconds {
-		return time.Duration(math.Round(s * 1e9))
-	}
-	return 0
+	s, _ := w.Number()
+	return windowOf(s)
 }
 
 // ietf handles RateLimit, RateLimit-Policy and the older RateLimit-Limit,
@@ -971,8 +1122,10 @@ func (p *parser) ietf(fs *fieldSet, out *Quotas) {
 		return
 	}
 	var ps policies
-	if v, ok := fs.joined(fRateLimitPolicy); ok {
-		sfv.Each(v, false, ps.add)
+	if v, ok := fs.joined(fRateLimitPolicy); ok && !sfv.Each(v, false, ps.add) {
+		if v, ok := unlabelled(v); ok {
+			sfv.Each(v, false, ps.add)
+		}
 	}
 	if v, ok := fs.joined(fRateLimit); ok && (p.draft07(v, &ps, out) || p.draft08(v, &ps, out)) {
 		return
@@ -980,7 +1133,7 @@ func (p *parser) ietf(fs *fieldSet, out *Quotas) {
 	var q quotaState
 	if fs.vals[fRLLimit] != nil || fs.vals[fRLRemaining] != nil {
 		p.limitField(fs, fRLLimit, &q, &ps)
-		q.remaining, q.hasRemaining = parseCount(fs.first(fRLRemaining))
+		q.remaining, q.hasRemaining = remainingField(fs.first(fRLRemaining))
 		q.reset, _ = p.reset(fs.first(fRLReset))
 	}
 	p.combine(&q, &ps, out)
@@ -1102,6 +1255,95 @@ func (p *parser) limitField(fs *fieldSet, f field, q *quotaState, ps *policies) 
 		}
 		return ps.add(m)
 	})
+}
+
+// remainingField reads a remaining count: a plain number or, as Docker
+// Hub's registry sends it in the early IETF form, a list whose first
+// member is the count with the policy's window beside it
+// (`ratelimit-remaining: 196;w=21600`, https://docs.docker.com/docker-hub/usage/pulls/).
+func remainingField(v string) (float64, bool) {
+	if x, ok := parseCount(v); ok || v == "" {
+		return x, ok
+	}
+	var x float64
+	var ok bool
+	sfv.Each(v, false, func(m sfv.Member) bool {
+		n, isNum := m.Value.Number()
+		x, ok = n, isNum && n >= 0
+		return false
+	})
+	return x, ok
+}
+
+// unlabelled rewrites a RateLimit-Policy whose members put a quoted label
+// before the policy's name, as Hugging Face's Hub sends it
+// (`"fixed window";"api";q=1000;w=300`: the label where RFC 9651 wants a
+// parameter's key, so the field is invalid), without the labels:
+// `"api";q=1000;w=300`. ok is false when no member has one; the rewrite is
+// parsed as strictly as any field, so that nothing else invalid passes.
+func unlabelled(v string) (string, bool) {
+	var b strings.Builder
+	copied, found := 0, false // v[:copied] is written to b or dropped
+	member := true            // at the start of a member
+	for i := 0; i < len(v); {
+		switch c := v[i]; {
+		case member && (c == ' ' || c == '\t'):
+			i++
+		case member:
+			member = false
+			if end := quotedEnd(v, i); end > 0 && end+1 < len(v) && v[end] == ';' && v[end+1] == '"' {
+				b.WriteString(v[copied:i])
+				copied, found, i = end+1, true, end+1
+			}
+		case c == '"':
+			if i = quotedEnd(v, i); i < 0 {
+				return "", false
+			}
+		case c == ',':
+			member = true
+			i++
+		default:
+			i++
+		}
+	}
+	if !found {
+		return "", false
+	}
+	b.WriteString(v[copied:])
+	return b.String(), true
+}
+
+// quotedEnd returns the index just past the RFC 9651 string that starts at
+// v[i], or -1 when none starts there or it is not closed.
+func quotedEnd(v string, i int) int {
+	if i >= len(v) || v[i] != '"' {
+		return -1
+	}
+	for j := i + 1; j < len(v); j++ {
+		switch v[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return -1
+}
+
+// fillTime is the time a token bucket of limit takes to fill from empty
+// when it gains fillRate tokens every interval seconds, as Jira Data
+// Center states it (X-RateLimit-FillRate, X-RateLimit-Interval-Seconds, the
+// headers of Atlassian's Data Center rate limiting:
+// https://confluence.atlassian.com/conf87/_ratelimiting_httpheaders-1333822054.html);
+// 0 unless both are positive numbers and the time is at most
+// maxWindowSeconds.
+func fillTime(limit float64, fillRate, interval string) time.Duration {
+	rate, okR := parseCount(fillRate)
+	every, okI := parseCount(interval)
+	if !okR || !okI || !(rate > 0) || !(every > 0) {
+		return 0
+	}
+	return windowOf(limit * every / rate)
 }
 
 // The values of rate-limit fields: numbers, durations and dates as servers

@@ -25,6 +25,7 @@ type parsed struct {
 	RetryAfter time.Duration
 	Bucket     string
 	Global     bool
+	Cost       float64
 }
 
 // parse is Parse under the caps pacer's ParseHeaders uses, or under a wait
@@ -36,7 +37,7 @@ func parse(h http.Header, now time.Time, maxDelay ...time.Duration) (parsed, boo
 	}
 	var qs Quotas
 	info, ok := Parse(h, now, caps, nil, &qs)
-	got := parsed{RetryAfter: info.RetryAfter, Bucket: info.Bucket, Global: info.Global}
+	got := parsed{RetryAfter: info.RetryAfter, Bucket: info.Bucket, Global: info.Global, Cost: info.Cost}
 	for i := range qs.Len() {
 		got.Quotas = append(got.Quotas, *qs.At(i))
 	}
@@ -57,7 +58,7 @@ func runHeaderCases(t *testing.T, cases []headerCase) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ok := parse(tc.h, tc.now)
-			wantOK := tc.want.Quotas != nil || tc.want.RetryAfter != 0 || tc.want.Bucket != "" || tc.want.Global
+			wantOK := tc.want.Quotas != nil || tc.want.RetryAfter != 0 || tc.want.Bucket != "" || tc.want.Global || tc.want.Cost != 0
 			assert.Equal(t, wantOK, ok, "ok")
 			assert.Equal(t, tc.want, got)
 		})

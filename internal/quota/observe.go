@@ -399,7 +399,7 @@ func (w *Window) observe(q *Report, now time.Time, seen *Seen) {
 		} else {
 			// A smooth quota (a token bucket's reset moves with every
 			// response) is measured against a rolling baseline.
-			w.measureDrift(now, eff, admitted, unseen, horizon)
+			w.measureDrift(now, eff, admitted, unseen, horizon, false)
 		}
 	case countsDown && q.Remaining > w.low:
 		// Overtaken: a window that only counts down already reported less.
@@ -423,7 +423,7 @@ func (w *Window) observe(q *Report, now time.Time, seen *Seen) {
 			// all arrive at once, read in any order), an unseen client's
 			// few units during our first burst went unseen in 1 run of
 			// 30, and the next window's burst raced it for its last unit.
-			w.measureDrift(now, exact, admitted, 0, horizon)
+			w.measureDrift(now, exact, admitted, 0, horizon, false)
 		}
 		return
 	case !countsDown && eff > w.Units() && w.overtaken(now, seen):
@@ -479,7 +479,7 @@ func (w *Window) observe(q *Report, now time.Time, seen *Seen) {
 			w.shared = true
 		}
 		w.sameWindowReset(q, timed, eff)
-		w.measureDrift(now, eff, admitted, unseen, horizon)
+		w.measureDrift(now, eff, admitted, unseen, horizon, w.shared && w.measuredAt.IsZero())
 	}
 	if fresh {
 		w.low = q.Remaining
@@ -720,7 +720,14 @@ const estimateError = 0.3
 // beyond it only the excess is: without this, the ordinary rise of the
 // in-flight count after slow start reads as another client draining the
 // quota, and its debt makes a job within the quota stop short of it.
-func (w *Window) measureDrift(now time.Time, eff, admitted, unseen float64, horizon time.Duration) {
+//
+// The baseline must be a minimal span old: twice the horizon, a quarter
+// of a second, and a tenth of a known window (a daily quota's is hours),
+// but for the first measure of a quota just seen spent from by someone
+// else (first), which needs only the first two: what they spent is then
+// beyond the noise already, and the rate it shows stands until a longer
+// span measures it again.
+func (w *Window) measureDrift(now time.Time, eff, admitted, unseen float64, horizon time.Duration, first bool) {
 	if w.toFull {
 		// The responses state the refill (see readsToFull); a baseline
 		// starts afresh should a reset stop reading so.
@@ -729,7 +736,7 @@ func (w *Window) measureDrift(now time.Time, eff, admitted, unseen float64, hori
 	}
 	span := now.Sub(w.anchorAt)
 	minSpan := max(2*horizon, 250*time.Millisecond)
-	if w.window > 0 {
+	if w.window > 0 && !first {
 		minSpan = max(minSpan, w.window/10)
 	}
 	if w.anchorAt.IsZero() {
@@ -737,7 +744,6 @@ func (w *Window) measureDrift(now time.Time, eff, admitted, unseen float64, hori
 		return
 	}
 	if span < minSpan {
-
 		return
 	}
 	gap := eff - (w.anchorB - (admitted - w.anchorA))

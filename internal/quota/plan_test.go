@@ -367,3 +367,20 @@ func TestSpareOfAQuotaOthersSpendFrom(t *testing.T) {
 		})
 	}
 }
+
+// A quota first seen shared begins its spread with what may build up beside
+// it already there: nothing was spread before, so a client far inside the
+// quota is not held while the spread's bucket fills. Only the first plan
+// does: a client at the pace builds up nothing after it.
+func TestAQuotaFirstSeenSharedLetsItsSpareGoOnce(t *testing.T) {
+	w := New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Hour})
+	w.Observe(Report{Limit: 600, Remaining: 589, Reset: reset(305 * time.Second)}, t0, Seen{Horizon: horizon})
+	st, _ := w.Advance(t0, 0, 1, 0)
+	assert.Zero(t, st.AtOnce, "not shared: the budget is the gate")
+	w.shared, w.drift, w.measuredAt, w.driftAt = true, -0.1, t0, t0
+	st, _ = w.Advance(t0, 0, 1, 0)
+	assert.InDelta(t, 589-30.5-58.9, st.AtOnce, 1e-6, "the first plan since others were seen")
+	st, _ = w.Advance(t0, 0, 1, 0)
+	assert.Zero(t, st.AtOnce, "the next ones: it builds up at the pace")
+	assert.InDelta(t, 589-30.5-58.9, st.Spare, 1e-6)
+}

@@ -148,6 +148,11 @@ type Window struct {
 	inferred bool
 	// coordinated: others' spending is accounted for elsewhere (Config).
 	coordinated bool
+	// fleet: spread from the start by a fleet sharing a store
+	// (Config.Shared), never built up (see Step.Spare).
+	fleet bool
+	// spreadSeen: the last plan saw the quota shared (see Step.Spare).
+	spreadSeen bool
 	// cadenced: the stated reset's last advance was a whole number of the
 	// window known before it (checkCadence): its length is confirmed.
 	cadenced bool
@@ -231,7 +236,7 @@ var loaded = time.Now()
 func New(c Config) *Window {
 	return &Window{
 		name: c.Name, tokens: c.Tokens, safety: c.Safety, maxDelay: c.MaxDelay,
-		shared: c.Shared, inferred: c.Inferred, coordinated: c.Coordinated, jitter: initialJitter,
+		shared: c.Shared, fleet: c.Shared, inferred: c.Inferred, coordinated: c.Coordinated, jitter: initialJitter,
 		epoch: cmp.Or(c.Epoch, loaded),
 	}
 }
@@ -476,9 +481,9 @@ type Step struct {
 	// small part of its budget.
 	AtOnce float64
 	// Spare is what of Avail may build up beside Rate while demand stays
-	// below it, to go at once when it comes: for a fixed window others are
-	// measured spending from, what is left beyond their use until the
-	// reset and each client's floor. Unlike AtOnce it is not put in the
+	// below it, to go at once when it comes: for a fixed window others
+	// spend from, what is left beyond their measured use until the reset
+	// and each client's floor. Unlike AtOnce it is not put in the
 	// bucket: a client spending at the pace builds up none of it.
 	Spare float64
 }
@@ -584,17 +589,24 @@ func (w *Window) advance(st *Step, now time.Time, unseen, unit, admitted float64
 		// paced it is found out before it costs a 429.)
 		st.AtOnce = float64(max(w.budget-w.credit-w.keep, 0)) / Milli
 	}
-	if w.shared && w.drift < 0 && w.kind != kindSmooth && !w.probing {
-		// Others are measured spending from it: what they will use before
-		// the reset is kept for them (Plan's keep), and what is left
-		// beyond that, but for each client's floor, builds up while our
-		// demand stays below the pace, to go at once when it comes. A
-		// client that spends at the pace (every client of a saturated
-		// quota) builds up nothing; one far inside the quota is not held
-		// by the spread.
+	if w.shared && w.drift < 0 && !w.fleet && w.kind != kindSmooth && !w.probing {
+		// Others spend from it: what they are measured to use before the
+		// reset is kept for them (Plan's keep), and what is left beyond
+		// that, but for each client's floor, builds up while our demand
+		// stays below the pace, to go at once when it comes. A client
+		// that spends at the pace (every client of a saturated quota)
+		// builds up nothing; one far inside the quota is not held by the
+		// spread. (Not a fleet's: its members' spending is the store's to
+		// hold, and each spreads its own.)
 		floor := (1 - othersMaxShare) * w.Units()
 		st.Spare = max(float64(w.budget-w.keep)/Milli-floor, 0)
+		if !w.spreadSeen {
+			// The first plan since others were seen: nothing was spread
+			// before, so what builds up is there already.
+			st.AtOnce = max(st.AtOnce, st.Spare)
+		}
 	}
+	w.spreadSeen = w.shared
 	if !w.reset.IsZero() {
 		st.Next = w.reset.Add(RollGuard)
 	}
