@@ -257,6 +257,7 @@ func (e *endpoints) newEndpoint(key string, sp *spec) *endpoint {
 	ep := &endpoint{key: key, bucket: sp.bucket, hostScoped: sp.rule != nil}
 	if sp.host {
 		ep.watch = &routeWatch{seen: make(map[string]routeFigures)}
+		ep.watch.undecided.Store(true)
 	}
 	var ceiling Limit
 	var burst int

@@ -75,9 +75,17 @@ type routeWatch struct {
 	// answered; nil when none is out.
 	looking  chan struct{}
 	lookTmpl string
-	// perRoute mirrors state == routesPerRoute for the request path,
-	// which reads it without the lock.
-	perRoute atomic.Bool
+	// lastMethod and lastPath are the route answered last, lastTmpl its
+	// template (see template).
+	lastMethod, lastPath, lastTmpl string
+	// perRoute mirrors state == routesPerRoute, and undecided state ==
+	// routesUndecided, for the request path, which reads them without the
+	// lock.
+	perRoute, undecided atomic.Bool
+	// heldUntil is when the wait the host's last spent or refused answer
+	// asked for ends, on the package clock; 0 when none did. A route
+	// looks only while it has not passed (see awaitRoute).
+	heldUntil atomic.Int64
 }
 
 // routeFigures is what one answer of a route stated.
@@ -93,14 +101,31 @@ type routeQuota struct {
 	reset            time.Time
 }
 
-// figuresOf keeps what m states of its quotas, answered at now.
-func figuresOf(m *response.Meaning, now time.Time) routeFigures {
+// figuresOf keeps what m states of its quotas, answered at now; prev is
+// the route's last figures, whose names are kept where they recur (a
+// name is copied out of the response only the first time).
+func figuresOf(m *response.Meaning, now time.Time, prev routeFigures) routeFigures {
 	f := routeFigures{at: now, n: min(m.Quotas.Len(), maxRouteQuotas)}
 	for i := range f.n {
 		q := m.Quotas.At(i)
-		f.quotas[i] = routeQuota{name: strings.Clone(q.Name), limit: q.Limit, remaining: q.Remaining, reset: q.Reset}
+		name := prev.quotas[i].name
+		if i >= prev.n || name != q.Name {
+			name = strings.Clone(q.Name)
+		}
+		f.quotas[i] = routeQuota{name: name, limit: q.Limit, remaining: q.Remaining, reset: q.Reset}
 	}
 	return f
+}
+
+// template is u's route template, kept for the path answered last: a
+// client that calls one route (nearly all) has it folded once. Called with
+// w.mu held.
+func (w *routeWatch) template(u *urlParts) string {
+	if u.method != w.lastMethod || u.path != w.lastPath {
+		w.lastMethod, w.lastPath = strings.Clone(u.method), strings.Clone(u.path)
+		w.lastTmpl = routeTemplate(u.method, u.path)
+	}
+	return w.lastTmpl
 }
 
 // find returns the quota of f named name.
@@ -245,12 +270,18 @@ func (t *Transport) routeFor(ep *endpoint, u *urlParts) (b binding, ok bool) {
 // the look's answer (or ctx), which decides for it too. look reports that
 // the request is the look; endLook must follow its answer, or its failure.
 func (t *Transport) awaitRoute(ctx context.Context, ep *endpoint, u *urlParts) (look bool, err error) {
-	w := ep.watch
-	if w == nil || w.perRoute.Load() {
-		return false, nil
+	if w := ep.watch; w == nil || !w.undecided.Load() || w.heldUntil.Load() == 0 {
+		return false, nil // nearly every request: nothing holds its host
 	}
+	return t.awaitLook(ctx, ep, u)
+}
+
+// awaitLook is awaitRoute for a host whose answers asked it to wait.
+func (t *Transport) awaitLook(ctx context.Context, ep *endpoint, u *urlParts) (look bool, err error) {
+	w := ep.watch
 	for {
-		if !ep.lim.nextAllowed().After(time.Now()) {
+		// The answers' held end first, before asking the limiter.
+		if held := w.heldUntil.Load(); held == 0 || clockNow() >= held || !ep.lim.nextAllowed().After(time.Now()) {
 			return false, nil
 		}
 		wait, look := w.lookOrWait(ep, routeTemplate(u.method, u.path))
@@ -308,19 +339,28 @@ func (t *Transport) endLook(ep *endpoint) {
 // it. lim is the endpoint whose limiter admitted the request; look reports
 // that the request was the host's look.
 func (t *Transport) watchRoutes(ep, lim *endpoint, u *urlParts, m *response.Meaning, now time.Time, look bool) {
-	w := ep.watch
-	if w == nil {
+	if ep.watch == nil || m.Quotas.Len() == 0 || m.Bucket != "" {
+		if look {
+			t.endLook(ep)
+		}
 		return
 	}
+	t.compareRoute(ep, lim, u, m, now, look)
 	if look {
-		defer t.endLook(ep)
+		t.endLook(ep)
 	}
-	if m.Quotas.Len() == 0 || m.Bucket != "" {
-		return
+}
+
+// compareRoute is watchRoutes for an answer that states quotas and names
+// no bucket.
+func (t *Transport) compareRoute(ep, lim *endpoint, u *urlParts, m *response.Meaning, now time.Time, look bool) {
+	w := ep.watch
+	if lim == ep {
+		w.heldUntil.Store(heldEnd(m, now))
 	}
-	tmpl := routeTemplate(u.method, u.path)
-	fig := figuresOf(m, now)
 	w.mu.Lock()
+	tmpl := w.template(u)
+	fig := figuresOf(m, now, w.seen[tmpl])
 	state := w.state
 	if state != routesPerRoute {
 		state = w.compare(tmpl, &fig)
@@ -343,6 +383,25 @@ func (t *Transport) watchRoutes(ep, lim *endpoint, u *urlParts, m *response.Mean
 	}
 }
 
+// heldEnd is when the wait m asks of its quota ends, on the package clock:
+// its Retry-After, else the latest reset of a quota it states as spent; 0
+// when it asks for none.
+func heldEnd(m *response.Meaning, now time.Time) int64 {
+	var end time.Time
+	if m.RetryAfter > 0 {
+		end = now.Add(m.RetryAfter)
+	}
+	for i := range m.Quotas.Len() {
+		if q := m.Quotas.At(i); 0 <= q.Remaining && q.Remaining < 1 && q.Reset.After(end) {
+			end = q.Reset
+		}
+	}
+	if end.IsZero() {
+		return 0
+	}
+	return clockOf(end)
+}
+
 // compare folds fig, an answer of route tmpl, into what the host's routes
 // have shown: quotas that cannot be one keep one per route from now on;
 // one quota stated alike by two routes ends the looks (but not the
@@ -356,10 +415,12 @@ func (w *routeWatch) compare(tmpl string, fig *routeFigures) routeState {
 		if apart(&f, fig) {
 			w.state = routesPerRoute
 			w.perRoute.Store(true)
+			w.undecided.Store(false)
 			return w.state
 		}
 		if alike(&f, fig) {
 			w.state = routesOneQuota
+			w.undecided.Store(false)
 		}
 	}
 	return w.state
