@@ -144,7 +144,6 @@ func runSituation(t *testing.T, sit situation, kind clientKind) sitRun {
 	synctest.Test(t, func(t *testing.T) {
 		srv := apisim.New(sit.server)
 		tap := &refusalTap{base: srv.Transport(), refusal: sit.refusal}
-		documented := scenario{Quota: sit.server.Limit, Window: sit.server.Window} // what x/time/rate is set to
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		if sit.calls > 0 {
@@ -166,17 +165,7 @@ func runSituation(t *testing.T, sit situation, kind clientKind) sitRun {
 		r.perClient = make([]int, sit.clients)
 		var next, seq atomic.Int64
 		var wg sync.WaitGroup
-		var clients []*http.Client
-		for range sit.clients {
-			client, err := newClient(kind, tap, documented)
-			if err != nil {
-				t.Fatal(err)
-			}
-			clients = append(clients, client)
-			if sit.spend != "" {
-				spendRoute(client, sit.spend, sit.server.Routes[sit.spend])
-			}
-		}
+		clients := newSitClients(t, sit, kind, tap)
 		jobStart := time.Now()
 		for c, client := range clients {
 			for range sit.workers {
@@ -197,24 +186,7 @@ func runSituation(t *testing.T, sit situation, kind clientKind) sitRun {
 							return // cut off by the run's end
 						}
 						mu.Lock()
-						r.calls++
-						if f := first.Load(); f != 0 {
-							r.held += time.Duration(time.Now().UnixNano() - f)
-						}
-						switch {
-						case err != nil:
-							r.errors++
-						case resp.StatusCode/100 == 2:
-							r.perClient[c]++
-						default:
-							r.errors++
-							if resp.StatusCode == http.StatusServiceUnavailable {
-								r.shedSeen++
-							}
-							if bytes.Contains(body, []byte(`"insufficient_quota"`)) {
-								r.bodies++
-							}
-						}
+						r.count(c, first.Load(), resp, err, body)
 						mu.Unlock()
 						if err != nil {
 							// A caller backs off a second after an error
@@ -243,20 +215,66 @@ func runSituation(t *testing.T, sit situation, kind clientKind) sitRun {
 		r.requests, r.refusedLate, r.refusedAgain = int(tap.requests.Load()), int(tap.late.Load()), int(tap.again.Load())
 		r.ok, r.throttled = int(tap.status[0].Load()), int(tap.status[1].Load())
 		r.secondary, r.shed = int(tap.status[2].Load()), int(tap.status[3].Load())
-		switch {
-		case sit.server.QuotaGone, sit.job:
-			r.allowed = 0
-		case sit.server.SecondaryLimit > 0:
-			window := sit.server.SecondaryWindow
-			if window == 0 {
-				window = time.Minute
-			}
-			r.allowed = min(srv.Capacity(serverStart, serverEnd), float64(sit.server.SecondaryLimit)*float64(sit.run)/float64(window))
-		default:
-			r.allowed = srv.Capacity(serverStart, serverEnd)
-		}
+		r.allowed = sit.allowed(srv, serverStart, serverEnd)
 	})
 	return r
+}
+
+// newSitClients makes sit's clients of the given kind over tap, each
+// having spent sit.spend (if any) before it returns.
+func newSitClients(t *testing.T, sit situation, kind clientKind, tap http.RoundTripper) []*http.Client {
+	documented := scenario{Quota: sit.server.Limit, Window: sit.server.Window} // what x/time/rate is set to
+	var clients []*http.Client
+	for range sit.clients {
+		client, err := newClient(kind, tap, documented)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, client)
+		if sit.spend != "" {
+			spendRoute(client, sit.spend, sit.server.Routes[sit.spend])
+		}
+	}
+	return clients
+}
+
+// count records one call of client c: its first response's arrival (unix
+// nanoseconds, 0 for none), and what its caller got.
+func (r *sitRun) count(c int, first int64, resp *http.Response, err error, body []byte) {
+	r.calls++
+	if first != 0 {
+		r.held += time.Duration(time.Now().UnixNano() - first)
+	}
+	switch {
+	case err != nil:
+		r.errors++
+	case resp.StatusCode/100 == 2:
+		r.perClient[c]++
+	default:
+		r.errors++
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			r.shedSeen++
+		}
+		if bytes.Contains(body, []byte(`"insufficient_quota"`)) {
+			r.bodies++
+		}
+	}
+}
+
+// allowed is what sit's limit allowed from from to to in the server's
+// clock: 0 where nothing could succeed or no quota's goodput is judged.
+func (sit situation) allowed(srv *apisim.Server, from, to time.Time) float64 {
+	switch {
+	case sit.server.QuotaGone, sit.job:
+		return 0
+	case sit.server.SecondaryLimit > 0:
+		window := sit.server.SecondaryWindow
+		if window == 0 {
+			window = time.Minute
+		}
+		return min(srv.Capacity(from, to), float64(sit.server.SecondaryLimit)*float64(sit.run)/float64(window))
+	}
+	return srv.Capacity(from, to)
 }
 
 // refusalTap sits between every client and the server and counts what the
