@@ -313,9 +313,9 @@ func TestParseFlags(t *testing.T) {
 	if o.Runs != 1 || o.runsOf(clientPacer) != 1 || o.runsOf(clientCubic) != 1 {
 		t.Errorf("runs %d, pacer's %d, aws-cubic's %d; want 1 by default", o.Runs, o.runsOf(clientPacer), o.runsOf(clientCubic))
 	}
-	if o, err := parseFlags(nil, io.Discard); err != nil || slices.Contains(o.Styles, apisim.StyleReddit) ||
-		slices.Contains(o.Styles, apisim.StyleMastodon) || !slices.Contains(o.Styles, apisim.StyleGitLab) || len(o.Styles) != len(apisim.Styles())-2 {
-		t.Errorf("default styles %v, %v; want every style but reddit and mastodon", o.Styles, err)
+	if o, err := parseFlags(nil, io.Discard); err != nil || slices.Contains(o.Styles, apisim.StyleReddit) || slices.Contains(o.Styles, apisim.StyleMastodon) ||
+		slices.Contains(o.Styles, apisim.StyleGitLab) || !slices.Contains(o.Styles, apisim.StyleX) || len(o.Styles) != len(apisim.Styles())-3 {
+		t.Errorf("default styles %v, %v; want every style but reddit, mastodon and gitlab", o.Styles, err)
 	}
 	if o, err := parseFlags([]string{"-styles", "all"}, io.Discard); err != nil || !slices.Equal(o.Styles, apisim.Styles()) {
 		t.Errorf("-styles all: %v, %v; want every style", o.Styles, err)

@@ -321,9 +321,7 @@ func (r report) writeMarkdown(w io.Writer) error {
 	p("The windows are short so that the whole benchmark is quick (real quotas have windows of a minute or more).\n")
 	p("Styles that state the reset in whole seconds (IETF `t=`/`reset=`, GitHub and Anthropic instants) round it\n")
 	p("up, as real servers do, so a client that believes them waits up to a second longer than needed each\n")
-	p("window: %.0f%% of a %v window on average, under 1%% of a one-minute window. Scale with `-window`.\n", 50/r.Window.Seconds(), r.Window)
-	p("Reddit- and Mastodon-style resets are later still, as theirs are (up to a second and a half), so they\n")
-	p("run only when named (`-styles all`); SITUATIONS.md measures them at their own windows (10 and 5 minutes).\n\n")
+	p("window: %.0f%% of a %v window on average, under 1%% of a one-minute window. Scale with `-window`.\n\n", 50/r.Window.Seconds(), r.Window)
 
 	p("## Acceptance (issue 7)\n\n")
 	if err := r.writeAcceptance(&b); err != nil {
