@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -312,11 +313,18 @@ func TestParseFlags(t *testing.T) {
 	if o.Runs != 1 || o.runsOf(clientPacer) != 1 || o.runsOf(clientCubic) != 1 {
 		t.Errorf("runs %d, pacer's %d, aws-cubic's %d; want 1 by default", o.Runs, o.runsOf(clientPacer), o.runsOf(clientCubic))
 	}
+	if o, err := parseFlags(nil, io.Discard); err != nil || slices.Contains(o.Styles, apisim.StyleReddit) || slices.Contains(o.Styles, apisim.StyleMastodon) ||
+		slices.Contains(o.Styles, apisim.StyleGitLab) || !slices.Contains(o.Styles, apisim.StyleX) || len(o.Styles) != len(apisim.Styles())-3 {
+		t.Errorf("default styles %v, %v; want every style but reddit, mastodon and gitlab", o.Styles, err)
+	}
+	if o, err := parseFlags([]string{"-styles", "all"}, io.Discard); err != nil || !slices.Equal(o.Styles, apisim.Styles()) {
+		t.Errorf("-styles all: %v, %v; want every style", o.Styles, err)
+	}
 	if o, err := parseFlags([]string{"-runs", "5"}, io.Discard); err != nil || o.runsOf(clientPacer) != 5 || o.runsOf(clientPlain) != 1 {
 		t.Errorf("-runs 5: %v, pacer's runs %d, net/http's %d; want 5 and 1", err, o.runsOf(clientPacer), o.runsOf(clientPlain))
 	}
 	for _, bad := range [][]string{
-		{"-styles", "gitlab"}, {"-clients", "curl"}, {"-quota", "0"}, {"-window", "0s"},
+		{"-styles", "bitbucket"}, {"-clients", "curl"}, {"-quota", "0"}, {"-window", "0s"},
 		{"-windows", "0"}, {"-workers", "0"}, {"-runs", "0"}, {"-latency", "-1ms"}, {"-algorithm", "leaky"}, {"extra"},
 	} {
 		var stderr bytes.Buffer

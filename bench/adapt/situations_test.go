@@ -47,6 +47,18 @@ type situation struct {
 	// refusal is the status of the refusals the row counts after the first
 	// response: 429, or 403 for a secondary limit.
 	refusal int
+	// path is where the requests go ("/v1/x" when ""); a %d in it takes
+	// the request's number, as ids in a REST path do.
+	path string
+	// spend, when not "", is a route (a Config.Routes prefix) that each
+	// client spends before the run: its limit and one request more, one at
+	// a time, each given a second (a client that waits for the reset
+	// instead gives up).
+	spend string
+	// job rows are a job of calls requests judged by its time, not a
+	// quota's goodput; saturated rows are held to a goodput and a share of
+	// 429s (corpus_test.go). gap marks a job row pacer does not meet yet.
+	job, saturated, gap bool
 }
 
 // sitRun is what one (situation, client) run measured.
@@ -65,6 +77,13 @@ type sitRun struct {
 	// client that hands every response over at once.
 	held      time.Duration
 	perClient []int // 2xx calls per client
+	// elapsed is a job's time, from its first request (after the spending)
+	// to its last answer; unpaced the same job's with no limiter and no
+	// quota: rounds of workers requests, one latency each.
+	elapsed, unpaced time.Duration
+	// routeLate is the most 429s any one bucket gave after its own first
+	// response (the spending included).
+	routeLate int
 }
 
 func (r sitRun) goodput() float64 { return float64(r.ok) / r.allowed }
@@ -104,7 +123,7 @@ func situations() []situation {
 	unseenBehind, unseenAhead := github(600, time.Minute), github(600, time.Minute)
 	unseenBehind.UnseenShare, unseenAhead.UnseenShare = 0.3, 0.3
 	unseenBehind.Now, unseenAhead.Now = skew(-3*time.Second), skew(3*time.Second)
-	return []situation{
+	return append([]situation{
 		{name: "server clock 3 s behind", server: behind, clients: 1, workers: 32, run: 10 * time.Minute, refusal: 429},
 		{name: "server clock 3 s ahead", server: ahead, clients: 1, workers: 32, run: 10 * time.Minute, refusal: 429},
 		{name: "hidden secondary limit (60 a minute, 403 body only)", server: secondary, clients: 1, workers: 32, run: 20 * time.Minute, refusal: 403},
@@ -116,7 +135,7 @@ func situations() []situation {
 		{name: "Retry-After only, token bucket of 600 a minute", server: retryAfter, clients: 1, workers: 32, run: 10 * time.Minute, refusal: 429},
 		{name: "30% spent by an unseen client, server clock 3 s behind", server: unseenBehind, clients: 1, workers: 32, run: 10 * time.Minute, refusal: 429},
 		{name: "30% spent by an unseen client, server clock 3 s ahead", server: unseenAhead, clients: 1, workers: 32, run: 10 * time.Minute, refusal: 429},
-	}
+	}, corpusSituations()...)
 }
 
 // runSituation runs sit with clients of the given kind in a synctest bubble.
@@ -125,7 +144,6 @@ func runSituation(t *testing.T, sit situation, kind clientKind) sitRun {
 	synctest.Test(t, func(t *testing.T) {
 		srv := apisim.New(sit.server)
 		tap := &refusalTap{base: srv.Transport(), refusal: sit.refusal}
-		documented := scenario{Quota: sit.server.Limit, Window: sit.server.Window} // what x/time/rate is set to
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		if sit.calls > 0 {
@@ -145,15 +163,11 @@ func runSituation(t *testing.T, sit situation, kind clientKind) sitRun {
 		}
 		var mu sync.Mutex
 		r.perClient = make([]int, sit.clients)
-		var next atomic.Int64
+		var next, seq atomic.Int64
 		var wg sync.WaitGroup
-		var clients []*http.Client
-		for c := range sit.clients {
-			client, err := newClient(kind, tap, documented)
-			if err != nil {
-				t.Fatal(err)
-			}
-			clients = append(clients, client)
+		clients := newSitClients(t, sit, kind, tap)
+		jobStart := time.Now()
+		for c, client := range clients {
 			for range sit.workers {
 				wg.Go(func() {
 					for ctx.Err() == nil {
@@ -161,7 +175,7 @@ func runSituation(t *testing.T, sit situation, kind clientKind) sitRun {
 							return
 						}
 						var first atomic.Int64 // set by the tap
-						req, _ := http.NewRequestWithContext(context.WithValue(ctx, firstResponseKey{}, &first), http.MethodGet, "http://api.test/v1/x", nil)
+						req, _ := http.NewRequestWithContext(context.WithValue(ctx, firstResponseKey{}, &first), http.MethodGet, "http://api.test"+sit.pathOf(seq.Add(1)), nil)
 						resp, err := client.Do(req)
 						var body []byte
 						if err == nil {
@@ -172,24 +186,7 @@ func runSituation(t *testing.T, sit situation, kind clientKind) sitRun {
 							return // cut off by the run's end
 						}
 						mu.Lock()
-						r.calls++
-						if f := first.Load(); f != 0 {
-							r.held += time.Duration(time.Now().UnixNano() - f)
-						}
-						switch {
-						case err != nil:
-							r.errors++
-						case resp.StatusCode/100 == 2:
-							r.perClient[c]++
-						default:
-							r.errors++
-							if resp.StatusCode == http.StatusServiceUnavailable {
-								r.shedSeen++
-							}
-							if bytes.Contains(body, []byte(`"insufficient_quota"`)) {
-								r.bodies++
-							}
-						}
+						r.count(c, first.Load(), resp, err, body)
 						mu.Unlock()
 						if err != nil {
 							// A caller backs off a second after an error
@@ -207,26 +204,77 @@ func runSituation(t *testing.T, sit situation, kind clientKind) sitRun {
 			cancel()
 		}
 		wg.Wait()
+		r.elapsed = time.Since(jobStart)
+		r.unpaced = time.Duration((sit.calls+sit.workers-1)/sit.workers) * sitLatency
+		if sit.job {
+			r.routeLate = mostLateOnOneBucket(srv.Events(), sitLatency)
+		}
 		for _, c := range clients {
 			c.CloseIdleConnections()
 		}
 		r.requests, r.refusedLate, r.refusedAgain = int(tap.requests.Load()), int(tap.late.Load()), int(tap.again.Load())
 		r.ok, r.throttled = int(tap.status[0].Load()), int(tap.status[1].Load())
 		r.secondary, r.shed = int(tap.status[2].Load()), int(tap.status[3].Load())
-		switch {
-		case sit.server.QuotaGone:
-			r.allowed = 0
-		case sit.server.SecondaryLimit > 0:
-			window := sit.server.SecondaryWindow
-			if window == 0 {
-				window = time.Minute
-			}
-			r.allowed = min(srv.Capacity(serverStart, serverEnd), float64(sit.server.SecondaryLimit)*float64(sit.run)/float64(window))
-		default:
-			r.allowed = srv.Capacity(serverStart, serverEnd)
-		}
+		r.allowed = sit.allowed(srv, serverStart, serverEnd)
 	})
 	return r
+}
+
+// newSitClients makes sit's clients of the given kind over tap, each
+// having spent sit.spend (if any) before it returns.
+func newSitClients(t *testing.T, sit situation, kind clientKind, tap http.RoundTripper) []*http.Client {
+	documented := scenario{Quota: sit.server.Limit, Window: sit.server.Window} // what x/time/rate is set to
+	var clients []*http.Client
+	for range sit.clients {
+		client, err := newClient(kind, tap, documented)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, client)
+		if sit.spend != "" {
+			spendRoute(client, sit.spend, sit.server.Routes[sit.spend])
+		}
+	}
+	return clients
+}
+
+// count records one call of client c: its first response's arrival (unix
+// nanoseconds, 0 for none), and what its caller got.
+func (r *sitRun) count(c int, first int64, resp *http.Response, err error, body []byte) {
+	r.calls++
+	if first != 0 {
+		r.held += time.Duration(time.Now().UnixNano() - first)
+	}
+	switch {
+	case err != nil:
+		r.errors++
+	case resp.StatusCode/100 == 2:
+		r.perClient[c]++
+	default:
+		r.errors++
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			r.shedSeen++
+		}
+		if bytes.Contains(body, []byte(`"insufficient_quota"`)) {
+			r.bodies++
+		}
+	}
+}
+
+// allowed is what sit's limit allowed from from to to in the server's
+// clock: 0 where nothing could succeed or no quota's goodput is judged.
+func (sit situation) allowed(srv *apisim.Server, from, to time.Time) float64 {
+	switch {
+	case sit.server.QuotaGone, sit.job:
+		return 0
+	case sit.server.SecondaryLimit > 0:
+		window := sit.server.SecondaryWindow
+		if window == 0 {
+			window = time.Minute
+		}
+		return min(srv.Capacity(from, to), float64(sit.server.SecondaryLimit)*float64(sit.run)/float64(window))
+	}
+	return srv.Capacity(from, to)
 }
 
 // refusalTap sits between every client and the server and counts what the
@@ -300,7 +348,7 @@ func TestSituations(t *testing.T) {
 	}
 	var md, gaps strings.Builder
 	gapWhat := map[string]string{}
-	md.WriteString(situationsHeader)
+	md.WriteString(situationsHeader + corpusHeader)
 	if runs() > 1 {
 		fmt.Fprintf(&md, "pacer's rows ran %d times each (each its own goroutine ordering): every figure is the median and, in brackets where it differs, the worst run's; pacer is held to the targets in every run. The peers ran once.\n\n", runs())
 	}
@@ -357,7 +405,7 @@ func TestSituations(t *testing.T) {
 	} else {
 		md.WriteString("\n**Targets pacer does not meet yet** (the test holds it to the bound it reliably keeps, so a collapse still fails):\n\n")
 		md.WriteString(gaps.String())
-		md.WriteString(secondaryGapNote)
+		md.WriteString(secondaryGapNote + corpusGapNote)
 	}
 	md.WriteString(situationsFooter)
 	t.Log("\n" + md.String())
@@ -382,6 +430,8 @@ func sitRow(sit situation, rs []sitRun) []string {
 		fmt.Sprintf(" of %.0f", median(func(r sitRun) float64 { return float64(r.calls) }))
 	var own string
 	switch {
+	case sit.job:
+		own = jobFigure(sit, rs, f)
 	case sit.server.QuotaGone:
 		own = f("%.2f", higherWorse, func(r sitRun) float64 { return float64(r.requests) / float64(max(1, r.calls)) }) + "; " +
 			f("%.3fs", higherWorse, func(r sitRun) float64 { return (r.held / time.Duration(max(1, r.calls))).Seconds() }) + "; " +
@@ -429,6 +479,8 @@ func sitTargets(sit situation, r sitRun) []sitCheck {
 	exact := func(what, want string, met bool) { target(what, want, met, want, met) }
 	g := r.goodput()
 	switch {
+	case sit.job || sit.saturated:
+		return corpusTargets(sit, r)
 	case sit.server.Now != nil && sit.server.UnseenShare > 0: // issue 24
 		exact(fmt.Sprintf("%d 429s after the first response", r.refusedLate), "0", r.refusedLate == 0)
 		exact(fmt.Sprintf("goodput %.3f of what the unseen client leaves", g), "≥ 0.80", g >= 0.80)

@@ -109,7 +109,7 @@ func TestParseFlags(t *testing.T) {
 			c.Client, c.Unseen, c.Safety, c.Algorithm = clientPlain, 0.25, 0.5, apisim.TokenBucket
 		}},
 		{args: []string{"-compare"}, want: func(c *config) { c.Compare = true }},
-		{args: []string{"-style", "gitlab"}, err: `-style "gitlab"`},
+		{args: []string{"-style", "bitbucket"}, err: `-style "bitbucket"`},
 		{args: []string{"-algorithm", "leaky"}, err: `-algorithm "leaky"`},
 		{args: []string{"-quota", "0"}, err: "-quota 0"},
 		{args: []string{"-window", "0s"}, err: "-window 0s"},

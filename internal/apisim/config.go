@@ -43,6 +43,33 @@ const (
 	// fields); a request over its quota gets 429 with remaining 0 and the
 	// reset, no Retry-After.
 	StyleX Style = "x"
+	// StyleReddit: Reddit's Data API: X-Ratelimit-Used, -Remaining (a
+	// decimal, "596.0") and -Reset, the seconds until the window ends: no
+	// limit field (the limit is used + remaining). The reset is counted
+	// from half a second after the request and rounded up, so Date + reset
+	// is the window's end or the second after it, whichever the request's
+	// place in its second gives: recorded sessions show 432 then 431 in
+	// one Date second, both naming one window. A request over the quota
+	// gets 429 with an empty body and no Retry-After.
+	StyleReddit Style = "reddit"
+	// StyleMastodon: Mastodon's X-RateLimit-Limit, -Remaining and -Reset,
+	// an ISO 8601 instant with microseconds: the window's end plus the
+	// request's own fraction of a second, as Mastodon's rate-limit headers
+	// compute it (request time + period − request time's whole seconds mod
+	// period), so answers of one window state different resets, each up to
+	// a second late. Mastodon keeps a quota per family of endpoints (media
+	// uploads, deletions, the API as a whole) and names none of them:
+	// Config.Routes give routes theirs, stated under the same fields. A
+	// request over its quota gets 429 with remaining 0, the reset, and no
+	// Retry-After.
+	StyleMastodon Style = "mastodon"
+	// StyleGitLab: gitlab.com's RateLimit-Limit, -Observed (used),
+	// -Remaining, -Reset and -ResetTime on every answer, the reset
+	// restated on each as the Date's second plus the window (epoch
+	// seconds; -ResetTime the same instant as an HTTP date whose weekday
+	// is the next day's, as recorded), however long the window has run. A
+	// request over the quota gets 429 with the same fields and Retry-After.
+	StyleGitLab Style = "gitlab"
 	// StyleRetryAfter: no rate-limit headers; a 429 carries Retry-After (delta seconds).
 	StyleRetryAfter Style = "retry-after"
 	// StyleBare: no headers at all; bare 429s.
@@ -52,7 +79,8 @@ const (
 // Styles returns every Style, in a stable order, for table-driven tests and benchmarks.
 func Styles() []Style {
 	return []Style{StyleGitHub, StyleIETF, StyleIETF07, StyleOpenAI, StyleAnthropic,
-		StyleDiscord, StyleShopify, StyleX, StyleRetryAfter, StyleBare}
+		StyleDiscord, StyleShopify, StyleX, StyleReddit, StyleMastodon, StyleGitLab,
+		StyleRetryAfter, StyleBare}
 }
 
 func (s Style) valid() bool {
@@ -147,6 +175,12 @@ type Config struct {
 	// headers showing the room they have and no Retry-After; nothing is
 	// counted against any quota.
 	QuotaGone bool
+	// RetryAfterOnSuccess (≥ 0) adds Retry-After, in whole seconds rounded
+	// up, to every 2xx answer, as Anthropic's API and Hugging Face's
+	// inference router send it on successes while every quota has room
+	// (recorded sessions: 20, 30 and 31 s). RFC 9110 defines the field for
+	// 503, 429 and 3xx answers; on a 2xx it asks for no wait. 0 means none.
+	RetryAfterOnSuccess time.Duration
 	// Latency is the service time of each request (≥ 0), slept after admission
 	// (virtual under testing/synctest). Transport honours the request context
 	// during it; the request has already been counted.
@@ -212,6 +246,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.SecondaryWindow == 0 {
 		cfg.SecondaryWindow = time.Minute
+	}
+	if cfg.RetryAfterOnSuccess < 0 {
+		bad("RetryAfterOnSuccess", cfg.RetryAfterOnSuccess, "must be ≥ 0")
 	}
 	if cfg.Latency < 0 {
 		bad("Latency", cfg.Latency, "must be ≥ 0")

@@ -68,15 +68,38 @@
 //	            of the window end, rounded up); no bucket is named, so route
 //	            buckets (Config.Routes) state theirs under the same fields, as
 //	            X's per-endpoint quotas do. 429 with remaining 0, no Retry-After.
+//	reddit      X-Ratelimit-Used: 1, -Remaining: 59.0 (a decimal, as Reddit sends it),
+//	            -Reset: 40 (seconds until the window ends, counted from half a second
+//	            later and rounded up: Date + reset is the window's end or the second
+//	            after it, so answers of one window in one Date second say 432 and
+//	            431, as Reddit's do). No limit field: it is used + remaining (Reddit's
+//	            Data API wiki). 429 with an empty body and no Retry-After.
+//	mastodon    X-RateLimit-Limit: 60, -Remaining: 59, -Reset:
+//	            2000-01-01T00:01:00.500000Z (the window's end plus the request's own
+//	            fraction of a second, as Mastodon computes it: each answer's reset
+//	            differs, each up to a second late). Per-family quotas (media, deletes)
+//	            named nowhere: route buckets state theirs under the same fields.
+//	            429 with remaining 0, the reset and no Retry-After.
+//	gitlab      RateLimit-Limit: 60, -Observed: 1, -Remaining: 59, -Reset: 946684880
+//	            (the Date's second plus the window, restated on every answer, as
+//	            gitlab.com's recorded answers of 2018-2019 do), -ResetTime: Sun, 01 Jan
+//	            2000 00:01:20 GMT (the same instant, the weekday the next day's, as
+//	            recorded). 429 adds Retry-After, with Rack::Attack's "Retry later".
 //	retry-after no rate headers; 429s carry Retry-After only.
 //	bare        no rate headers, bare 429s.
 //
-// Every style but github, shopify, x and bare sends Retry-After on a 429 as whole
-// delta seconds, rounded up (at least 1): the exact time until the rejected
-// request would fit, assuming no other traffic. Delta figures (IETF t, reset=)
-// are rounded up to whole seconds and instants up to the second (GitHub,
-// Anthropic) or millisecond (Discord), so a client that honours them is never
-// early. "Reset" is the window end for FixedWindow and SlidingWindow, and the
+// Every style but github, shopify, x, reddit, mastodon and bare sends
+// Retry-After on a 429 as whole delta seconds, rounded up (at least 1): the
+// exact time until the rejected request would fit, assuming no other
+// traffic. Delta figures (IETF t, reset=) are rounded up to whole seconds and
+// instants up to the second (GitHub, Anthropic) or millisecond (Discord), so
+// a client that honours them is never early; Reddit's and Mastodon's are up
+// to a second and a half late as theirs are, and GitLab's restated reset is
+// a whole window away whatever the quota holds.
+//
+// Config.RetryAfterOnSuccess adds Retry-After to every 2xx answer of any
+// style, as Anthropic's API and Hugging Face's inference router send it on
+// successes while every quota has room; RFC 9110 gives it no meaning there. "Reset" is the window end for FixedWindow and SlidingWindow, and the
 // moment the bucket is full again for TokenBucket. Remaining counts the
 // request being answered.
 //

@@ -65,6 +65,23 @@ func TestHeadersOfASuccessfulResponseMatchEachProvidersFormat(t *testing.T) {
 			"X-Rate-Limit-Remaining": {"59"},
 			"X-Rate-Limit-Reset":     {"946684860"},
 		}},
+		{StyleReddit, http.Header{ // 39.5 s to the window's end, from half a second later
+			"X-Ratelimit-Used":      {"1"},
+			"X-Ratelimit-Remaining": {"59.0"},
+			"X-Ratelimit-Reset":     {"40"},
+		}},
+		{StyleMastodon, http.Header{ // the window's end plus the request's fraction of a second
+			"X-Ratelimit-Limit":     {"60"},
+			"X-Ratelimit-Remaining": {"59"},
+			"X-Ratelimit-Reset":     {"2000-01-01T00:01:00.500000Z"},
+		}},
+		{StyleGitLab, http.Header{ // Date + 60 s; 2000-01-02 was a Sunday
+			"Ratelimit-Limit":     {"60"},
+			"Ratelimit-Observed":  {"1"},
+			"Ratelimit-Remaining": {"59"},
+			"Ratelimit-Reset":     {"946684880"},
+			"Ratelimit-Resettime": {"Sun, 01 Jan 2000 00:01:20 GMT"},
+		}},
 		{StyleRetryAfter, http.Header{}},
 		{StyleBare, http.Header{}},
 	}
@@ -144,6 +161,25 @@ func TestHeadersOfA429ShowNothingRemainingAndWhenToRetry(t *testing.T) {
 			"X-Rate-Limit-Remaining": {"0"},
 			"X-Rate-Limit-Reset":     {"946684860"},
 		}},
+		{StyleReddit, http.Header{ // as praw's logs show: no Retry-After
+			"X-Ratelimit-Used":      {"2"},
+			"X-Ratelimit-Remaining": {"0.0"},
+			"X-Ratelimit-Reset":     {"40"},
+		}},
+		{StyleMastodon, http.Header{ // Mastodon's throttled responder: no Retry-After
+			"X-Ratelimit-Limit":     {"2"},
+			"X-Ratelimit-Remaining": {"0"},
+			"X-Ratelimit-Reset":     {"2000-01-01T00:01:00.500000Z"},
+		}},
+		{StyleGitLab, http.Header{
+			"Ratelimit-Limit":     {"2"},
+			"Ratelimit-Observed":  {"2"},
+			"Ratelimit-Remaining": {"0"},
+			"Ratelimit-Reset":     {"946684880"},
+			"Ratelimit-Resettime": {"Sun, 01 Jan 2000 00:01:20 GMT"},
+			"Retry-After":         {"40"},
+			"Content-Type":        {"text/plain"},
+		}},
 		{StyleRetryAfter, http.Header{"Retry-After": {"40"}}},
 		{StyleBare, http.Header{}},
 	}
@@ -157,7 +193,9 @@ func TestHeadersOfA429ShowNothingRemainingAndWhenToRetry(t *testing.T) {
 				time.Sleep(20500 * time.Millisecond)
 				resp := get(t, s, "/", 1300)
 				require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
-				tt.want.Set("Content-Type", "application/json")
+				if tt.want.Get("Content-Type") == "" {
+					tt.want.Set("Content-Type", "application/json")
+				}
 				tt.want.Set("Date", "Sat, 01 Jan 2000 00:00:20 GMT") // the server's clock, whole seconds
 				assert.Equal(t, tt.want, resp.Header)
 			})
@@ -272,5 +310,81 @@ func TestInputAndOutputTokenQuotasAreCountedApart(t *testing.T) {
 		now := time.Now()
 		assert.InDelta(t, 10000, s.InputTokenCapacity(now, now.Add(time.Minute)), 1e-6)
 		assert.InDelta(t, 2000, s.OutputTokenCapacity(now, now.Add(time.Minute)), 1e-6)
+	})
+}
+
+// Reddit's reset jitters by a second between answers of one window, as its
+// recorded sessions do (432 then 431 in one Date second): Date + reset is
+// the window's end or the second after it, never before.
+func TestRedditResetIsTheWindowsEndOrTheSecondAfter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Config{Style: StyleReddit, Limit: 600, Window: 10 * time.Minute})
+		time.Sleep(7*time.Minute + 11*time.Second + 200*time.Millisecond)
+		early := get(t, s, "/api/x", 0)
+		time.Sleep(500 * time.Millisecond)
+		late := get(t, s, "/api/x", 0)
+		assert.Equal(t, early.Header.Get("Date"), late.Header.Get("Date"), "one Date second")
+		assert.Equal(t, "170", early.Header.Get("X-Ratelimit-Reset"), "00:07:11 + 170 s = 00:10:00 + 1 s")
+		assert.Equal(t, "169", late.Header.Get("X-Ratelimit-Reset"), "00:07:11 + 169 s = 00:10:00")
+		assert.Equal(t, "598.0", late.Header.Get("X-Ratelimit-Remaining"))
+		assert.Equal(t, "2", late.Header.Get("X-Ratelimit-Used"))
+		assert.Empty(t, late.Header.Get("X-Ratelimit-Limit"), "Reddit states no limit: it is used + remaining")
+	})
+	assert.Equal(t, int64(0), redditReset(0))
+	assert.Equal(t, int64(1), redditReset(time.Nanosecond))
+	assert.Equal(t, int64(2), redditReset(time.Second))
+}
+
+// Mastodon's reset carries the request's own microseconds: two answers of
+// one window state different instants, neither before the window's end.
+func TestMastodonResetCarriesTheRequestsFraction(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Config{Style: StyleMastodon, Limit: 300, Window: 5 * time.Minute,
+			Routes: map[string]int{"/api/v2/media": 30}})
+		time.Sleep(3*time.Minute + 730654*time.Microsecond)
+		assert.Equal(t, "2000-01-01T00:05:00.730654Z", get(t, s, "/api/v1/statuses", 0).Header.Get("X-Ratelimit-Reset"))
+		time.Sleep(60250 * time.Microsecond)
+		resp := get(t, s, "/api/v2/media", 0)
+		assert.Equal(t, "2000-01-01T00:05:00.790904Z", resp.Header.Get("X-Ratelimit-Reset"))
+		assert.Equal(t, "30", resp.Header.Get("X-Ratelimit-Limit"), "the media family's quota, named nowhere")
+		assert.Equal(t, "29", resp.Header.Get("X-Ratelimit-Remaining"))
+	})
+}
+
+// gitlab.com restated its reset as Date + 60 s on every answer while the
+// count it observed went up (its recorded sessions of 2018 and 2019).
+func TestGitLabRestatesItsResetOnEveryAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Config{Style: StyleGitLab, Limit: 600, Window: time.Minute})
+		var resets, observed []string
+		for range 3 {
+			resp := get(t, s, "/api/v4/projects", 0)
+			resets = append(resets, resp.Header.Get("Ratelimit-Reset"))
+			observed = append(observed, resp.Header.Get("Ratelimit-Observed"))
+			time.Sleep(1300 * time.Millisecond)
+		}
+		assert.Equal(t, []string{"946684860", "946684861", "946684862"}, resets)
+		assert.Equal(t, []string{"1", "2", "3"}, observed)
+	})
+}
+
+// Anthropic's API and Hugging Face's router send Retry-After on successes
+// (recorded: 20, 30, 31 s); a refusal keeps its own.
+func TestRetryAfterOnSuccessIsSentOnEvery2xx(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, style := range []Style{StyleAnthropic, StyleBare} {
+			s := New(Config{Style: style, Limit: 2, Window: time.Minute, RetryAfterOnSuccess: 30500 * time.Millisecond})
+			for range 2 {
+				resp := get(t, s, "/v1/messages", 0)
+				require.Equal(t, http.StatusOK, resp.StatusCode)
+				assert.Equal(t, "31", resp.Header.Get("Retry-After"), "%s: whole seconds, rounded up", style)
+			}
+			time.Sleep(20500 * time.Millisecond)
+			resp := get(t, s, "/v1/messages", 0)
+			require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+			want := map[Style]string{StyleAnthropic: "40", StyleBare: ""}[style]
+			assert.Equal(t, want, resp.Header.Get("Retry-After"), "%s: the refusal's own", style)
+			time.Sleep(time.Minute)
+		}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -104,5 +105,58 @@ func TestAClientBelievingTheHeadersIsNeverThrottled(t *testing.T) {
 				})
 			})
 		}
+	}
+}
+
+// The same of the styles whose resets are late as their APIs' are
+// (Reddit's delta seconds, Mastodon's instants carrying the request's
+// fraction of a second) or restated a window away (GitLab's): a client that
+// waits for them is never early, whatever its phase within a second.
+func TestLateResetsAreNeverEarly(t *testing.T) {
+	for _, style := range []Style{StyleReddit, StyleMastodon, StyleGitLab} {
+		t.Run(string(style), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := New(Config{Style: style, Limit: 13, Window: 7 * time.Second})
+				time.Sleep(2333 * time.Millisecond) // off the whole-second grid
+				for range 300 {
+					resp := get(t, s, "/", 0)
+					require.Equal(t, http.StatusOK, resp.StatusCode, "at %v", time.Now())
+					if until := waitFor(t, style, resp.Header); until > 0 {
+						time.Sleep(until)
+					}
+					time.Sleep(37 * time.Millisecond) // a new phase each request
+				}
+			})
+		})
+	}
+}
+
+// waitFor is how long a client believing h waits: nothing while quota
+// remains, else until the stated reset.
+func waitFor(t *testing.T, style Style, h http.Header) time.Duration {
+	switch style {
+	case StyleReddit:
+		remaining, err := strconv.ParseFloat(h.Get("X-Ratelimit-Remaining"), 64)
+		require.NoError(t, err)
+		reset, err := strconv.Atoi(h.Get("X-Ratelimit-Reset"))
+		require.NoError(t, err)
+		if remaining > 0 {
+			return 0
+		}
+		return time.Duration(reset) * time.Second
+	case StyleMastodon:
+		reset, err := time.Parse(time.RFC3339Nano, h.Get("X-Ratelimit-Reset"))
+		require.NoError(t, err)
+		if h.Get("X-Ratelimit-Remaining") != "0" {
+			return 0
+		}
+		return time.Until(reset)
+	default:
+		reset, err := strconv.ParseInt(h.Get("Ratelimit-Reset"), 10, 64)
+		require.NoError(t, err)
+		if h.Get("Ratelimit-Remaining") != "0" {
+			return 0
+		}
+		return time.Until(time.Unix(reset, 0))
 	}
 }

@@ -402,7 +402,7 @@ func TestNewPanicsNamingTheInvalidField(t *testing.T) {
 		want   string
 	}{
 		{func(c *Config) { c.Style = "" }, `apisim: invalid Config.Style "": want one of Styles()`},
-		{func(c *Config) { c.Style = "gitlab" }, `apisim: invalid Config.Style "gitlab": want one of Styles()`},
+		{func(c *Config) { c.Style = "bitbucket" }, `apisim: invalid Config.Style "bitbucket": want one of Styles()`},
 		{func(c *Config) { c.Algorithm = "leaky" }, `apisim: invalid Config.Algorithm "leaky": want FixedWindow, SlidingWindow or TokenBucket`},
 		{func(c *Config) { c.Limit = 0 }, "apisim: invalid Config.Limit 0: must be > 0"},
 		{func(c *Config) { c.Window = -time.Second }, "apisim: invalid Config.Window -1s: must be > 0"},
@@ -411,6 +411,7 @@ func TestNewPanicsNamingTheInvalidField(t *testing.T) {
 		{func(c *Config) { c.UnseenShare = 1 }, "apisim: invalid Config.UnseenShare 1: must be in [0, 1)"},
 		{func(c *Config) { c.UnseenShare = nan() }, "apisim: invalid Config.UnseenShare NaN: must be in [0, 1)"},
 		{func(c *Config) { c.Latency = -1 }, "apisim: invalid Config.Latency -1ns: must be ≥ 0"},
+		{func(c *Config) { c.RetryAfterOnSuccess = -time.Second }, "apisim: invalid Config.RetryAfterOnSuccess -1s: must be ≥ 0"},
 		{func(c *Config) { c.Routes = map[string]int{"search": 1} }, `apisim: invalid Config.Routes "search": prefix must start with "/"`},
 		{func(c *Config) { c.Routes = map[string]int{"/a/": 0} }, `apisim: invalid Config.Routes "/a/": 0: limit must be > 0`},
 		{func(c *Config) { c.Routes = map[string]int{"/default": 1} }, `apisim: invalid Config.Routes "/default": its bucket name "default" collides with the shared bucket`},
