@@ -312,6 +312,16 @@ func (w *Window) observe(q *Report, now time.Time, seen *Seen) {
 	}
 	fresh := !w.known || w.rolled || w.probing || (timed && q.Reset.Sub(w.stamp) >= tol)
 	inStep := fresh && timed && !w.toFull && w.known && now.Before(w.stamp) && w.fillsInStep(q, now)
+	if !inStep && fresh && w.known && !w.rolled && !w.probing && now.Before(w.stamp) && q.Reset.Sub(w.stamp) < resetResolution+tol {
+		// A reset stated later than the window's, before the window's
+		// passed, by no more than a reset's rounding, and not as a bucket
+		// spent from moves its time to full: the same reset restated
+		// (Reddit's delta seconds, Mastodon's reset carrying each
+		// request's fraction of a second), not a new window. Read as one,
+		// it showed no jump, and a job far below the quota was spread as
+		// over a sliding window (263× unpaced).
+		fresh = false
+	}
 	if inStep {
 		// Not a new window: the reset moved later before the old one
 		// passed, by what the spending since takes to refill at the rate

@@ -44,6 +44,23 @@ func TestObserve(t *testing.T) {
 			want:   observed{units: 75, known: true, reset: minute, rate: inf},
 		},
 		{
+			name: "a reset restated later within its rounding is the same window",
+			why: "Reddit states its reset in delta seconds, Mastodon its with each request's " +
+				"fraction of a second: the reset read creeps later by up to a second with no " +
+				"refill behind it, however still it held before (16 answers at one instant " +
+				"taught a jitter of 40 ms); read as a new window it showed no jump, and the " +
+				"quota was spread as a sliding window, a job far below it 263× unpaced",
+			events: func() []event {
+				ev := []event{obs(0, 0, Report{Limit: L, Remaining: 90, Reset: minute}, Seen{})}
+				for i := range 16 {
+					ev = append(ev, obs(time.Duration(i+1)*time.Millisecond, 1,
+						Report{Limit: L, Remaining: float64(89 - i), Reset: minute}, Seen{Admitted: float64(i + 1)}))
+				}
+				return append(ev, obs(600*time.Millisecond, 4, Report{Limit: L, Remaining: 70, Reset: minute.Add(600 * time.Millisecond)}, Seen{Admitted: 20}))
+			}(),
+			want: observed{units: 70, known: true, reset: minute.Add(600 * time.Millisecond), rate: inf},
+		},
+		{
 			name: "a lower report lowers the budget at once",
 			why: "a lower figure is news at once: 8 admitted, the response of one says 73 with " +
 				"7 still unseen, so 66 at most are left, below the 72 the charges left",
