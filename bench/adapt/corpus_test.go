@@ -57,16 +57,16 @@ func corpusSituations() []situation {
 			x(900, 15*time.Minute, 50), "/2/lists/", 800, 64, "/2/users/%d/timelines"),
 		route("a route with quota left beside a spent one: X-style, 1 of 300 a minute spent; 100 calls, 4 workers",
 			x(300, time.Minute, 1), "/2/lists/", 100, 4, "/2/users/%d/timelines"),
-		gap(route("a route with quota left beside a spent one: Mastodon-style, deletions' 30 of 300 per 5 minutes spent; 200 calls, 16 workers",
-			mastodonRoutes, "/api/v1/statuses/", 200, 16, "/api/v1/accounts/%d/statuses")),
+		route("a route with quota left beside a spent one: Mastodon-style, deletions' 30 of 300 per 5 minutes spent; 200 calls, 16 workers",
+			mastodonRoutes, "/api/v1/statuses/", 200, 16, "/api/v1/accounts/%d/statuses"),
 		{name: "Retry-After: 31 on every 200, Anthropic-style 4,000 a minute; 400 calls, 16 workers", server: anthropic,
 			clients: 1, workers: 16, calls: 400, refusal: 429, job: true},
 		{name: "Retry-After: 30 on every 200, no rate field (Hugging Face's router); 400 calls, 16 workers", server: router,
 			clients: 1, workers: 16, calls: 400, refusal: 429, job: true},
-		gap(job("Reddit-style below the quota: 300 calls of 600 per 10 minutes, 16 workers", reddit, 300)),
-		gap(job("Reddit-style below the quota: 600 calls of 600 per 10 minutes, 16 workers", reddit, 600)),
-		gap(job("Mastodon-style below the quota: 150 calls of 300 per 5 minutes, 16 workers", mastodon, 150)),
-		gap(job("Mastodon-style below the quota: 300 calls of 300 per 5 minutes, 16 workers", mastodon, 300)),
+		job("Reddit-style below the quota: 300 calls of 600 per 10 minutes, 16 workers", reddit, 300),
+		job("Reddit-style below the quota: 600 calls of 600 per 10 minutes, 16 workers", reddit, 600),
+		job("Mastodon-style below the quota: 150 calls of 300 per 5 minutes, 16 workers", mastodon, 150),
+		job("Mastodon-style below the quota: 300 calls of 300 per 5 minutes, 16 workers", mastodon, 300),
 		job("GitLab-style below the quota: 300 calls of 600 a minute, 16 workers", gitlab, 300),
 		gap(job("GitLab-style below the quota: 600 calls of 600 a minute, 16 workers", gitlab, 600)),
 		saturated("Reddit-style: reset in delta seconds restated on every answer, decimal counts; 600 per 10 minutes, 8 workers, 30 minutes",
@@ -181,17 +181,14 @@ func corpusTargets(sit situation, r sitRun) []sitCheck {
 
 // corpusGapNote says why pacer misses the corpus rows' job targets.
 const corpusGapNote = `
-Why, on the Reddit-, Mastodon- and GitLab-style jobs below the quota (issue 35): the reset each answer
-states moves with the request's own time. Reddit's delta seconds, rounded, put Date + reset on the window's
-end or the second after it, flipping with the request's place in its second; Mastodon's instant carries the
-request's microseconds; gitlab.com's is Date + 60 s on every answer. pacer's quota model reads a reset
-that moves later as requests are spent as a bucket's time to full (a token bucket refilling at limit per
-window) and spreads the job at that rate: a job of half of Reddit's 600 per 10 minutes takes as long as
-x/time/rate set to the quota. The route row on Mastodon's host is the same reading, not the routes: the
-route with quota left is told apart from the spent one, then paced as a bucket. Saturated, the same
-reading costs nothing (the quota is spent at its long-run rate either way). The fix belongs to the quota
-model (a reset that moves within the resets' resolution, or by the request's sub-second phase, is no
-refill); the rows hold pacer to the long-run rate meanwhile, so a collapse beyond it still fails.
+Why, on the GitLab-style job of the whole quota (issue 35): gitlab.com restates its reset as Date + 60 s on
+every answer, so the reset moves later a second a second, beyond any rounding. pacer's quota model cannot
+tell that from a window that refills as it goes (a sliding window, a bucket): it reads no jump back to the
+limit, and spreads what is left rather than spending it at once. A job of half the quota goes at once
+(1.05×); one of all of it ends spread over the last of its budget. Reddit's and Mastodon's resets, which
+move only within a second (delta seconds rounded; an instant carrying the request's microseconds), are
+read as the same reset restated and meet their targets. The row holds pacer to the long-run rate
+meanwhile, so a collapse beyond it still fails.
 `
 
 // corpusHeader describes the corpus rows in SITUATIONS.md.
