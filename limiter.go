@@ -1037,10 +1037,10 @@ func (a *Adaptive) learnLocked(m *response.Meaning, seq int64, cost float64, now
 	if m.RetryAfter > 0 && status >= 400 { // negative: ignored
 		a.pauseLocked(now.Add(min(m.RetryAfter, a.cfg.MaxDelay)))
 	}
-	if sig == response.Gone {
-		// The quota is gone for good (billing): waiting cannot help and
-		// nothing here should slow down for it. The caller gets the
-		// response at once.
+	if sig == response.Gone || sig == response.TooLarge {
+		// The quota is gone for good (billing), or the request is larger
+		// than the whole limit: waiting cannot help and nothing here
+		// should slow down for it. The caller gets the response at once.
 		a.retune(now)
 		return
 	}

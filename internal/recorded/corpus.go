@@ -82,6 +82,9 @@ type Reading struct {
 	// InBody reports that what the response states is in its body, not
 	// its headers.
 	InBody bool
+	// NeverSatisfiable reports a refusal of a request larger than the
+	// whole limit: no wait makes it fit.
+	NeverSatisfiable bool
 }
 
 // Figure is one quota as the provider documents it. Unknown numbers are
@@ -253,6 +256,8 @@ type rawFigure struct {
 	Window            *float64 `json:"window_s"`
 	RetryAfter        *float64 `json:"retry_after_s"`
 	RetryAfterApplies *bool    `json:"retry_after_applies"`
+	BodyRetryAfter    *float64 `json:"body_retry_after_s"`
+	NeverSatisfiable  bool     `json:"never_satisfiable"`
 	RetrySource       string   `json:"retry_source"`
 	Throttled         bool     `json:"throttled"`
 }
@@ -289,6 +294,12 @@ func reading(msg json.RawMessage) (Reading, error) {
 		if f.RetryAfter != nil && (f.RetryAfterApplies == nil || *f.RetryAfterApplies) {
 			w.RetryAfter = *f.RetryAfter
 		}
+		if f.BodyRetryAfter != nil {
+			// A wait the body states beside the headers' (Discord's
+			// retry_after): the larger of the two is the one asked for.
+			w.RetryAfter = max(w.RetryAfter, *f.BodyRetryAfter)
+		}
+		w.NeverSatisfiable = w.NeverSatisfiable || f.NeverSatisfiable
 		if strings.Contains(f.RetrySource, "body") {
 			w.InBody = true
 		}

@@ -31,8 +31,9 @@ func read(resp *http.Response, now time.Time) *Meaning {
 }
 
 // Gemini states the wait of a 429 only in its body: the response reads as
-// a Retry-After of that wait, capped like any, unless a header asks for
-// one; the body is given back byte for byte and nothing else is read.
+// a Retry-After of that wait, capped like any, or of the headers' if that
+// is longer (neither is waited out early); the body is given back byte for
+// byte and nothing else is read.
 func TestReadTakesTheWaitABodyStates(t *testing.T) {
 	geminiBody := readGeminiBody(t)
 	now := time.Date(2025, 8, 21, 12, 40, 0, 0, time.UTC)
@@ -46,8 +47,10 @@ func TestReadTakesTheWaitABodyStates(t *testing.T) {
 	}{
 		{why: "Gemini's 429: 37 s", status: 429, body: geminiBody, want: 37 * time.Second},
 		{why: "a 403 with a RetryInfo is read too", status: 403, body: geminiBody, want: 37 * time.Second},
-		{why: "a Retry-After header wins over the body", status: 429, body: geminiBody,
-			header: http.Header{"Retry-After": {"5"}}, want: 5 * time.Second},
+		{why: "a shorter Retry-After header: the body's wait is the longer", status: 429, body: geminiBody,
+			header: http.Header{"Retry-After": {"5"}}, want: 37 * time.Second},
+		{why: "a longer Retry-After header: the headers' wait is the longer", status: 429, body: geminiBody,
+			header: http.Header{"Retry-After": {"60"}}, want: 60 * time.Second},
 		{why: "a wait beyond the cap is clamped to it", status: 429,
 			body:    strings.Replace(geminiBody, `"37s"`, `"86400s"`, 1),
 			maxWait: 10 * time.Minute, want: 10 * time.Minute},
