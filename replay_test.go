@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"os"
@@ -64,7 +65,7 @@ var (
 		"46-amazon-mws":             "x-mws-quota-* is not read",
 		"47-meta-graph":             "x-app-usage is not read",
 		"48-meta-graph":             "x-page-usage is not read",
-		"52-google-vertex-ai":       "a 429 inside a 200 stream is not read",
+		"52-google-vertex-ai":       "the recorder dropped the stream's Content-Type: pacer reads the first event of a 2xx text/event-stream only (response.Stream), and a 200 of no stated type is not one",
 		"60-azure-resource-manager": "x-ms-ratelimit-remaining-* is not read",
 		"61-salesforce":             "Sforce-Limit-Info is not read",
 	}
@@ -108,13 +109,29 @@ var replayTable = os.Getenv("PACER_REPLAY_TABLE") != ""
 // readAt reads r as the Transport does (response.Read, under the
 // Transport's default caps, with the session's clock-offset estimate clk),
 // at now.
+//
+// A stream's first event is read as the Transport has it read, as the
+// caller reads the body (response.Watch): what a refusal there says is the
+// response's reading, beside what its headers say.
 func readAt(r *recorded.Response, now time.Time, clk *response.Clock) (Info, *response.Meaning) {
 	req, _ := http.NewRequest(r.Method, r.URL, nil)
 	var m response.Meaning
 	resp := r.HTTP(req)
-	response.Read(&m, resp, now, capsOf(DefaultMaxDelay), clk)
+	caps := capsOf(DefaultMaxDelay)
+	response.Read(&m, resp, now, caps, clk)
+	var late *response.Meaning
+	if response.Stream(resp) {
+		response.Watch(resp, caps, clk, func() time.Time { return now }, func(s *response.Meaning) { late = s })
+	}
+	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	return infoOf(m.Info, &m.Quotas), &m
+	info := infoOf(m.Info, &m.Quotas)
+	if late != nil {
+		m.Throttled, m.Body = late.Throttled, late.Body
+		info.RetryAfter = max(info.RetryAfter, late.RetryAfter)
+		info.Quotas = append(info.Quotas, infoOf(late.Info, &late.Quotas).Quotas...)
+	}
+	return info, &m
 }
 
 // figureTol is how far a reset read may be from the one documented: the
