@@ -1,7 +1,9 @@
 package response
 
 import (
+	"bytes"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -380,4 +382,53 @@ func TestDiscordsBodyWait(t *testing.T) {
 		assert.Equal(t, tc.want, m.RetryAfter, tc.why)
 		assert.Equal(t, tc.global, m.Global, tc.why)
 	}
+}
+
+// Whatever a refusal's body holds, reading it never panics, gives the body
+// back byte for byte and keeps what it reads bounded: at most 16 quotas,
+// each named by at most 256 visible characters, with finite figures (a
+// Remaining that is -1 or within [0, Limit]), a reset within the cap, and a
+// wait within [0, the cap].
+func FuzzReadBody(f *testing.F) {
+	f.Add([]byte(readGeminiBody(f)), false)
+	for _, s := range []string{
+		`{"error":{"message":"Rate limit reached for model ` + "`m`" + ` in organization ` + "`o`" + ` on tokens per minute (TPM): Limit 6000, Used 5200, Requested ~9200. Please try again in 1m2.5s.","code":"rate_limit_exceeded"}}`,
+		`{"message":"Rate limit exceeded: limit_rpm/a/b.","code":429,"metadata":{"headers":{"X-RateLimit-Limit":"8","X-RateLimit-Remaining":"0","X-RateLimit-Reset":"1783519380000","Retry-After":"9"},"provider_name":null}}`,
+		`{"error":{"message":"Rate limit exceeded: free-models-per-day. ","code":"429"}}`,
+		`{"error":{"code":429,"message":"Provider returned error","metadata":{"provider_name":"X"}}}`,
+		`{"message": "You are being rate limited.", "retry_after": 64.57, "global": true}`,
+		`{"error":{"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"QUOTA_EXHAUSTED","metadata":{"quotaResetDelay":"1e9s","quotaResetTimeStamp":"9999-12-31T23:59:59Z","model":"m"}}]}}`,
+		`[[[[[[[[{"error":`, `{"error":{"error":{"error":{}}}}`, `"\`, `{"a":"\"}`,
+	} {
+		f.Add([]byte(s), false)
+	}
+	f.Fuzz(func(t *testing.T, body []byte, forbidden bool) {
+		status := http.StatusTooManyRequests
+		if forbidden {
+			status = http.StatusForbidden
+		}
+		now := time.Date(2026, 7, 8, 14, 2, 0, 0, time.UTC)
+		resp := &http.Response{StatusCode: status, Header: http.Header{}, Body: io.NopCloser(bytes.NewReader(body))}
+		var clk Clock
+		var m Meaning
+		Read(&m, resp, now, caps, &clk)
+		if got, _ := io.ReadAll(resp.Body); !bytes.Equal(got, body) {
+			t.Fatalf("the body came back as %q", got)
+		}
+		if m.RetryAfter < 0 || m.RetryAfter > caps.Wait {
+			t.Fatalf("wait %v", m.RetryAfter)
+		}
+		if m.Quotas.Len() > 16 {
+			t.Fatalf("%d quotas", m.Quotas.Len())
+		}
+		for _, q := range quotas(&m) {
+			finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+			if len(q.Name) > 256 || strings.ContainsFunc(q.Name, func(r rune) bool { return r <= ' ' || r > '~' }) ||
+				!finite(q.Limit) || q.Limit < 0 || !finite(q.Remaining) || q.Remaining < -1 ||
+				q.Remaining > -1 && q.Remaining < 0 || q.Limit > 0 && q.Remaining > q.Limit ||
+				q.Window < 0 || !q.Reset.IsZero() && (q.Reset.Before(now) || q.Reset.After(now.Add(caps.Reset))) {
+				t.Fatalf("quota %+v", q)
+			}
+		}
+	})
 }

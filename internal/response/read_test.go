@@ -188,6 +188,8 @@ func TestClockBoundsTheServersOffsetFromBelow(t *testing.T) {
 		{why: "the bound decays a second an hour", dates: []string{date(3 * time.Second)}, recv: []time.Duration{0}, at: 2 * time.Hour, want: time.Second},
 		{why: "a Date further off than a day is a broken header", dates: []string{date(25 * time.Hour)}, recv: []time.Duration{0}, want: 0},
 		{why: "a Date that does not parse is ignored", dates: []string{"yesterday"}, recv: []time.Duration{0}, want: 0},
+		{why: "X's Date, UTC for GMT", dates: []string{strings.Replace(date(3*time.Second), "GMT", "UTC", 1)}, recv: []time.Duration{0}, want: 3 * time.Second},
+		{why: "another zone's name is not read as UTC", dates: []string{strings.Replace(date(3*time.Second), "GMT", "PST", 1)}, recv: []time.Duration{0}, want: 0},
 	} {
 		var c Clock
 		for i, d := range tc.dates {
@@ -203,4 +205,29 @@ func TestCountedIsEveryAnswerButA429OrA503(t *testing.T) {
 	for status, want := range map[int]bool{200: true, 201: true, 403: true, 404: true, 500: true, StatusOverloaded: true, 429: false, 503: false} {
 		assert.Equal(t, want, read(&http.Response{StatusCode: status}, time.Now()).Counted(), "status %d", status)
 	}
+}
+
+// A response that is no refusal costs the reading nothing beyond its
+// headers: its body is neither read nor wrapped, nothing is allocated,
+// and a JSON body is no stream to watch.
+func TestReadingASuccessAllocatesNothing(t *testing.T) {
+	h := http.Header{
+		"Content-Type": {"application/json; charset=utf-8"}, "Date": {"Thu, 21 Aug 2025 12:40:00 GMT"},
+		"X-Ratelimit-Limit": {"5000"}, "X-Ratelimit-Remaining": {"4999"}, "X-Ratelimit-Reset": {"1755780000"}, "Retry-After": {"30"},
+	}
+	body := io.NopCloser(strings.NewReader(`{"message":"You have exceeded a secondary rate limit"}`))
+	resp := &http.Response{StatusCode: 200, Header: h, Body: body, ContentLength: -1}
+	now := time.Date(2025, 8, 21, 12, 40, 0, 0, time.UTC)
+	var m Meaning
+	var clk Clock
+	allocs := testing.AllocsPerRun(100, func() {
+		Read(&m, resp, now, caps, &clk)
+		if Stream(resp) {
+			t.Fatal("a JSON body is no stream")
+		}
+	})
+	assert.Zero(t, allocs)
+	assert.Equal(t, body, resp.Body, "the body untouched")
+	assert.Equal(t, None, m.Body)
+	assert.Zero(t, m.RetryAfter)
 }
