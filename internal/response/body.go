@@ -158,7 +158,7 @@ func readBody(m *Meaning, b []byte, f *bodyFacts, now time.Time, caps header.Cap
 	if f.retryAfter >= 0 {
 		r.wait = max(r.wait, f.retryAfter)
 	}
-	if r.sig == None && f.provider != nil && string(bytes.TrimSpace(f.message)) == "Provider returned error" {
+	if r.sig == None && len(f.provider) > 0 && string(bytes.TrimSpace(f.message)) == "Provider returned error" {
 		r.sig = Upstream
 	}
 	if m.Body == None {
@@ -189,11 +189,11 @@ func (r *bodyReader) resetAfter(s float64) time.Time {
 }
 
 // resetAt is the reset at t in the server's clock, moved into ours: a past
-// one is now; one beyond the reset cap is none (a broken date, not a
-// window), as the grammar reads absolute resets.
+// one is now; one further than the reset cap either way is none (a broken
+// date, not a window), as the grammar reads absolute resets.
 func (r *bodyReader) resetAt(t time.Time) (time.Time, bool) {
 	d := t.Sub(r.serverNow())
-	if d > r.resetCap() {
+	if d > r.resetCap() || d < -r.resetCap() {
 		return time.Time{}, false
 	}
 	return r.now.Add(max(d, 0)), true
