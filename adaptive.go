@@ -447,7 +447,7 @@ func (p *Permit) Done(resp *http.Response) {
 	caps := capsOf(p.a.cfg.MaxDelay)
 	response.Read(&m, resp, now, caps, &p.a.clock)
 	if response.Stream(resp) {
-		response.Watch(resp, caps, &p.a.clock, nil, p.a.learnOther)
+		response.Watch(resp, caps, &p.a.clock, nil, p.a.learnLate)
 	}
 	p.doneWith(&m, now)
 }

@@ -120,6 +120,7 @@ func TestARefusalInAStreamTeachesTheEndpoint(t *testing.T) {
 			require.NoError(t, resp.Body.Close())
 			if inStream {
 				assert.Equal(t, event, string(got), "the stream, byte for byte")
+				assert.Equal(t, int64(1), tr.Stats()[0].Requests, "one request, answered once")
 			}
 			assert.Equal(t, int64(1), tr.Stats()[0].Throttled, "the endpoint learnt the throttle")
 			read := time.Now()

@@ -826,6 +826,19 @@ func (a *Adaptive) learnOther(m *response.Meaning) {
 	a.learn(m, 0, 0, time.Time{})
 }
 
+// learnLate applies what a response said after it was settled, for a
+// request this limiter admitted: a refusal its stream's first event states,
+// read as the caller reads the body (response.Watch). It is learnt as
+// Permit.Done learns a response, but the request is not counted again as
+// answered nor timed again; a refusal the server does not count (a 429)
+// takes back the admission its settling counted.
+func (a *Adaptive) learnLate(m *response.Meaning) {
+	a.learn(m, lateSeq, 0, time.Time{})
+}
+
+// lateSeq is learn's seq for learnLate.
+const lateSeq = -1
+
 // maxFeeders bounds the limiters feed remembers: a bucket is fed by the
 // host limiters and patterns whose routes the server put in it, a handful.
 const maxFeeders = 8
@@ -890,10 +903,11 @@ func (a *Adaptive) settle(cost float64) int64 {
 	return others
 }
 
-// learn is Permit.Done's and learnOther's common part: m is what the
-// response meant, nil when none was obtained; seq is the request's place in
-// the order of this limiter's admissions (a permit's, of the given cost,
-// which leaves the in-flight count), 0 for one another limiter admitted. now is when the response arrived (the time
+// learn is Permit.Done's, learnOther's and learnLate's common part: m is
+// what the response meant, nil when none was obtained; seq is the request's
+// place in the order of this limiter's admissions (a permit's, of the given
+// cost, which leaves the in-flight count), 0 for one another limiter
+// admitted, lateSeq for learnLate's. now is when the response arrived (the time
 // its headers were read at), or the zero time to read the clock.
 //
 // It leaves it under mu, not before: every admitted request is then either
@@ -919,7 +933,7 @@ func (a *Adaptive) learn(m *response.Meaning, seq int64, cost float64, now time.
 
 // learnLocked is learn's body, with mu held.
 func (a *Adaptive) learnLocked(m *response.Meaning, seq int64, cost float64, now time.Time) {
-	own := seq > 0
+	own, late := seq > 0, seq == lateSeq
 	a.applied.Add(1)
 	if m == nil || m.Status == 0 {
 		if own {
@@ -931,6 +945,9 @@ func (a *Adaptive) learnLocked(m *response.Meaning, seq int64, cost float64, now
 	var others int64 // in flight besides this response's request
 	if own {
 		others = a.settle(cost) + fed
+	} else if late {
+		// Settled and counted when its response came (learnLate).
+		others = a.inflight.Load() + fed
 	} else {
 		// The response's own request is one of the feeders' in flight
 		// (a feeder settles its permit after teaching this limiter), not
@@ -946,12 +963,14 @@ func (a *Adaptive) learnLocked(m *response.Meaning, seq int64, cost float64, now
 		a.admitted.Add(1)
 		a.admittedCost.Add(a.avgCost.Load())
 	}
-	a.requests++
 	wasStarted := a.started.Load()
 	if !wasStarted {
 		a.started.Store(true)
 	}
-	a.trackRTT(now, others)
+	if !late {
+		a.requests++
+		a.trackRTT(now, others)
+	}
 	status, sig, nq := m.Status, m.Body, m.Quotas.Len()
 	if nq > 0 || m.RetryAfter > 0 || m.Bucket != "" {
 		// Kept as the grammar read them: the readers (Stats, a
@@ -1018,7 +1037,7 @@ func (a *Adaptive) learnLocked(m *response.Meaning, seq int64, cost float64, now
 		// answer of a server that states no quota.)
 		seen := quota.Seen{
 			Horizon: a.horizon(), Age: a.rtt(),
-			Seq: seq, Admissions: a.admissions.Load(),
+			Seq: max(seq, 0), Admissions: a.admissions.Load(),
 			Refused: status == http.StatusTooManyRequests,
 		}
 		if a.feeders.Load() != nil {

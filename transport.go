@@ -314,7 +314,7 @@ func (rt *roundTrip) run(prev *attemptOutcome, a *attemptState) {
 		// A refusal a stream's first event states, as the caller reads
 		// it, teaches the limiter that admitted the request then
 		// (response.Watch says why it is not read now).
-		response.Watch(resp, t.caps, &a.ep.clock, nil, a.lim.lim.learnOther)
+		response.Watch(resp, t.caps, &a.ep.clock, nil, a.lim.lim.learnLate)
 	}
 }
 
