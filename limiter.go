@@ -829,15 +829,23 @@ func (a *Adaptive) learnOther(m *response.Meaning) {
 // learnLate applies what a response said after it was settled, for a
 // request this limiter admitted: a refusal its stream's first event states,
 // read as the caller reads the body (response.Watch). It is learnt as
-// Permit.Done learns a response, but the request is not counted again as
-// answered nor timed again; a refusal the server does not count (a 429)
-// takes back the admission its settling counted.
+// another limiter's response is (learnOther), less what that counts again:
+// the request was answered and counted as admitted when its 200 came, and
+// the refusal takes back that admission (a 429 is not counted, and a 529
+// was counted once already). Squared here, not told to learnLocked, whose
+// every response paid a few dozen instructions for a parameter saying so.
 func (a *Adaptive) learnLate(m *response.Meaning) {
-	a.learn(m, lateSeq, 0, time.Time{})
+	now := time.Now()
+	a.mu.Lock()
+	a.learnLocked(m, 0, 0, now)
+	a.requests--
+	a.admitted.Add(-1)
+	if c := a.avgCost.Load(); c > 0 {
+		a.admittedCost.Add(-min(c, a.admittedCost.Load()))
+	}
+	a.appliedLocked(false)
+	a.unlock()
 }
-
-// lateSeq is learn's seq for learnLate.
-const lateSeq = -1
 
 // maxFeeders bounds the limiters feed remembers: a bucket is fed by the
 // host limiters and patterns whose routes the server put in it, a handful.
@@ -903,11 +911,10 @@ func (a *Adaptive) settle(cost float64) int64 {
 	return others
 }
 
-// learn is Permit.Done's, learnOther's and learnLate's common part: m is
-// what the response meant, nil when none was obtained; seq is the request's
-// place in the order of this limiter's admissions (a permit's, of the given
-// cost, which leaves the in-flight count), 0 for one another limiter
-// admitted, lateSeq for learnLate's. now is when the response arrived (the time
+// learn is Permit.Done's and learnOther's common part: m is what the
+// response meant, nil when none was obtained; seq is the request's place in
+// the order of this limiter's admissions (a permit's, of the given cost,
+// which leaves the in-flight count), 0 for one another limiter admitted. now is when the response arrived (the time
 // its headers were read at), or the zero time to read the clock.
 //
 // It leaves it under mu, not before: every admitted request is then either
@@ -933,7 +940,7 @@ func (a *Adaptive) learn(m *response.Meaning, seq int64, cost float64, now time.
 
 // learnLocked is learn's body, with mu held.
 func (a *Adaptive) learnLocked(m *response.Meaning, seq int64, cost float64, now time.Time) {
-	own, late := seq > 0, seq == lateSeq
+	own := seq > 0
 	a.applied.Add(1)
 	if m == nil || m.Status == 0 {
 		if own {
@@ -945,9 +952,6 @@ func (a *Adaptive) learnLocked(m *response.Meaning, seq int64, cost float64, now
 	var others int64 // in flight besides this response's request
 	if own {
 		others = a.settle(cost) + fed
-	} else if late {
-		// Settled and counted when its response came (learnLate).
-		others = a.inflight.Load() + fed
 	} else {
 		// The response's own request is one of the feeders' in flight
 		// (a feeder settles its permit after teaching this limiter), not
@@ -967,10 +971,8 @@ func (a *Adaptive) learnLocked(m *response.Meaning, seq int64, cost float64, now
 	if !wasStarted {
 		a.started.Store(true)
 	}
-	if !late {
-		a.requests++
-		a.trackRTT(now, others)
-	}
+	a.requests++
+	a.trackRTT(now, others)
 	status, sig, nq := m.Status, m.Body, m.Quotas.Len()
 	if nq > 0 || m.RetryAfter > 0 || m.Bucket != "" {
 		// Kept as the grammar read them: the readers (Stats, a
@@ -1037,7 +1039,7 @@ func (a *Adaptive) learnLocked(m *response.Meaning, seq int64, cost float64, now
 		// answer of a server that states no quota.)
 		seen := quota.Seen{
 			Horizon: a.horizon(), Age: a.rtt(),
-			Seq: max(seq, 0), Admissions: a.admissions.Load(),
+			Seq: seq, Admissions: a.admissions.Load(),
 			Refused: status == http.StatusTooManyRequests,
 		}
 		if a.feeders.Load() != nil {
