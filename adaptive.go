@@ -428,9 +428,12 @@ type Permit struct {
 // rate limit: every header convention [ParseHeaders] reads, absolute resets
 // corrected by the server's Date, and, for a 403 or 429, what its body
 // states (a limit only the body names, such as GitHub's secondary limits; a
-// quota gone for good, such as OpenAI's insufficient_quota). For that it
-// reads at most 4 KiB of such a body, which stays readable byte for byte;
-// resp is otherwise untouched, and the caller still closes its body.
+// quota gone for good, such as OpenAI's insufficient_quota; the quotas and
+// waits Google's, Groq's, OpenRouter's and Discord's errors state). For
+// that it reads at most 4 KiB of such a body, which stays readable byte for
+// byte. A 2xx text/event-stream's body is watched as the caller reads it: a
+// refusal its first event states (Vertex AI's in-stream 429) is learnt
+// then. resp is otherwise untouched, and the caller still closes its body.
 func (p *Permit) Done(resp *http.Response) {
 	if !p.live {
 		return
@@ -441,7 +444,11 @@ func (p *Permit) Done(resp *http.Response) {
 		return
 	}
 	var m response.Meaning
-	response.Read(&m, resp, now, capsOf(p.a.cfg.MaxDelay), &p.a.clock)
+	caps := capsOf(p.a.cfg.MaxDelay)
+	response.Read(&m, resp, now, caps, &p.a.clock)
+	if response.Stream(resp) {
+		response.Watch(resp, caps, &p.a.clock, nil, p.a.learnLate)
+	}
 	p.doneWith(&m, now)
 }
 

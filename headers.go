@@ -88,17 +88,36 @@ type Info struct {
 	// quota, OpenAI's other quotas by name, HubSpot's, Mistral's, Meta's,
 	// Salesforce's, Amazon MWS's, and Azure Resource Manager's by name. At
 	// most 16 are kept.
+	//
+	// The Transport and Permit.Done also read the quotas a 403's or 429's
+	// body states, after the headers' (ParseHeaders, seeing headers alone,
+	// never reports them): each quota Google's QuotaFailure lists as
+	// violated (spent, its window and unit from its quotaId; a per-day one
+	// resets at midnight Pacific time), ErrorInfo's refused limit, the
+	// limit OpenAI's and Groq's rate-limit message states ("on tokens per
+	// minute (TPM): Limit 15000, Used 11972"), the X-RateLimit-* headers
+	// OpenRouter forwards inside its error and a daily cap its message
+	// names. A quota the headers state already is not repeated.
 	Quotas []Quota
 	// RetryAfter is how long the server asked clients to wait, from
 	// Retry-After (delta-seconds or HTTP-date), Retry-After-Ms or a provider
 	// equivalent (Meta's estimated_time_to_regain_access, in minutes); 0 if
 	// none. When present it wins over the quotas. It is
 	// never negative and never above the parser's cap (DefaultMaxDelay for
-	// ParseHeaders). The Transport and Permit.Done also read a 403's or
-	// 429's body, and a wait stated only there (the retryDelay of Google's
-	// google.rpc.RetryInfo, which Gemini sends) is the RetryAfter of the
-	// Info they report when the headers ask for none; ParseHeaders, seeing
-	// headers alone, never reports it.
+	// ParseHeaders).
+	//
+	// The Transport and Permit.Done read the response's status too: a
+	// Retry-After on a 1xx or 2xx is no wait there (RFC 9110 section 10.2.3
+	// defines it for 503 and 3xx responses, RFC 6585 for 429; Hugging
+	// Face's router and Anthropic send it on successes), and they read a
+	// 403's or 429's body, whose wait counts beside the headers' (the
+	// longer of the two): Google's RetryInfo retryDelay (Gemini sends no
+	// Retry-After), the "Please try again in 5.289s" of OpenAI's and
+	// Groq's messages, a Retry-After OpenRouter forwards inside its error,
+	// Discord's retry_after. A request larger than the whole limit that
+	// refused it ("Requested ~12903" against "Limit 7000") states no wait:
+	// none makes it fit. ParseHeaders, seeing headers alone, reports the
+	// headers' wait whatever the status.
 	RetryAfter time.Duration
 	// Bucket is a server-named bucket (X-RateLimit-Bucket,
 	// X-RateLimit-Resource): endpoints the server puts in one bucket share one
@@ -170,6 +189,10 @@ type Info struct {
 //     cap, absurdly long digit strings included, are clamped to it.
 //   - At most 16 quotas are kept; names and buckets longer than 256 bytes,
 //     and buckets with spaces or control characters, are ignored.
+//
+// ParseHeaders sees no status and no body: a Retry-After is reported
+// whatever the response's status (the Transport reads none on a 1xx or
+// 2xx), and what a refusal's body states is not (see Info).
 //
 // ParseHeaders never panics and does not modify h. A typical response costs
 // one allocation, for the Quotas slice.

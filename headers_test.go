@@ -87,8 +87,8 @@ func TestParseHeadersUnitIsTheConventionsNotTheName(t *testing.T) {
 // Every field of the grammar's reading reaches the caller: several
 // conventions at once, more quotas than a reading holds inline, tokens, windows, a policy's unknown Remaining, names made
 // unique, the wait, the bucket and the scope; the same through the
-// Transport's reading (response.Read, then infoOf) as through
-// ParseHeaders.
+// Transport's reading (response.Read, then infoOf) of a 429, whose
+// Retry-After is a wait (a success's is none), as through ParseHeaders.
 func TestParseHeadersCarriesEveryFieldOfTheReading(t *testing.T) {
 	now := time.Date(2025, 8, 21, 12, 40, 0, 0, time.UTC)
 	h := http.Header{
@@ -120,8 +120,10 @@ func TestParseHeadersCarriesEveryFieldOfTheReading(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, want, info)
 
-	m := meaningOf(&http.Response{StatusCode: http.StatusOK, Header: h, Body: http.NoBody}, now)
+	m := meaningOf(&http.Response{StatusCode: http.StatusTooManyRequests, Header: h, Body: http.NoBody}, now)
 	assert.Equal(t, want, infoOf(m.Info, &m.Quotas))
+	m = meaningOf(&http.Response{StatusCode: http.StatusOK, Header: h, Body: http.NoBody}, now)
+	assert.Zero(t, m.RetryAfter, "a success's Retry-After is no wait")
 
 	response.Read(m, &http.Response{StatusCode: http.StatusOK, Header: http.Header{"X-Ratelimit-Remaining": {"7"}}, Body: http.NoBody}, now, capsOf(0), nil)
 	assert.Equal(t, Info{Quotas: []Quota{{Remaining: 7}}}, infoOf(m.Info, &m.Quotas), "a Meaning read again holds the last response's quotas alone")

@@ -826,6 +826,27 @@ func (a *Adaptive) learnOther(m *response.Meaning) {
 	a.learn(m, 0, 0, time.Time{})
 }
 
+// learnLate applies what a response said after it was settled, for a
+// request this limiter admitted: a refusal its stream's first event states,
+// read as the caller reads the body (response.Watch). It is learnt as
+// another limiter's response is (learnOther), less what that counts again:
+// the request was answered and counted as admitted when its 200 came, and
+// the refusal takes back that admission (a 429 is not counted, and a 529
+// was counted once already). Squared here, not told to learnLocked, whose
+// every response paid a few dozen instructions for a parameter saying so.
+func (a *Adaptive) learnLate(m *response.Meaning) {
+	now := time.Now()
+	a.mu.Lock()
+	a.learnLocked(m, 0, 0, now)
+	a.requests--
+	a.admitted.Add(-1)
+	if c := a.avgCost.Load(); c > 0 {
+		a.admittedCost.Add(-min(c, a.admittedCost.Load()))
+	}
+	a.appliedLocked(false)
+	a.unlock()
+}
+
 // maxFeeders bounds the limiters feed remembers: a bucket is fed by the
 // host limiters and patterns whose routes the server put in it, a handful.
 const maxFeeders = 8
@@ -946,11 +967,11 @@ func (a *Adaptive) learnLocked(m *response.Meaning, seq int64, cost float64, now
 		a.admitted.Add(1)
 		a.admittedCost.Add(a.avgCost.Load())
 	}
-	a.requests++
 	wasStarted := a.started.Load()
 	if !wasStarted {
 		a.started.Store(true)
 	}
+	a.requests++
 	a.trackRTT(now, others)
 	status, sig, nq := m.Status, m.Body, m.Quotas.Len()
 	if nq > 0 || m.RetryAfter > 0 || m.Bucket != "" {
@@ -1037,10 +1058,10 @@ func (a *Adaptive) learnLocked(m *response.Meaning, seq int64, cost float64, now
 	if m.RetryAfter > 0 && status >= 400 { // negative: ignored
 		a.pauseLocked(now.Add(min(m.RetryAfter, a.cfg.MaxDelay)))
 	}
-	if sig == response.Gone {
-		// The quota is gone for good (billing): waiting cannot help and
-		// nothing here should slow down for it. The caller gets the
-		// response at once.
+	if sig == response.Gone || sig == response.TooLarge {
+		// The quota is gone for good (billing), or the request is larger
+		// than the whole limit: waiting cannot help and nothing here
+		// should slow down for it. The caller gets the response at once.
 		a.retune(now)
 		return
 	}

@@ -52,9 +52,10 @@ const (
 // the response's Retry-After. A retry that could not start before MaxWait
 // or the context's deadline is not made: the response is returned at once,
 // body intact. Retries of load shed by the server (a 5xx without a
-// Retry-After or a spent quota) and of transport errors draw on a retry
-// budget, a tenth of the endpoint's traffic, so they never multiply an
-// overloaded server's load.
+// Retry-After or a spent quota, or a gateway's relay of its upstream's
+// refusal: OpenRouter's "Provider returned error") and of transport errors
+// draw on a retry budget, a tenth of the endpoint's traffic, so they never
+// multiply an overloaded server's load.
 func WithRetries(n int) Option {
 	if n < 0 {
 		panic(fmt.Sprintf("pacer: WithRetries(%d): negative count", n))
@@ -122,9 +123,11 @@ func WithPrepareRetry(prepare func(r *http.Request) error) Option {
 // X-RateLimit-Remaining or a Retry-After, a 403 or 429 whose body states a
 // secondary rate limit) unless the server says x-should-retry: false or
 // Stripe-Should-Retry: false. It never retries a transport error (the
-// request may have reached the server, and the limiter learnt nothing), nor
-// a quota gone for good (OpenAI's insufficient_quota and billing errors),
-// which waiting cannot help. It never returns an error.
+// request may have reached the server, and the limiter learnt nothing), a
+// quota gone for good (OpenAI's insufficient_quota and billing errors), nor
+// a request larger than the whole limit that refused it (an OpenAI-style
+// message's "Requested" beyond its "Limit", as Groq sends it): waiting
+// cannot help either. It never returns an error.
 //
 // A request that is not idempotent (a POST, a PATCH without an idempotency
 // key) is retried only when the response says the server did not act on it:

@@ -39,7 +39,11 @@ import (
 // [WithRetries]).
 //
 // A Transport is safe for concurrent use. It never modifies a request, always
-// closes the request body, and leaves the response body to the caller. Its
+// closes the request body, and leaves the response body to the caller, byte
+// for byte as the server sent it: it reads at most 4 KiB of a 403's or
+// 429's (and puts them back), and a 2xx text/event-stream's first event as
+// the caller reads it, for a refusal sent inside the stream (Vertex AI's
+// in-stream 429), which the endpoint's limiter learns then. Its
 // memory is bounded: idle endpoints are evicted (after ten minutes,
 // or as long as their quota's window when it is longer; see also
 // [WithMaxEndpoints]) lazily, without a background goroutine, so a Transport
@@ -311,6 +315,12 @@ func (rt *roundTrip) run(prev *attemptOutcome, a *attemptState) {
 	// One clock reading serves the headers, the limiter and the table.
 	a.now = time.Now()
 	response.Read(&a.read, resp, a.now, t.caps, &a.ep.clock)
+	if response.Stream(resp) {
+		// A refusal a stream's first event states, as the caller reads
+		// it, teaches the limiter that admitted the request then
+		// (response.Watch says why it is not read now).
+		response.Watch(resp, t.caps, &a.ep.clock, nil, a.lim.lim.learnLate)
+	}
 }
 
 // admit waits for a's limiter to admit the request. It reports false, with

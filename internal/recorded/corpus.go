@@ -68,6 +68,9 @@ type Response struct {
 	// anything after the first space dropped.
 	URL    string
 	Status int // 200 where the recording does not say
+	// StatusKnown is false where the recording does not say: whether the
+	// server refused the request cannot be judged by it then.
+	StatusKnown bool
 	Header http.Header
 	Body   string
 	// Date is when the server sent the response, from its Date header (or
@@ -91,6 +94,9 @@ type Reading struct {
 	// InBody reports that what the response states is in its body, not
 	// its headers.
 	InBody bool
+	// NeverSatisfiable reports a refusal of a request larger than the
+	// whole limit: no wait makes it fit.
+	NeverSatisfiable bool
 }
 
 // Figure is one quota as the provider documents it. Unknown numbers are
@@ -201,7 +207,7 @@ func (r *rawSession) session(i int) (*Session, error) {
 			resp.Header = http.Header{}
 		}
 		if rr.Status != nil {
-			resp.Status = *rr.Status
+			resp.Status, resp.StatusKnown = *rr.Status, true
 		}
 		if resp.Method == "" {
 			resp.Method = http.MethodGet
@@ -264,6 +270,8 @@ type rawFigure struct {
 	Window            *float64 `json:"window_s"`
 	RetryAfter        *float64 `json:"retry_after_s"`
 	RetryAfterApplies *bool    `json:"retry_after_applies"`
+	BodyRetryAfter    *float64 `json:"body_retry_after_s"`
+	NeverSatisfiable  bool     `json:"never_satisfiable"`
 	RetrySource       string   `json:"retry_source"`
 	Throttled         bool     `json:"throttled"`
 }
@@ -300,6 +308,12 @@ func reading(msg json.RawMessage) (Reading, error) {
 		if f.RetryAfter != nil && (f.RetryAfterApplies == nil || *f.RetryAfterApplies) {
 			w.RetryAfter = *f.RetryAfter
 		}
+		if f.BodyRetryAfter != nil {
+			// A wait the body states beside the headers' (Discord's
+			// retry_after): the larger of the two is the one asked for.
+			w.RetryAfter = max(w.RetryAfter, *f.BodyRetryAfter)
+		}
+		w.NeverSatisfiable = w.NeverSatisfiable || f.NeverSatisfiable
 		if strings.Contains(f.RetrySource, "body") {
 			w.InBody = true
 		}

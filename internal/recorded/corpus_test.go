@@ -50,6 +50,8 @@ func TestLoadReadsEachShapeOfAReading(t *testing.T) {
 
 	r1 := s.Responses[1]
 	assert.Equal(t, http.StatusOK, r1.Status, "a status not recorded is a 200")
+	assert.False(t, r1.StatusKnown, "and not known to be one")
+	assert.True(t, r0.StatusKnown)
 	assert.Equal(t, "https://api.example.test/v1/b", r1.URL, "the recording's words after the URL are dropped")
 	require.Len(t, r1.Want.Quotas, 1, "a quota with no count documents nothing to compare")
 	assert.Equal(t, -1.0, r1.Want.Quotas[0].Remaining)

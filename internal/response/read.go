@@ -2,6 +2,7 @@ package response
 
 import (
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -17,21 +18,28 @@ const StatusOverloaded = 529
 // metrics. The zero Meaning is "no response obtained" (Status 0).
 type Meaning struct {
 	// Status is the HTTP status code; 0 when no response was obtained.
+	// For a refusal inside a stream (Watch), the status its error stands
+	// for.
 	Status int
-	// Info is what the headers state besides the quotas, with one
-	// difference: a wait stated only in the body (RetryDelay) is its
-	// RetryAfter when the headers ask for none, clamped as a header's is.
+	// Info is what the headers state besides the quotas, with two
+	// differences: a 1xx's or 2xx's Retry-After is no wait (RFC 9110
+	// section 10.2.3 defines it for 503 and 3xx responses, RFC 6585 for
+	// 429), and a refusal's body's wait counts (the larger of the two),
+	// clamped as a header's is.
 	header.Info
-	// Quotas are the quotas the headers state, absolute resets read in
-	// our clock (see Clock).
+	// Quotas are the quotas the headers state, then those a refusal's
+	// body states that the headers do not, absolute resets read in our
+	// clock (see Clock).
 	Quotas header.Quotas
-	// Body is what a 403's or 429's body says of the limit.
+	// Body is what a 403's or 429's body (or a stream's first event) says
+	// of the limit.
 	Body Signal
 	// Throttled reports that the server refused the request for a reason
 	// it may lift later, by the one rule for it: a 429, a 503 or
 	// Anthropic's 529; a 403 with a wait or a stated quota with nothing
 	// left (GitHub's primary and secondary limits); a limit the body
-	// states. Never a quota gone for good (Body Gone), which no wait lifts.
+	// states. Never a refusal no wait lifts: a quota gone for good (Body
+	// Gone), a request larger than the limit (Body TooLarge).
 	Throttled bool
 }
 
@@ -39,7 +47,8 @@ type Meaning struct {
 // caps, absolute resets corrected by the server's clock as clk bounds it
 // (nil: the server's clock is taken for ours; else the response's Date is
 // folded into clk first), and for a 403 or 429 what its body states, whose
-// bytes are put back (Peek). resp.Body must not be nil.
+// bytes are put back (Peek). resp.Body must not be nil. A stream's first
+// event is read later, as the caller reads it (Watch).
 //
 // m is written in place, field by field, and read in place by its
 // consumers: a Meaning built apart and copied whole was read with wide
@@ -50,17 +59,19 @@ func Read(m *Meaning, resp *http.Response, now time.Time, caps header.Caps, clk 
 	var body []byte
 	if refusal(m.Status) { // (Peek reads no other body: nearly every response is spared three calls)
 		body = Peek(resp)
-		m.Body = Classify(body)
 	}
 	var skew header.Skew
 	if clk != nil {
 		skew = clk
 	}
 	m.Info, _ = header.Parse(resp.Header, now, caps, skew, &m.Quotas)
-	if m.RetryAfter == 0 && body != nil {
-		if s, ok := RetryDelay(body); ok {
-			m.RetryAfter = header.ClampSeconds(s, caps.Wait)
-		}
+	if m.Status < 300 {
+		m.RetryAfter = 0 // no wait on a success (see Meaning.Info)
+	}
+	if len(body) > 0 {
+		var f bodyFacts
+		f.read(body)
+		readBody(m, body, &f, now, caps, clk)
 	}
 	m.Throttled = throttled(m)
 }
@@ -76,7 +87,7 @@ func throttled(m *Meaning) bool {
 	switch m.Body {
 	case BodyLimit:
 		return true
-	case Gone:
+	case Gone, TooLarge:
 		return false
 	}
 	switch m.Status {
@@ -96,11 +107,12 @@ func throttled(m *Meaning) bool {
 }
 
 // Overloaded reports whether a throttled response is the server shedding
-// load rather than enforcing a rate limit: a 5xx with no wait asked for and
-// no quota stated as spent until a reset. A retry of one draws on a retry
-// budget; a retry of a rate limit waits for the limit instead.
+// load rather than enforcing a rate limit: a 5xx, or an upstream's refusal
+// a gateway relays (Body Upstream), with no wait asked for and no quota
+// stated as spent until a reset. A retry of one draws on a retry budget; a
+// retry of a rate limit waits for the limit instead.
 func (m *Meaning) Overloaded() bool {
-	if m.Status < 500 || m.RetryAfter > 0 {
+	if m.Status < 500 && m.Body != Upstream || m.RetryAfter > 0 {
 		return false
 	}
 	for i := range m.Quotas.Len() {
@@ -172,8 +184,8 @@ func (c *Clock) Observe(date string, recv time.Time) {
 	}
 	seen := date // a copy, so that only this path allocates
 	c.last.Store(&seen)
-	d, err := http.ParseTime(date)
-	if err != nil {
+	d, ok := parseDate(date)
+	if !ok {
 		return
 	}
 	sample := d.Sub(recv)
@@ -186,6 +198,22 @@ func (c *Clock) Observe(date string, recv time.Time) {
 	}
 	c.lo.Store(int64(sample))
 	c.at.Store(now)
+}
+
+// parseDate reads a Date: an HTTP-date in any of RFC 9110's three forms, or
+// its IMF-fixdate with "UTC" where "GMT" belongs, as X (api.twitter.com)
+// sends it ("Mon, 15 Nov 2021 23:40:31 UTC"). UTC is GMT: RFC 9110 section
+// 5.6.7 says an HTTP-date is in UTC, its "GMT" a name for it; no other zone
+// name is read (a time.Parse of any would take it for an offset of 0).
+func parseDate(date string) (time.Time, bool) {
+	if t, err := http.ParseTime(date); err == nil {
+		return t, true
+	}
+	if !strings.HasSuffix(date, " UTC") {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC1123, date)
+	return t, err == nil && t.Location() == time.UTC
 }
 
 // decayed is the bound at now (ns), lowered by skewDecay per hour since it

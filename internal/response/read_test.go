@@ -31,8 +31,9 @@ func read(resp *http.Response, now time.Time) *Meaning {
 }
 
 // Gemini states the wait of a 429 only in its body: the response reads as
-// a Retry-After of that wait, capped like any, unless a header asks for
-// one; the body is given back byte for byte and nothing else is read.
+// a Retry-After of that wait, capped like any, or of the headers' if that
+// is longer (neither is waited out early); the body is given back byte for
+// byte and nothing else is read.
 func TestReadTakesTheWaitABodyStates(t *testing.T) {
 	geminiBody := readGeminiBody(t)
 	now := time.Date(2025, 8, 21, 12, 40, 0, 0, time.UTC)
@@ -46,8 +47,10 @@ func TestReadTakesTheWaitABodyStates(t *testing.T) {
 	}{
 		{why: "Gemini's 429: 37 s", status: 429, body: geminiBody, want: 37 * time.Second},
 		{why: "a 403 with a RetryInfo is read too", status: 403, body: geminiBody, want: 37 * time.Second},
-		{why: "a Retry-After header wins over the body", status: 429, body: geminiBody,
-			header: http.Header{"Retry-After": {"5"}}, want: 5 * time.Second},
+		{why: "a shorter Retry-After header: the body's wait is the longer", status: 429, body: geminiBody,
+			header: http.Header{"Retry-After": {"5"}}, want: 37 * time.Second},
+		{why: "a longer Retry-After header: the headers' wait is the longer", status: 429, body: geminiBody,
+			header: http.Header{"Retry-After": {"60"}}, want: 60 * time.Second},
 		{why: "a wait beyond the cap is clamped to it", status: 429,
 			body:    strings.Replace(geminiBody, `"37s"`, `"86400s"`, 1),
 			maxWait: 10 * time.Minute, want: 10 * time.Minute},
@@ -185,6 +188,8 @@ func TestClockBoundsTheServersOffsetFromBelow(t *testing.T) {
 		{why: "the bound decays a second an hour", dates: []string{date(3 * time.Second)}, recv: []time.Duration{0}, at: 2 * time.Hour, want: time.Second},
 		{why: "a Date further off than a day is a broken header", dates: []string{date(25 * time.Hour)}, recv: []time.Duration{0}, want: 0},
 		{why: "a Date that does not parse is ignored", dates: []string{"yesterday"}, recv: []time.Duration{0}, want: 0},
+		{why: "X's Date, UTC for GMT", dates: []string{strings.Replace(date(3*time.Second), "GMT", "UTC", 1)}, recv: []time.Duration{0}, want: 3 * time.Second},
+		{why: "another zone's name is not read as UTC", dates: []string{strings.Replace(date(3*time.Second), "GMT", "PST", 1)}, recv: []time.Duration{0}, want: 0},
 	} {
 		var c Clock
 		for i, d := range tc.dates {
@@ -200,4 +205,29 @@ func TestCountedIsEveryAnswerButA429OrA503(t *testing.T) {
 	for status, want := range map[int]bool{200: true, 201: true, 403: true, 404: true, 500: true, StatusOverloaded: true, 429: false, 503: false} {
 		assert.Equal(t, want, read(&http.Response{StatusCode: status}, time.Now()).Counted(), "status %d", status)
 	}
+}
+
+// A response that is no refusal costs the reading nothing beyond its
+// headers: its body is neither read nor wrapped, nothing is allocated,
+// and a JSON body is no stream to watch.
+func TestReadingASuccessAllocatesNothing(t *testing.T) {
+	h := http.Header{
+		"Content-Type": {"application/json; charset=utf-8"}, "Date": {"Thu, 21 Aug 2025 12:40:00 GMT"},
+		"X-Ratelimit-Limit": {"5000"}, "X-Ratelimit-Remaining": {"4999"}, "X-Ratelimit-Reset": {"1755780000"}, "Retry-After": {"30"},
+	}
+	body := io.NopCloser(strings.NewReader(`{"message":"You have exceeded a secondary rate limit"}`))
+	resp := &http.Response{StatusCode: 200, Header: h, Body: body, ContentLength: -1}
+	now := time.Date(2025, 8, 21, 12, 40, 0, 0, time.UTC)
+	var m Meaning
+	var clk Clock
+	allocs := testing.AllocsPerRun(100, func() {
+		Read(&m, resp, now, caps, &clk)
+		if Stream(resp) {
+			t.Fatal("a JSON body is no stream")
+		}
+	})
+	assert.Zero(t, allocs)
+	assert.Equal(t, body, resp.Body, "the body untouched")
+	assert.Equal(t, None, m.Body)
+	assert.Zero(t, m.RetryAfter)
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-
-	"github.com/pacer-go/pacer/internal/header"
 )
 
 // PeekLimit is how much of a body Peek reads: GitHub's and OpenAI's error
@@ -63,11 +61,23 @@ const (
 	// Gone: the quota is gone for good (OpenAI's insufficient_quota, a
 	// billing hard limit): waiting cannot help.
 	Gone
+	// TooLarge: the request is larger than the whole limit that refused
+	// it ("Limit 7000, Used 0, Requested ~12903" in an OpenAI-style
+	// message, as Groq sends it): it never fits, however long it waits,
+	// and the endpoint has room for others. No wait, no retry; the
+	// caller gets the refusal at once.
+	TooLarge
+	// Upstream: a gateway relays a refusal by the provider it routed the
+	// request to (OpenRouter's "Provider returned error", naming the
+	// provider in error.metadata.provider_name): throttled, but not by a
+	// quota of the caller's, and with no wait known unless one is
+	// forwarded. Retried as load shed is (Meaning.Overloaded).
+	Upstream
 )
 
-var signalNames = [...]string{"none", "body-limit", "gone"}
+var signalNames = [...]string{"none", "body-limit", "gone", "too-large", "upstream"}
 
-// String returns "none", "body-limit" or "gone".
+// String returns "none", "body-limit", "gone", "too-large" or "upstream".
 func (s Signal) String() string {
 	if int(s) < len(signalNames) {
 		return signalNames[s]
@@ -75,7 +85,9 @@ func (s Signal) String() string {
 	return fmt.Sprintf("signal(%d)", uint8(s))
 }
 
-// Classify is what a body's peeked prefix (Peek) says of the limit.
+// Classify is what a body's peeked prefix (Peek) says of the limit by its
+// phrases and error codes alone: None, BodyLimit or Gone. (Read tells
+// TooLarge and Upstream from the error object.)
 func Classify(b []byte) Signal {
 	if len(b) == 0 {
 		return None // nearly every response: nothing was peeked
@@ -93,46 +105,3 @@ func Classify(b []byte) Signal {
 	}
 	return None
 }
-
-// RetryDelay finds the wait a Google API error (Gemini's 429
-// RESOURCE_EXHAUSTED) states only in its body, in seconds: the retryDelay
-// of a google.rpc.RetryInfo detail, a protobuf Duration in its JSON form,
-// decimal seconds and an "s" ("37s", "1.5s"):
-//
-//	{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","details":[
-//	  {"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"37s"}]}}
-//
-// b is the body's peeked prefix; false when it holds no RetryInfo, or a
-// retryDelay that is not such a duration (a negative one, a number). A
-// digit string too long for a float64 is +Inf, for the caller to clamp.
-func RetryDelay(b []byte) (float64, bool) {
-	// Nearly every response: nothing was peeked (Peek reads only a 403's
-	// or 429's body), and a search of nothing is a call for nothing.
-	if len(b) == 0 || !bytes.Contains(b, []byte("google.rpc.RetryInfo")) {
-		return 0, false
-	}
-	const key = `"retryDelay"`
-	i := bytes.Index(b, []byte(key))
-	if i < 0 {
-		return 0, false
-	}
-	v, ok := bytes.CutPrefix(bytes.TrimLeft(b[i+len(key):], jsonSpace), []byte(":"))
-	if !ok {
-		return 0, false
-	}
-	if v, ok = bytes.CutPrefix(bytes.TrimLeft(v, jsonSpace), []byte(`"`)); !ok {
-		return 0, false
-	}
-	end := bytes.IndexByte(v, '"')
-	if end < 0 {
-		return 0, false
-	}
-	secs, ok := bytes.CutSuffix(v[:end], []byte("s"))
-	if !ok {
-		return 0, false
-	}
-	return header.ParseDecimal(string(secs))
-}
-
-// jsonSpace is the whitespace JSON allows before a token.
-const jsonSpace = " \t\n\r"
