@@ -71,8 +71,8 @@ type Response struct {
 	// StatusKnown is false where the recording does not say: whether the
 	// server refused the request cannot be judged by it then.
 	StatusKnown bool
-	Header http.Header
-	Body   string
+	Header      http.Header
+	Body        string
 	// Date is when the server sent the response, from its Date header (or
 	// a provider's own timestamp field); zero when the recording has none.
 	Date time.Time
