@@ -249,8 +249,17 @@ func (m *Model) learnWindow(d time.Duration, early bool, begun int) {
 		}
 		d /= time.Duration(k)
 	}
-	if m.whole && d >= 2*time.Second {
+	switch {
+	case m.whole && d >= 2*time.Second:
 		d = d.Round(time.Second)
+	case m.whole && d > time.Second:
+		// Ends stated in whole seconds, each late by up to one, are
+		// between 0 and 2 s apart for a window of one second: one
+		// learned longer would hold back up to half of every window
+		// (a token bucket of 10 a second, its ends 1.5 s apart, was
+		// spent at 0.62 of its rate), where one too short costs a
+		// refusal that corrects it.
+		d = time.Second
 	}
 	if w := m.window; w > 0 {
 		slack := w / 10

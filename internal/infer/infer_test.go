@@ -98,11 +98,12 @@ func TestInferredEarlyRefusalOfAGuessedWindowIsOneWindow(t *testing.T) {
 	q, ok := m.Observe(at(1510*time.Millisecond), 429, time.Second)
 	require.True(t, ok)
 	assert.False(t, m.off)
-	assert.Equal(t, 1510*time.Millisecond, q.Window, "one window between the two stated ends")
+	assert.Equal(t, time.Second, q.Window, "one window between the two stated ends, "+
+		"1.51 s apart in whole seconds rounded up: a window of one second")
 	assert.Equal(t, 5.0, q.Limit, "the prediction was early, not the limit wrong")
 
 	// Each later window is spent at its predicted start, with no refusal.
-	for _, start := range []time.Duration{2520 * time.Millisecond, 4030 * time.Millisecond, 5540 * time.Millisecond} {
+	for _, start := range []time.Duration{2520 * time.Millisecond, 3520 * time.Millisecond, 4520 * time.Millisecond} {
 		for i := range 5 {
 			q, ok := m.Observe(at(start), 200, 0)
 			require.True(t, ok)
