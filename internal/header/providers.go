@@ -162,13 +162,7 @@ func (p *parser) nextBoundary(period time.Duration) time.Time {
 // quotas come in the order of their names, at most maxQuotas of them (the
 // first names in that order).
 func (p *parser) suffixed(h http.Header, out *Quotas) {
-	type triple struct {
-		name string
-		keys [3]string // the spelling each part was read from
-		vals [3]string
-	}
-	var ts [maxQuotas]triple
-	n := 0
+	var ts byName
 	for k, vs := range h {
 		rest, ok := cutPrefixFold(k, "x-ratelimit-")
 		if !ok {
@@ -181,23 +175,9 @@ func (p *parser) suffixed(h http.Header, out *Quotas) {
 		if !ok {
 			continue
 		}
-		name = strings.ToLower(name)
-		i := 0
-		for i < n && ts[i].name < name {
-			i++
-		}
-		if i == n || ts[i].name != name {
-			if i == len(ts) {
-				continue // past the first maxQuotas names
-			}
-			copy(ts[i+1:], ts[i:min(n, len(ts)-1)])
-			ts[i], n = triple{name: name}, min(n+1, len(ts))
-		}
-		if t := &ts[i]; t.keys[part] == "" || preferKey(k, t.keys[part]) {
-			t.keys[part], t.vals[part] = k, vs[0]
-		}
+		ts.read(strings.ToLower(name), part, k, vs[0])
 	}
-	for _, t := range ts[:n] {
+	for _, t := range ts.all() {
 		unit := Tokens
 		if strings.HasSuffix(t.name, "-requests") {
 			unit = Requests
@@ -373,33 +353,52 @@ func (p *parser) mws(rs *rareSet, out *Quotas) {
 // policies) is not read. The quotas come in the order of their names, at
 // most maxQuotas of them.
 func (p *parser) arm(h http.Header, out *Quotas) {
-	type remaining struct{ name, key, val string }
-	var rs [maxQuotas]remaining
-	n := 0
+	var rs byName
 	for k, vs := range h {
 		rest, ok := cutPrefixFold(k, "x-ms-ratelimit-remaining-")
 		if !ok || rest == "" || len(rest) > maxNameLen || len(vs) == 0 {
 			continue
 		}
-		name := strings.ToLower(rest)
-		i := 0
-		for i < n && rs[i].name < name {
-			i++
-		}
-		if i == n || rs[i].name != name {
-			if i == len(rs) {
-				continue // past the first maxQuotas names
-			}
-			copy(rs[i+1:], rs[i:min(n, len(rs)-1)])
-			rs[i], n = remaining{name: name}, min(n+1, len(rs))
-		}
-		if r := &rs[i]; r.key == "" || preferKey(k, r.key) {
-			r.key, r.val = k, vs[0]
-		}
+		rs.read(strings.ToLower(rest), 1, k, vs[0])
 	}
-	for _, r := range rs[:n] {
+	for _, r := range rs.all() {
 		q := quotaState{name: r.name}
-		q.remaining, q.hasRemaining = parseCount(r.val)
+		q.remaining, q.hasRemaining = parseCount(r.vals[1])
 		p.emit(&q, out)
 	}
 }
+
+// byName gathers the fields of quotas named in their fields' names (OpenAI's
+// other quotas, ARM's): the first maxQuotas names met, in the order of the
+// names, each with its limit, remaining and reset (parts 0, 1, 2).
+type byName struct {
+	ts [maxQuotas]namedFields
+	n  int
+}
+
+type namedFields struct {
+	name string
+	keys [3]string // the spelling each part was read from
+	vals [3]string
+}
+
+// read keeps v, read from field k, as part of the quota named name; a field
+// present under several spellings keeps the preferred one's (preferKey).
+func (b *byName) read(name string, part int, k, v string) {
+	i := 0
+	for i < b.n && b.ts[i].name < name {
+		i++
+	}
+	if i == b.n || b.ts[i].name != name {
+		if i == len(b.ts) {
+			return // past the first maxQuotas names
+		}
+		copy(b.ts[i+1:], b.ts[i:min(b.n, len(b.ts)-1)])
+		b.ts[i], b.n = namedFields{name: name}, min(b.n+1, len(b.ts))
+	}
+	if t := &b.ts[i]; t.keys[part] == "" || preferKey(k, t.keys[part]) {
+		t.keys[part], t.vals[part] = k, v
+	}
+}
+
+func (b *byName) all() []namedFields { return b.ts[:b.n] }
