@@ -22,11 +22,13 @@ import (
 //
 // Two routes' figures of a quota of one name cannot be one quota when
 //   - their limits differ; or
-//   - the later one has more left and a reset later than the earlier one's
-//     by more than the time between them (and a rounding), while the
-//     earlier reset is still ahead: a fixed window holds its reset until it
-//     passes, and a bucket that states its time to full, with more in it,
-//     is full no later than that time passed on.
+//   - their resets, the earlier one still ahead, are further apart than
+//     the time between the answers (and a rounding), and their deficits
+//     over their times to reset state different refills: a fixed window
+//     holds its reset until it passes, and a bucket that states its time
+//     to full moves it only as its deficit over one refill does (Mastodon
+//     states 300 per 5 minutes on most routes and 300 per 3 hours on
+//     POST /statuses).
 //
 // Until two routes have stated a quota alike, a host held spent (or
 // paused) does not hold a route it has not heard from: that route's first
@@ -152,14 +154,29 @@ func apart(a, b *routeFigures) bool {
 		if qa.limit > 0 && qb.limit > 0 && qa.limit != qb.limit {
 			return true
 		}
-		if qa.reset.IsZero() || qb.reset.IsZero() || !qa.reset.After(b.at) || qa.remaining < 0 || qb.remaining <= qa.remaining {
+		if qa.reset.IsZero() || qb.reset.IsZero() || !qa.reset.After(b.at) || qa.remaining < 0 || qb.remaining < 0 {
 			continue
 		}
-		if qb.reset.Sub(qa.reset) > b.at.Sub(a.at)+resetRounding {
+		if (qb.reset.Sub(qa.reset)).Abs() > b.at.Sub(a.at)+resetRounding && !oneRefill(qa, a.at, qb, b.at) {
 			return true
 		}
 	}
 	return false
+}
+
+// oneRefill reports whether qa, stated at ta, and qb, at tb, could be one
+// bucket that states its time to full: its deficit over that time is its
+// refill, the same in both (within a factor of two, for the rounding of
+// small deficits and resets).
+func oneRefill(qa routeQuota, ta time.Time, qb routeQuota, tb time.Time) bool {
+	limit := max(qa.limit, qb.limit)
+	da, db := limit-qa.remaining, limit-qb.remaining
+	la, lb := qa.reset.Sub(ta).Seconds(), qb.reset.Sub(tb).Seconds()
+	if limit <= 0 || da <= 0 || db <= 0 || la <= 0 || lb <= 0 {
+		return false
+	}
+	ra, rb := da/la, db/lb
+	return ra < 2*rb && rb < 2*ra
 }
 
 // alike reports whether b states the quotas a does as one quota: each of

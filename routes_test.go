@@ -61,6 +61,10 @@ func TestRoutesStatingQuotasThatCannotBeOne(t *testing.T) {
 			a: fig(0, 10000, 9998, 17*time.Second), b: fig(10*time.Second, 10000, 9999, 18*time.Second), alike: true},
 		{why: "a bucket spent by others: less left, full later",
 			a: fig(0, 10000, 9999, 8*time.Second), b: fig(time.Second, 10000, 9990, 87*time.Second)},
+		{why: "the same limit, resets 70 minutes apart and refills 7 times apart (Mastodon's API family and POST /statuses)",
+			a: fig(0, 300, 299, 300*time.Second), b: fig(time.Second, 300, 298, 4200*time.Second), apart: true},
+		{why: "the same, the longer window's answer first",
+			a: fig(0, 300, 298, 4200*time.Second), b: fig(time.Second, 300, 299, 299*time.Second), apart: true},
 		{why: "no reset stated: limits alone tell",
 			a: fig(0, 40, 36, 0), b: fig(time.Second, 40, 37, 0), alike: true},
 	} {
