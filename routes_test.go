@@ -208,3 +208,72 @@ func TestAHostWideQuotaIsLookedAtOnce(t *testing.T) {
 		assert.GreaterOrEqual(t, time.Since(start), 55*time.Second, "the rest wait for the host's reset")
 	})
 }
+
+// A quota stated alike on every route of a host that keeps one per route
+// (X's app quota beside its endpoints') stays one quota: the routes, each
+// paced by its own limiter, spend it together without a 429 after their
+// first answers, and use most of it.
+func TestAQuotaStatedAlikeOnEveryRouteStaysShared(t *testing.T) {
+	for _, c := range []struct {
+		app, a, b, workers int
+		window             time.Duration
+	}{
+		{app: 500, a: 300, b: 900, workers: 16, window: 15 * time.Minute},
+		{app: 100, a: 300, b: 900, workers: 8, window: time.Minute},
+		{app: 1000, a: 600, b: 700, workers: 32, window: time.Minute},
+	} {
+		t.Run(fmt.Sprintf("app=%d/routes=%d,%d/workers=%d/window=%v", c.app, c.a, c.b, c.workers, c.window), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const lat = 50 * time.Millisecond
+				srv := apisim.New(apisim.Config{Style: apisim.StyleX, Limit: c.b, Window: c.window, Latency: lat,
+					Routes: map[string]int{"/2/lists/": c.a}, AppLimit: c.app})
+				tr := NewTransport(srv.Transport())
+				defer tr.CloseIdleConnections()
+				ctx, cancel := context.WithCancel(context.Background())
+				start := time.Now()
+				end := start.Add(2 * c.window)
+				var k atomic.Int64
+				var wg sync.WaitGroup
+				for range c.workers {
+					wg.Go(func() {
+						for time.Now().Before(end) {
+							path := fmt.Sprintf("/2/users/%d/tweets", k.Add(1))
+							if k.Load()%2 == 0 {
+								path = fmt.Sprintf("/2/lists/%d/members", k.Load())
+							}
+							req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://api.x.test"+path, nil)
+							resp, err := tr.RoundTrip(req)
+							if err != nil {
+								if ctx.Err() == nil {
+									time.Sleep(time.Second)
+								}
+								continue
+							}
+							resp.Body.Close()
+						}
+					})
+				}
+				time.Sleep(end.Sub(start))
+				cancel()
+				wg.Wait()
+				late := map[string]int{}
+				first := map[string]time.Time{}
+				for _, e := range srv.Events() {
+					if _, ok := first[e.Key]; !ok {
+						first[e.Key] = e.At.Add(lat)
+						continue
+					}
+					if e.Status == http.StatusTooManyRequests && !e.At.Before(first[e.Key]) {
+						late[e.Key]++
+					}
+				}
+				ok := srv.Stats().OK
+				t.Logf("OK %d of the app quota's %d, late 429s %v", ok, 2*c.app, late)
+				for route, n := range late {
+					assert.LessOrEqual(t, n, 1, "route %s: 429s after its first response", route)
+				}
+				assert.GreaterOrEqual(t, float64(ok), 0.85*float64(2*c.app), "most of the app quota used")
+			})
+		})
+	}
+}

@@ -195,6 +195,12 @@ type Config struct {
 	// prefix ("/search/" → "search") in Event.Key and in the headers that name
 	// buckets (GitHub X-RateLimit-Resource, IETF policy name, Discord bucket id).
 	Routes map[string]int
+	// AppLimit (≥ 0) is a quota per Window every request counts against
+	// beside its bucket's, on every route: an app's quota on a host that
+	// keeps one per endpoint too (X's x-app-rate-limit-*, which StyleX
+	// states beside the endpoint's). A request over it is refused as over
+	// its bucket's. 0 means none.
+	AppLimit int
 }
 
 // withDefaults validates cfg and fills in defaults; it panics naming the bad field.
@@ -222,6 +228,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.Burst < 0 {
 		bad("Burst", cfg.Burst, "must be ≥ 0")
+	}
+	if cfg.AppLimit < 0 {
+		bad("AppLimit", cfg.AppLimit, "must be ≥ 0")
 	}
 	if cfg.TokenLimit < 0 {
 		bad("TokenLimit", cfg.TokenLimit, "must be ≥ 0")

@@ -67,7 +67,8 @@
 //	x           x-rate-limit-limit: 60, -remaining: 59, -reset: 946684860 (epoch s
 //	            of the window end, rounded up); no bucket is named, so route
 //	            buckets (Config.Routes) state theirs under the same fields, as
-//	            X's per-endpoint quotas do. 429 with remaining 0, no Retry-After.
+//	            X's per-endpoint quotas do; with Config.AppLimit, x-app-rate-limit-*
+//	            beside them. 429 with remaining 0, no Retry-After.
 //	reddit      X-Ratelimit-Used: 1, -Remaining: 59.0 (a decimal, as Reddit sends it),
 //	            -Reset: 40 (seconds until the window ends, counted from half a second
 //	            later and rounded up: Date + reset is the window's end or the second

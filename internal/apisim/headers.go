@@ -122,6 +122,11 @@ func (s *Server) styleHeaders(r *response, f figures) {
 		h.Set("X-Rate-Limit-Limit", itoa(f.limit))
 		h.Set("X-Rate-Limit-Remaining", itoa(f.remaining))
 		h.Set("X-Rate-Limit-Reset", itoa(ceilUnix(f.resetWall)))
+		if a := d.app; a.has {
+			h.Set("X-App-Rate-Limit-Limit", itoa(int64(a.limit)))
+			h.Set("X-App-Rate-Limit-Remaining", itoa(floorCount(a.remain)))
+			h.Set("X-App-Rate-Limit-Reset", itoa(ceilUnix(d.wall.Add(a.reset-d.now))))
+		}
 		if f.throttled {
 			r.body = []byte(xTooManyBody)
 		}

@@ -75,6 +75,7 @@ type Server struct {
 	last   time.Duration // latest offset seen, so a clock going backwards cannot rewind quotas
 	shared *bucket
 	routes []*bucket // longest prefix first
+	app    quota     // Config.AppLimit's, counted by every request; nil without one
 	stats  Stats
 	events []Event
 	// shedAcc accumulates ShedShare per request: a request sheds when it
@@ -152,6 +153,10 @@ func (s *Server) resetLocked() {
 	s.recent = nil
 	s.shedAcc = 0
 	s.shared = s.newBucket(sharedName, "", s.cfg.Limit)
+	s.app = nil
+	if s.cfg.AppLimit > 0 {
+		s.app = newQuota(FixedWindow, s.cfg.Window, float64(s.cfg.AppLimit), float64(s.cfg.AppLimit))
+	}
 	s.routes = s.routes[:0]
 	for _, prefix := range sortedRoutes(s.cfg.Routes) {
 		s.routes = append(s.routes, s.newBucket(routeName(prefix), prefix, s.cfg.Routes[prefix]))
@@ -268,6 +273,7 @@ type decision struct {
 	remaining  float64
 	reset      time.Duration
 	toks       [tokenKinds]tokFigures
+	app        tokFigures    // Config.AppLimit's quota, when there is one
 	retryAfter time.Duration // 429 only: until this request would fit
 }
 
@@ -334,11 +340,14 @@ func (s *Server) admit(path string, use usage) decision {
 			return refuse(decision{shed: true}, http.StatusServiceUnavailable, &s.stats.Shed)
 		}
 	}
-	ok := b.req.fits(t, 1) && b.tokensFit(t, n)
+	ok := b.req.fits(t, 1) && b.tokensFit(t, n) && (s.app == nil || s.app.fits(t, 1))
 	d := decision{ok: ok, bucket: b, now: t, wall: wall}
 	if ok {
 		b.req.take(t, 1)
 		b.takeTokens(t, n)
+		if s.app != nil {
+			s.app.take(t, 1)
+		}
 	} else {
 		// The request fits once every quota allows it; one that can never
 		// fit is told the full reset, as a server would answer a too-large
@@ -351,6 +360,11 @@ func (s *Server) admit(path string, use usage) decision {
 				at = max(at, tat)
 			}
 		}
+		if s.app != nil {
+			aat, afits := s.app.availableAt(t, 1)
+			fits = fits && afits
+			at = max(at, aat)
+		}
 		if !fits {
 			at = b.req.resetAt(t)
 			for _, tq := range b.toks {
@@ -362,6 +376,9 @@ func (s *Server) admit(path string, use usage) decision {
 		d.retryAfter = at - t
 	}
 	b.report(&d, t)
+	if s.app != nil {
+		d.app = tokFigures{has: true, limit: s.app.limit(t), remain: s.app.remaining(t), reset: s.app.resetAt(t)}
+	}
 
 	status := 200
 	if ok {

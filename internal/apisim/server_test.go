@@ -450,3 +450,24 @@ func countOKAt(t *testing.T, s *Server, path string, n int) int {
 	}
 	return ok
 }
+
+// An app quota (Config.AppLimit) is counted by every request of every route,
+// beside its bucket's, and StyleX states it as X does its app quota.
+func TestAppLimitCountsEveryRoute(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Config{Style: StyleX, Limit: 10, Window: time.Minute, Routes: map[string]int{"/2/lists/": 10}, AppLimit: 3})
+		r1 := get(t, s, "/2/lists/1", 0)
+		assert.Equal(t, "10", r1.Header.Get("X-Rate-Limit-Limit"))
+		assert.Equal(t, "9", r1.Header.Get("X-Rate-Limit-Remaining"))
+		assert.Equal(t, "3", r1.Header.Get("X-App-Rate-Limit-Limit"))
+		assert.Equal(t, "2", r1.Header.Get("X-App-Rate-Limit-Remaining"))
+		assert.Equal(t, "946684860", r1.Header.Get("X-App-Rate-Limit-Reset"))
+		get(t, s, "/2/users/1", 0)
+		r3 := get(t, s, "/2/users/2", 0)
+		assert.Equal(t, http.StatusOK, r3.StatusCode)
+		assert.Equal(t, "0", r3.Header.Get("X-App-Rate-Limit-Remaining"), "two routes spent it")
+		r4 := get(t, s, "/2/lists/2", 0)
+		assert.Equal(t, http.StatusTooManyRequests, r4.StatusCode, "a route with room in its own quota is refused by the app's")
+		assert.Equal(t, "9", r4.Header.Get("X-Rate-Limit-Remaining"))
+	})
+}
