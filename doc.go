@@ -3,11 +3,13 @@
 //
 // Most clients learn about a rate limit by hitting it: a 429, a sleep, a
 // retry. pacer paces ahead instead. Its [Transport] is an [http.RoundTripper]
-// that keeps a limiter per endpoint (per host by default, per route pattern
-// when configured) and reads every rate-limit header convention real APIs
-// send (IETF RateLimit/RateLimit-Policy, X-RateLimit-*, OpenAI, Anthropic,
-// GitHub, Discord, Shopify, Brave, Retry-After), and the wait Google's APIs
-// state only in a 429's body. A request the quota affords goes
+// that keeps a limiter per endpoint (per host by default, per route when the
+// host's answers show one quota per route, per route pattern when
+// configured) and reads the rate-limit conventions real APIs send (IETF
+// RateLimit/RateLimit-Policy, X-RateLimit-*, GitHub, X, Reddit, OpenAI,
+// Anthropic, Discord, Shopify, Strava, HubSpot, Mistral, Meta, Salesforce,
+// Brave, Retry-After…), and the limits and waits some state only in a
+// refusal's body (Google's, Groq's, OpenRouter's). A request the quota affords goes
 // at once, as without a limiter; only demand that would run a quota out
 // before its reset waits (see [Adaptive] for the rule). A server that states
 // no quota but answers 429 with a Retry-After has its window inferred from
@@ -26,7 +28,9 @@
 // An [Executor] (optional) holds a concurrency slot until the response body
 // is closed. The [Transport] maps the request to an endpoint (a [WithEndpoint]
 // pattern, a [WithKeyFunc] key, else scheme://host; a bucket the server names
-// once it has named one) and waits for that endpoint's [Adaptive] limiter to
+// once it has named one; the request's route, its method and path with ids
+// folded, once the host's answers show a quota per route) and waits for
+// that endpoint's [Adaptive] limiter to
 // admit it: at once while every quota the server states affords it, else
 // until one does, never past MaxWait or the context's deadline. It then sends
 // through the base RoundTripper, reads the response once (its rate-limit
