@@ -40,7 +40,8 @@
 // followed by name from response to response. OpenAI's and Anthropic's
 // *-tokens quotas count tokens, every other one requests (an IETF policy
 // named "tokens" counts requests); IETF policies in other units
-// (qu=content-bytes, concurrent-requests) are matched but not reported.
+// (qu=content-bytes, concurrent-requests) are matched but not reported;
+// [Concurrency] reads a concurrent-requests quota on its own.
 //
 // # Hostile and broken values
 //
