@@ -1,0 +1,352 @@
+// Package concurrency is the adaptive concurrency limit: how many requests
+// a client should have in progress at a server, found from what the
+// server's answers show, as TCP's congestion window is found from acks.
+//
+// # The signal
+//
+// A server with a fixed capacity serves up to some number of requests at
+// once (its knee) in its no-load latency; past the knee it queues, so each
+// request takes longer in proportion and throughput stays flat: more
+// concurrency buys latency, nothing else. Past a ceiling it sheds (503,
+// Anthropic's 529). The limit is therefore steered by latency, as
+// Netflix's Vegas and Gradient limiters and failsafe-go's adaptive limiter
+// are: with F the latency floor (no queue) and m the latency now, a client
+// that had n requests in progress and saw m = F·n/knee learns the knee as
+// n·F/m, in one step.
+//
+// Latency is the server's part only: from when the request was written
+// (the last attempt's, when a transport retried) to its response. Time a
+// call spent waiting for a slot, or in a rate limiter before it was sent,
+// is not server latency: read as such, a client paced by a rate limit
+// would see queueing where there is none.
+//
+// # The rules
+//
+// The limit moves once per window: the answers to the requests sent since
+// the last move, at least one per slot and at least [minSamples]. A window
+// yields the median latency m of its served answers, the most slots in
+// use when one of its requests started, and how long its requests waited
+// before being sent. Rules, in order:
+//
+//  1. A stated concurrency quota (IETF qu="concurrent-requests") is a hard
+//     cap from the answer that states it: the limit drops to it at once.
+//  2. A shed answer (503, 529) to a request sent after the last cut cuts
+//     at once: the server had no room with that request's n in progress,
+//     so the limit goes to at most n−1, and by [shedBackoff] at least
+//     (AIMD's multiplicative decrease). n−1 is remembered as a ceiling
+//     the limit grows past only one step per [ceilingProbe] windows.
+//  3. The floor F is the lowest window median seen.
+//  4. m > F·(1+[queueHigh]): the server queues. The limit goes to the
+//     knee that shows, n̄·F/m for n̄ the mean slots in use, plus
+//     [queueSlack] of it, but never below half the limit in one window.
+//  5. m ≤ F·(1+[queueLow]), every slot was in use (demand fills the
+//     limit) and requests were not held before being sent (a rate limit
+//     is not what binds): the limit grows, doubling until the first cut
+//     (slow start), then by [growth] of itself.
+//  6. Otherwise it holds.
+//
+// The limit stays within [Config.Min, Config.Max] and under a stated quota.
+// [Decide] is the rules as a pure function; [Limit] accumulates windows
+// and applies what Decide returns. Neither reads a clock nor locks: the
+// caller passes the time and owns the lock.
+package concurrency
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// Tuning. Each is named where it is used in the package doc's rules.
+const (
+	// minSamples is the fewest answers a window judges latency on: with
+	// fewer, one slow answer moves the median (TCP Vegas judges once per
+	// round trip; a round of fewer than 8 is too noisy to judge).
+	minSamples = 8
+	// queueLow and queueHigh bound the latency ratio m/F that reads as no
+	// queue (≤ 1+queueLow: grow) and as a queue (> 1+queueHigh: cut);
+	// between them the limit holds. Chosen on bench/CONCURRENCY.md's
+	// servers: a window median's noise at the floor stays under queueLow.
+	queueLow  = 0.10
+	queueHigh = 0.20
+	// queueSlack is the queue a cut leaves, as a share of the knee it
+	// found: a little above the knee keeps the server busy through the
+	// noise of the estimate (Vegas keeps alpha..beta requests queued).
+	queueSlack = 0.05
+	// growth is how much the limit grows per window once out of slow
+	// start, as a share of itself (at least 1).
+	growth = 0.10
+	// shedBackoff is the multiplicative decrease on a shed: Netflix
+	// concurrency-limits' AIMD backs off to 0.9 of the limit on a drop.
+	shedBackoff = 0.9
+	// ceilingProbe is how many windows the limit waits at a ceiling a
+	// shed taught before it grows past it by one.
+	ceilingProbe = 32
+)
+
+// Config bounds a Limit.
+type Config struct {
+	// Min and Max bound the limit: 1 ≤ Min ≤ Max.
+	Min, Max int
+	// Initial is the first limit, within [Min, Max].
+	Initial int
+}
+
+// Outcome is what an answer says of the server's load.
+type Outcome uint8
+
+const (
+	// Served: the server did the work; its latency is a sample.
+	Served Outcome = iota
+	// Shed: the server refused for overload (503, 529).
+	Shed
+	// Ignored: an answer that says nothing of load (a rate limit's 429,
+	// an error answered without the work a success takes) or no answer.
+	Ignored
+)
+
+// Sample is one call's answer.
+type Sample struct {
+	// Start is when the call took its slot and began; Sent when its
+	// request was written (its last attempt's; Start when unknown); Done
+	// when its answer arrived.
+	Start, Sent, Done time.Time
+	// InUse is how many slots were in use when the call started, its own
+	// included.
+	InUse int
+	// Outcome is what the answer says.
+	Outcome Outcome
+	// Quota is the concurrency quota the answer stated; 0 if none.
+	Quota int
+}
+
+// Reason is why the limit moved.
+type Reason uint8
+
+const (
+	// None: the limit has not moved.
+	None Reason = iota
+	// Headroom: latency stayed near its floor while demand filled the
+	// limit.
+	Headroom
+	// Latency: latency climbed above its floor: the server queues.
+	Latency
+	// Overload: the server shed a request (503, 529).
+	Overload
+	// Quota: the server stated a concurrency quota below the limit.
+	Quota
+	// NumReasons counts the reasons.
+	NumReasons
+)
+
+func (r Reason) String() string {
+	switch r {
+	case None:
+		return "none"
+	case Headroom:
+		return "headroom"
+	case Latency:
+		return "latency"
+	case Overload:
+		return "overload"
+	case Quota:
+		return "quota"
+	}
+	return "Reason(" + string(rune('0'+r)) + ")"
+}
+
+// Window is what one window of answers showed.
+type Window struct {
+	// Served is how many answers were served; Median their median latency.
+	Served int
+	Median time.Duration
+	// MeanInUse is the mean of the served calls' InUse; Peak the most.
+	MeanInUse float64
+	Peak      int
+	// Held is the share of the served calls' time spent before their
+	// request was sent (in a rate limiter): 0 when every request went at
+	// once.
+	Held float64
+}
+
+// State is what the rules remember between windows.
+type State struct {
+	Limit float64
+	// Floor is the lowest window median seen; 0 before the first.
+	Floor time.Duration
+	// SlowStart: no cut yet; the limit doubles while it may grow.
+	SlowStart bool
+	// Ceiling is the most in progress a shed taught; 0 if none. Probe
+	// counts the windows spent at it since it was taught or last probed.
+	Ceiling float64
+	Probe   int
+	// Quota is the concurrency quota the server stated last; 0 if none.
+	Quota int
+}
+
+// Decide applies rules 3 to 6 to a window: the state after it and the
+// reason the limit moved (None if it did not).
+func Decide(st State, w Window, cfg Config) (State, Reason) {
+	if w.Served == 0 || w.Median <= 0 {
+		return st, None
+	}
+	if st.Floor == 0 || w.Median < st.Floor {
+		st.Floor = w.Median
+	}
+	old := st.Limit
+	ratio := float64(w.Median) / float64(st.Floor)
+	switch {
+	case ratio > 1+queueHigh:
+		knee := w.MeanInUse / ratio
+		st.Limit = max(knee*(1+queueSlack), st.Limit/2)
+		st.SlowStart = false
+		return clamp(st, cfg), moved(old, st, Latency)
+	case ratio <= 1+queueLow && w.Peak >= int(st.Limit) && w.Held < heldMost:
+		step := max(1, st.Limit*growth)
+		if st.SlowStart {
+			step = st.Limit
+		}
+		next := st.Limit + step
+		if st.Ceiling > 0 && next > st.Ceiling {
+			next = max(st.Limit, st.Ceiling)
+			if st.Limit >= st.Ceiling {
+				if st.Probe++; st.Probe >= ceilingProbe {
+					st.Ceiling++
+					st.Probe = 0
+				}
+				next = st.Ceiling
+			}
+		}
+		st.Limit = next
+		return clamp(st, cfg), moved(old, st, Headroom)
+	}
+	return st, None
+}
+
+// heldMost is the share of time before sending (Window.Held) above which
+// a rate limit, not the server, is read as binding: then the server does
+// not see the slots the limit would add.
+const heldMost = 0.25
+
+// OnShed applies rule 2: the state after a shed answer to a request sent
+// with inUse slots in use.
+func OnShed(st State, inUse int, cfg Config) (State, Reason) {
+	old := st.Limit
+	st.Ceiling = float64(max(1, inUse-1))
+	st.Probe = 0
+	st.Limit = max(1, min(st.Limit*shedBackoff, st.Ceiling))
+	st.SlowStart = false
+	return clamp(st, cfg), moved(old, st, Overload)
+}
+
+// OnQuota applies rule 1: the state after an answer stating quota.
+func OnQuota(st State, quota int, cfg Config) (State, Reason) {
+	old := st.Limit
+	st.Quota = quota
+	return clamp(st, cfg), moved(old, st, Quota)
+}
+
+// clamp keeps the limit within the configured bounds and the quota.
+func clamp(st State, cfg Config) State {
+	hi := float64(cfg.Max)
+	if st.Quota > 0 {
+		hi = min(hi, float64(st.Quota))
+	}
+	st.Limit = min(max(st.Limit, float64(cfg.Min)), hi)
+	return st
+}
+
+// moved is r if the whole limit changed from old, else None.
+func moved(old float64, st State, r Reason) Reason {
+	if int(old) == int(st.Limit) {
+		return None
+	}
+	return r
+}
+
+// Limit is an adaptive concurrency limit: it takes every call's Sample and
+// says when the limit moves. It is not safe for concurrent use: the
+// caller's lock guards it.
+type Limit struct {
+	cfg   Config
+	st    State
+	since time.Time // the window holds requests sent at or after it
+	cut   time.Time // a shed counts only for requests sent at or after it
+
+	rtts           []time.Duration
+	inUse, peak    int
+	server, before time.Duration
+}
+
+// New returns a Limit at cfg.Initial. It panics if cfg is invalid.
+func New(cfg Config) *Limit {
+	if cfg.Min < 1 || cfg.Max < cfg.Min || cfg.Initial < cfg.Min || cfg.Initial > cfg.Max {
+		panic("concurrency: invalid Config")
+	}
+	return &Limit{cfg: cfg, st: State{Limit: float64(cfg.Initial), SlowStart: true}}
+}
+
+// Current is the limit: how many calls may be in progress.
+func (l *Limit) Current() int { return int(l.st.Limit) }
+
+// State is the rules' state, for tests and stats.
+func (l *Limit) State() State { return l.st }
+
+// Observe takes one call's sample and reports the limit's move, if it
+// moved: the new limit and why.
+func (l *Limit) Observe(s Sample) (limit int, r Reason) {
+	if s.Quota > 0 && s.Quota != l.st.Quota {
+		if l.st, r = OnQuota(l.st, s.Quota, l.cfg); r != None {
+			return l.Current(), r
+		}
+	}
+	switch s.Outcome {
+	case Shed:
+		if s.Sent.Before(l.cut) {
+			return l.Current(), None // sent before the last cut: already answered
+		}
+		l.st, r = OnShed(l.st, s.InUse, l.cfg)
+		l.cut, l.since = s.Done, s.Done
+		l.reset()
+		return l.Current(), r
+	case Ignored:
+		return l.Current(), None
+	}
+	if s.Sent.Before(l.since) {
+		return l.Current(), None // sent under an older limit
+	}
+	l.rtts = append(l.rtts, s.Done.Sub(s.Sent))
+	l.inUse += s.InUse
+	l.peak = max(l.peak, s.InUse)
+	l.server += s.Done.Sub(s.Sent)
+	l.before += s.Sent.Sub(s.Start)
+	if len(l.rtts) < max(minSamples, l.Current()) {
+		return l.Current(), None
+	}
+	l.st, r = Decide(l.st, l.window(), l.cfg)
+	l.reset()
+	if r != None {
+		l.since = s.Done
+	}
+	return l.Current(), r
+}
+
+// window summarises the samples gathered.
+func (l *Limit) window() Window {
+	slices.Sort(l.rtts)
+	n := len(l.rtts)
+	w := Window{Served: n, Median: l.rtts[n/2], MeanInUse: float64(l.inUse) / float64(n), Peak: l.peak}
+	if total := l.server + l.before; total > 0 {
+		w.Held = float64(l.before) / float64(total)
+	}
+	if math.IsNaN(w.Held) {
+		w.Held = 0
+	}
+	return w
+}
+
+func (l *Limit) reset() {
+	l.rtts = l.rtts[:0]
+	l.inUse, l.peak = 0, 0
+	l.server, l.before = 0, 0
+}
