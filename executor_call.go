@@ -26,9 +26,9 @@ type execCall struct {
 	outer, reqCtx      context.Context
 	stopReq, stopExtra func() bool // unhook ctx from reqCtx and from the extra context
 	links              [2]callLinks
-	wait               slotWaiter // the call's place in the queue for a slot
-	inUse              int        // slots in use once the call had its own
-	sent               atomic.Int64 // an adaptive bound's: when the request was last written (ns since the call began); 0: not seen
+	wait               slotWaiter    // the call's place in the queue for a slot
+	inUse              int           // slots in use once the call had its own
+	sent               atomic.Int64  // an adaptive bound's: when the request was last written (ns since the call began); 0: not seen
 	body               io.ReadCloser // the response body, once Do has one
 	opened             time.Time     // when body was handed out; monotonic
 	bodyEnded          atomic.Bool
