@@ -63,6 +63,12 @@ const (
 	// fewer, one slow answer moves the median (TCP Vegas judges once per
 	// round trip; a round of fewer than 8 is too noisy to judge).
 	minSamples = 8
+	// precision is the standard error a window's median is sized for, as
+	// a share of it, and maxSamples the most answers a window waits for:
+	// a server whose latencies spread as an LLM's do (log-normal σ 0.5)
+	// needs about 170 for 3%.
+	precision  = 0.03
+	maxSamples = 256
 	// queueLow and queueHigh bound the latency ratio m/F that reads as no
 	// queue (≤ 1+queueLow: grow) and as a queue (> 1+queueHigh: cut);
 	// between them the limit holds. Chosen on bench/CONCURRENCY.md's
@@ -160,6 +166,9 @@ type Window struct {
 	// Served is how many answers were served; Median their median latency.
 	Served int
 	Median time.Duration
+	// Spread is the median's standard error, from the answers' spread
+	// (their interquartile range).
+	Spread time.Duration
 	// MeanInUse is the mean of the served calls' InUse; Peak the most.
 	MeanInUse float64
 	Peak      int
@@ -190,8 +199,12 @@ func Decide(st State, w Window, cfg Config) (State, Reason) {
 	if w.Served == 0 || w.Median <= 0 {
 		return st, None
 	}
-	if st.Floor == 0 || w.Median < st.Floor {
-		st.Floor = w.Median
+	// The floor is an upper bound of a window's median (one standard
+	// error above it): the lowest of many noisy medians is lower than
+	// the floor they share, and read as the floor it makes the floor
+	// itself look queued.
+	if f := w.Median + w.Spread; st.Floor == 0 || f < st.Floor {
+		st.Floor = f
 	}
 	old := st.Limit
 	ratio := float64(w.Median) / float64(st.Floor)
@@ -264,6 +277,9 @@ func moved(old float64, st State, r Reason) Reason {
 	return r
 }
 
+// Debug, when set, sees every window's decision. TEMPORARY.
+var Debug func(time.Time, State, Window, Reason)
+
 // Limit is an adaptive concurrency limit: it takes every call's Sample and
 // says when the limit moves. It is not safe for concurrent use: the
 // caller's lock guards it.
@@ -274,6 +290,7 @@ type Limit struct {
 	cut   time.Time // a shed counts only for requests sent at or after it
 
 	rtts           []time.Duration
+	need           int // samples a window needs for its median's precision
 	inUse, peak    int
 	server, before time.Duration
 }
@@ -320,10 +337,14 @@ func (l *Limit) Observe(s Sample) (limit int, r Reason) {
 	l.peak = max(l.peak, s.InUse)
 	l.server += s.Done.Sub(s.Sent)
 	l.before += s.Sent.Sub(s.Start)
-	if len(l.rtts) < max(minSamples, l.Current()) {
+	if len(l.rtts) < max(minSamples, l.Current(), l.need) {
 		return l.Current(), None
 	}
-	l.st, r = Decide(l.st, l.window(), l.cfg)
+	w := l.window()
+	l.st, r = Decide(l.st, w, l.cfg)
+	if Debug != nil {
+		Debug(s.Done, l.st, w, r)
+	}
 	l.reset()
 	if r != None {
 		l.since = s.Done
@@ -331,16 +352,21 @@ func (l *Limit) Observe(s Sample) (limit int, r Reason) {
 	return l.Current(), r
 }
 
-// window summarises the samples gathered.
+// window summarises the samples gathered, and sizes the next window so
+// that its median's standard error is about [precision] of it.
 func (l *Limit) window() Window {
 	slices.Sort(l.rtts)
 	n := len(l.rtts)
 	w := Window{Served: n, Median: l.rtts[n/2], MeanInUse: float64(l.inUse) / float64(n), Peak: l.peak}
+	// σ ≈ IQR/1.349 for a normal spread; the median's standard error is
+	// 1.2533·σ/√n.
+	sigma := float64(l.rtts[n*3/4]-l.rtts[n/4]) / 1.349
+	w.Spread = time.Duration(1.2533 * sigma / math.Sqrt(float64(n)))
+	if cv := sigma / float64(w.Median); cv > 0 {
+		l.need = min(maxSamples, int(math.Ceil(math.Pow(1.2533*cv/precision, 2))))
+	}
 	if total := l.server + l.before; total > 0 {
 		w.Held = float64(l.before) / float64(total)
-	}
-	if math.IsNaN(w.Held) {
-		w.Held = 0
 	}
 	return w
 }
