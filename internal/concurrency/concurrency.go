@@ -52,6 +52,7 @@
 package concurrency
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"time"
@@ -62,19 +63,19 @@ const (
 	// minSamples is the fewest answers a window judges latency on: with
 	// fewer, one slow answer moves the median (TCP Vegas judges once per
 	// round trip; a round of fewer than 8 is too noisy to judge).
-	minSamples = 8
+	minSamples = 16
 	// precision is the standard error a window's median is sized for, as
 	// a share of it, and maxSamples the most answers a window waits for:
 	// a server whose latencies spread as an LLM's do (log-normal σ 0.5)
-	// needs about 170 for 3%.
-	precision  = 0.03
+	// needs about 390 for 2%, and gets 256.
+	precision  = 0.02
 	maxSamples = 256
 	// queueLow and queueHigh bound the latency ratio m/F that reads as no
 	// queue (≤ 1+queueLow: grow) and as a queue (> 1+queueHigh: cut);
 	// between them the limit holds. Chosen on bench/CONCURRENCY.md's
 	// servers: a window median's noise at the floor stays under queueLow.
-	queueLow  = 0.10
-	queueHigh = 0.20
+	queueLow  = 0.05
+	queueHigh = 0.15
 	// queueSlack is the queue a cut leaves, as a share of the knee it
 	// found: a little above the knee keeps the server busy through the
 	// noise of the estimate (Vegas keeps alpha..beta requests queued).
@@ -165,11 +166,12 @@ func (r Reason) String() string {
 type Window struct {
 	// Served is how many answers were served; Median their median latency.
 	Served int
-	Median time.Duration
-	// Spread is the median's standard error, from the answers' spread
-	// (their interquartile range).
-	Spread time.Duration
-	// MeanInUse is the mean of the served calls' InUse; Peak the most.
+	// Median is the median latency of the more loaded half of the
+	// answers (by the slots in use when each started); Least that of the
+	// less loaded half, and Spread Least's standard error, from the
+	// answers' spread (their interquartile range).
+	Median, Least, Spread time.Duration
+	// MeanInUse is the mean InUse of the more loaded half; Peak the most.
 	MeanInUse float64
 	Peak      int
 	// Held is the share of the served calls' time spent before their
@@ -185,6 +187,9 @@ type State struct {
 	Floor time.Duration
 	// SlowStart: no cut yet; the limit doubles while it may grow.
 	SlowStart bool
+	// Knee is the concurrency the last latency cut found the server
+	// serves without queueing; 0 if none.
+	Knee float64
 	// Ceiling is the most in progress a shed taught; 0 if none. Probe
 	// counts the windows spent at it since it was taught or last probed.
 	Ceiling float64
@@ -203,21 +208,24 @@ func Decide(st State, w Window, cfg Config) (State, Reason) {
 	// error above it): the lowest of many noisy medians is lower than
 	// the floor they share, and read as the floor it makes the floor
 	// itself look queued.
-	if f := w.Median + w.Spread; st.Floor == 0 || f < st.Floor {
+	if f := w.Least + w.Spread; st.Floor == 0 || f < st.Floor {
 		st.Floor = f
 	}
 	old := st.Limit
 	ratio := float64(w.Median) / float64(st.Floor)
 	switch {
 	case ratio > 1+queueHigh:
-		knee := w.MeanInUse / ratio
-		st.Limit = max(knee*(1+queueSlack), st.Limit/2)
+		st.Knee = w.MeanInUse / ratio
+		st.Limit = max(st.Knee*(1+queueSlack), st.Limit/2)
 		st.SlowStart = false
 		return clamp(st, cfg), moved(old, st, Latency)
 	case ratio <= 1+queueLow && w.Peak >= int(st.Limit) && w.Held < heldMost:
 		step := max(1, st.Limit*growth)
-		if st.SlowStart {
+		switch {
+		case st.SlowStart:
 			step = st.Limit
+		case st.Limit >= st.Knee*(1+queueSlack):
+			step = 1 // past the knee a cut found: probe it a slot at a time
 		}
 		next := st.Limit + step
 		if st.Ceiling > 0 && next > st.Ceiling {
@@ -289,9 +297,10 @@ type Limit struct {
 	since time.Time // the window holds requests sent at or after it
 	cut   time.Time // a shed counts only for requests sent at or after it
 
-	rtts           []time.Duration
-	need           int // samples a window needs for its median's precision
-	inUse, peak    int
+	points         []point
+	low, high      []point // split's halves of points
+	need           int // samples a window needs for its medians' precision
+	peak           int
 	server, before time.Duration
 }
 
@@ -332,15 +341,28 @@ func (l *Limit) Observe(s Sample) (limit int, r Reason) {
 	if s.Sent.Before(l.since) {
 		return l.Current(), None // sent under an older limit
 	}
-	l.rtts = append(l.rtts, s.Done.Sub(s.Sent))
-	l.inUse += s.InUse
+	l.points = append(l.points, point{rtt: s.Done.Sub(s.Sent), inUse: s.InUse})
 	l.peak = max(l.peak, s.InUse)
 	l.server += s.Done.Sub(s.Sent)
 	l.before += s.Sent.Sub(s.Start)
-	if len(l.rtts) < max(minSamples, l.Current(), l.need) {
+	// A window closes with enough answers for its medians' precision, or
+	// after a round (a slot's worth) when its latency is already plainly
+	// queued: a slow start's overshoot costs one round, not a full window.
+	// The first window is the first round alone: the calls that filled
+	// the initial limit one at a time, whose latency against the load
+	// they met is the first look at the floor and at any queue.
+	n, round := len(l.points), max(2*minSamples, l.Current())
+	if l.st.Floor == 0 {
+		round = max(minSamples, l.Current())
+	}
+	if n < round || (l.st.Floor > 0 && n < l.need && n%round != 0) {
 		return l.Current(), None
 	}
 	w := l.window()
+	queued := l.st.Floor > 0 && float64(w.Median) > float64(l.st.Floor)*(1+2*queueHigh)
+	if l.st.Floor > 0 && n < l.need && !queued {
+		return l.Current(), None
+	}
 	l.st, r = Decide(l.st, w, l.cfg)
 	if Debug != nil {
 		Debug(s.Done, l.st, w, r)
@@ -352,18 +374,36 @@ func (l *Limit) Observe(s Sample) (limit int, r Reason) {
 	return l.Current(), r
 }
 
+// point is one served answer of a window.
+type point struct {
+	rtt   time.Duration
+	inUse int
+}
+
 // window summarises the samples gathered, and sizes the next window so
-// that its median's standard error is about [precision] of it.
+// that its medians' standard error is about [precision] of them.
+//
+// The answers are split by the slots in use when their requests started:
+// the more loaded half gives the latency now, the less loaded half the
+// window's candidate for the floor. Under a steady load the halves are
+// alike; in a window whose load grew (the first, which fills the initial
+// limit one call at a time), the floor is read where the load was lowest,
+// and the latency where it was highest.
 func (l *Limit) window() Window {
-	slices.Sort(l.rtts)
-	n := len(l.rtts)
-	w := Window{Served: n, Median: l.rtts[n/2], MeanInUse: float64(l.inUse) / float64(n), Peak: l.peak}
-	// σ ≈ IQR/1.349 for a normal spread; the median's standard error is
-	// 1.2533·σ/√n.
-	sigma := float64(l.rtts[n*3/4]-l.rtts[n/4]) / 1.349
-	w.Spread = time.Duration(1.2533 * sigma / math.Sqrt(float64(n)))
-	if cv := sigma / float64(w.Median); cv > 0 {
-		l.need = min(maxSamples, int(math.Ceil(math.Pow(1.2533*cv/precision, 2))))
+	low, high := l.split()
+	n := len(l.points)
+	w := Window{Served: n, Peak: l.peak}
+	for _, p := range high {
+		w.MeanInUse += float64(p.inUse)
+	}
+	w.MeanInUse /= float64(len(high))
+	var sigma float64
+	w.Median, _ = median(high)
+	w.Least, sigma = median(low)
+	// The median's standard error is 1.2533·σ/√n.
+	w.Spread = time.Duration(1.2533 * sigma / math.Sqrt(float64(len(low))))
+	if cv := sigma / float64(w.Least); cv > 0 {
+		l.need = min(maxSamples, 2*int(math.Ceil(math.Pow(1.2533*cv/precision, 2))))
 	}
 	if total := l.server + l.before; total > 0 {
 		w.Held = float64(l.before) / float64(total)
@@ -371,8 +411,48 @@ func (l *Limit) window() Window {
 	return w
 }
 
+// split parts the window's answers into its less and more loaded halves
+// (l.low and l.high, reused). Answers of the median load go to either half
+// in turn: the answers arrive in the order they completed, fastest first
+// among those sent together, and a half of the first to arrive would be a
+// half of the fastest.
+func (l *Limit) split() (low, high []point) {
+	l.low, l.high = l.low[:0], l.high[:0]
+	slices.SortStableFunc(l.points, func(a, b point) int { return a.inUse - b.inUse })
+	mid := l.points[len(l.points)/2].inUse
+	turn := false
+	for _, p := range l.points {
+		switch {
+		case p.inUse < mid:
+			l.low = append(l.low, p)
+		case p.inUse > mid:
+			l.high = append(l.high, p)
+		default:
+			if turn {
+				l.high = append(l.high, p)
+			} else {
+				l.low = append(l.low, p)
+			}
+			turn = !turn
+		}
+	}
+	if len(l.low) == 0 || len(l.high) == 0 {
+		return l.points, l.points
+	}
+	return l.low, l.high
+}
+
+// median returns the median latency of ps, which it reorders, and the
+// spread of the latencies as a standard deviation (σ ≈ IQR/1.349, as for
+// a normal spread: robust to the slow tail).
+func median(ps []point) (time.Duration, float64) {
+	slices.SortFunc(ps, func(a, b point) int { return cmp.Compare(a.rtt, b.rtt) })
+	n := len(ps)
+	return ps[n/2].rtt, float64(ps[n*3/4].rtt-ps[n/4].rtt) / 1.349
+}
+
 func (l *Limit) reset() {
-	l.rtts = l.rtts[:0]
-	l.inUse, l.peak = 0, 0
+	l.points = l.points[:0]
+	l.peak = 0
 	l.server, l.before = 0, 0
 }
