@@ -70,6 +70,12 @@ const (
 	// needs about 390 for 2%, and gets 256.
 	precision  = 0.02
 	maxSamples = 256
+	// roughFirst is the standard error, as a share of the median, above
+	// which the first round's answers are too few to judge by.
+	roughFirst = 0.10
+	// confidence is how many standard errors of a window's median a
+	// decision allows for noise (two: about 95% one-sided).
+	confidence = 2
 	// queueLow and queueHigh bound the latency ratio m/F that reads as no
 	// queue (≤ 1+queueLow: grow) and as a queue (> 1+queueHigh: cut);
 	// between them the limit holds. Chosen on bench/CONCURRENCY.md's
@@ -168,9 +174,9 @@ type Window struct {
 	Served int
 	// Median is the median latency of the more loaded half of the
 	// answers (by the slots in use when each started); Least that of the
-	// less loaded half, and Spread Least's standard error, from the
-	// answers' spread (their interquartile range).
-	Median, Least, Spread time.Duration
+	// less loaded half; MedianErr and LeastErr their standard errors, from
+	// the answers' spread (their interquartile range).
+	Median, Least, MedianErr, LeastErr time.Duration
 	// MeanInUse is the mean InUse of the more loaded half; Peak the most.
 	MeanInUse float64
 	Peak      int
@@ -204,22 +210,22 @@ func Decide(st State, w Window, cfg Config) (State, Reason) {
 	if w.Served == 0 || w.Median <= 0 {
 		return st, None
 	}
-	// The floor is an upper bound of a window's median (one standard
-	// error above it): the lowest of many noisy medians is lower than
+	// The floor is an upper bound of a window's median ([confidence]
+	// standard errors above it): the lowest of many noisy medians is lower than
 	// the floor they share, and read as the floor it makes the floor
 	// itself look queued.
-	if f := w.Least + w.Spread; st.Floor == 0 || f < st.Floor {
+	if f := w.Least + confidence*w.LeastErr; st.Floor == 0 || f < st.Floor {
 		st.Floor = f
 	}
 	old := st.Limit
 	ratio := float64(w.Median) / float64(st.Floor)
 	switch {
-	case ratio > 1+queueHigh:
+	case queued(w, st.Floor, queueHigh):
 		st.Knee = w.MeanInUse / ratio
 		st.Limit = max(st.Knee*(1+queueSlack), st.Limit/2)
 		st.SlowStart = false
 		return clamp(st, cfg), moved(old, st, Latency)
-	case ratio <= 1+queueLow && w.Peak >= int(st.Limit) && w.Held < heldMost:
+	case float64(w.Median) <= float64(st.Floor)*(1+queueLow) && w.Peak >= int(st.Limit) && w.Held < heldMost:
 		step := max(1, st.Limit*growth)
 		switch {
 		case st.SlowStart:
@@ -242,6 +248,12 @@ func Decide(st State, w Window, cfg Config) (State, Reason) {
 		return clamp(st, cfg), moved(old, st, Headroom)
 	}
 	return st, None
+}
+
+// queued reports whether w's latency is above floor by more than a share
+// of it, beyond the noise of its median ([confidence] standard errors).
+func queued(w Window, floor time.Duration, share float64) bool {
+	return floor > 0 && float64(w.Median-confidence*w.MedianErr) > float64(floor)*(1+share)
 }
 
 // heldMost is the share of time before sending (Window.Held) above which
@@ -299,6 +311,7 @@ type Limit struct {
 
 	points         []point
 	low, high      []point // split's halves of points
+	roughStart     bool    // the first round was too spread to judge alone
 	need           int // samples a window needs for its medians' precision
 	peak           int
 	server, before time.Duration
@@ -351,16 +364,23 @@ func (l *Limit) Observe(s Sample) (limit int, r Reason) {
 	// The first window is the first round alone: the calls that filled
 	// the initial limit one at a time, whose latency against the load
 	// they met is the first look at the floor and at any queue.
-	n, round := len(l.points), max(2*minSamples, l.Current())
-	if l.st.Floor == 0 {
+	n := len(l.points)
+	first := l.st.Floor == 0 && !l.roughStart
+	round := max(2*minSamples, l.Current())
+	if first {
 		round = max(minSamples, l.Current())
 	}
-	if n < round || (l.st.Floor > 0 && n < l.need && n%round != 0) {
+	if n < round || (!first && n < l.need && n%round != 0) {
 		return l.Current(), None
 	}
 	w := l.window()
-	queued := l.st.Floor > 0 && float64(w.Median) > float64(l.st.Floor)*(1+2*queueHigh)
-	if l.st.Floor > 0 && n < l.need && !queued {
+	if first && float64(w.LeastErr) > roughFirst*float64(w.Least) {
+		// Too few answers for latencies this spread (an LLM's): the
+		// window goes on, and its floor is read at the initial limit.
+		l.roughStart = true
+		return l.Current(), None
+	}
+	if !first && n < l.need && !queued(w, l.st.Floor, 2*queueHigh) {
 		return l.Current(), None
 	}
 	l.st, r = Decide(l.st, w, l.cfg)
@@ -397,11 +417,10 @@ func (l *Limit) window() Window {
 		w.MeanInUse += float64(p.inUse)
 	}
 	w.MeanInUse /= float64(len(high))
-	var sigma float64
-	w.Median, _ = median(high)
+	var sigma, sigmaHigh float64
+	w.Median, sigmaHigh = median(high)
 	w.Least, sigma = median(low)
-	// The median's standard error is 1.2533·σ/√n.
-	w.Spread = time.Duration(1.2533 * sigma / math.Sqrt(float64(len(low))))
+	w.MedianErr, w.LeastErr = medianErr(sigmaHigh, len(high)), medianErr(sigma, len(low))
 	if cv := sigma / float64(w.Least); cv > 0 {
 		l.need = min(maxSamples, 2*int(math.Ceil(math.Pow(1.2533*cv/precision, 2))))
 	}
@@ -440,6 +459,12 @@ func (l *Limit) split() (low, high []point) {
 		return l.points, l.points
 	}
 	return l.low, l.high
+}
+
+// medianErr is the standard error of the median of n answers spread as σ:
+// 1.2533·σ/√n.
+func medianErr(sigma float64, n int) time.Duration {
+	return time.Duration(1.2533 * sigma / math.Sqrt(float64(n)))
 }
 
 // median returns the median latency of ps, which it reorders, and the
