@@ -80,12 +80,12 @@ const (
 	// queue (≤ 1+queueLow: grow) and as a queue (> 1+queueHigh: cut);
 	// between them the limit holds. Chosen on bench/CONCURRENCY.md's
 	// servers: a window median's noise at the floor stays under queueLow.
-	queueLow  = 0.05
-	queueHigh = 0.15
+	queueLow  = 0.03
+	queueHigh = 0.08
 	// queueSlack is the queue a cut leaves, as a share of the knee it
 	// found: a little above the knee keeps the server busy through the
 	// noise of the estimate (Vegas keeps alpha..beta requests queued).
-	queueSlack = 0.05
+	queueSlack = 0.03
 	// growth is how much the limit grows per window once out of slow
 	// start, as a share of itself (at least 1).
 	growth = 0.10
@@ -214,7 +214,10 @@ func Decide(st State, w Window, cfg Config) (State, Reason) {
 	// standard errors above it): the lowest of many noisy medians is lower than
 	// the floor they share, and read as the floor it makes the floor
 	// itself look queued.
-	if f := w.Least + confidence*w.LeastErr; st.Floor == 0 || f < st.Floor {
+	switch f := w.Least + confidence*w.LeastErr; {
+	case st.Floor == 0:
+		st.Floor = w.Least // one median: no lowest of many to allow for
+	case f < st.Floor:
 		st.Floor = f
 	}
 	old := st.Limit
@@ -225,7 +228,7 @@ func Decide(st State, w Window, cfg Config) (State, Reason) {
 		st.Limit = max(st.Knee*(1+queueSlack), st.Limit/2)
 		st.SlowStart = false
 		return clamp(st, cfg), moved(old, st, Latency)
-	case float64(w.Median) <= float64(st.Floor)*(1+queueLow) && w.Peak >= int(st.Limit) && w.Held < heldMost:
+	case float64(w.Median-w.MedianErr) <= float64(st.Floor)*(1+queueLow) && w.Peak >= int(st.Limit) && w.Held < heldMost:
 		step := max(1, st.Limit*growth)
 		switch {
 		case st.SlowStart:
@@ -360,7 +363,8 @@ func (l *Limit) Observe(s Sample) (limit int, r Reason) {
 	l.before += s.Sent.Sub(s.Start)
 	// A window closes with enough answers for its medians' precision, or
 	// after a round (a slot's worth) when its latency is already plainly
-	// queued: a slow start's overshoot costs one round, not a full window.
+	// queued (checked every 2·minSamples answers): a slow start's
+	// overshoot costs part of a round, not a full window.
 	// The first window is the first round alone: the calls that filled
 	// the initial limit one at a time, whose latency against the load
 	// they met is the first look at the floor and at any queue.
@@ -370,7 +374,7 @@ func (l *Limit) Observe(s Sample) (limit int, r Reason) {
 	if first {
 		round = max(minSamples, l.Current())
 	}
-	if n < round || (!first && n < l.need && n%round != 0) {
+	if n < round || (!first && n < l.need && n%(2*minSamples) != 0) {
 		return l.Current(), None
 	}
 	w := l.window()
