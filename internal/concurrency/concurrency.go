@@ -369,23 +369,25 @@ func (l *Limit) Observe(s Sample) (limit int, r Reason) {
 	// the initial limit one at a time, whose latency against the load
 	// they met is the first look at the floor and at any queue.
 	n := len(l.points)
-	first := l.st.Floor == 0 && !l.roughStart
-	round := max(2*minSamples, l.Current())
-	if first {
-		round = max(minSamples, l.Current())
-	}
-	if n < round || (!first && n < l.need && n%(2*minSamples) != 0) {
-		return l.Current(), None
-	}
-	w := l.window()
-	if first && float64(w.LeastErr) > roughFirst*float64(w.Least) {
-		// Too few answers for latencies this spread (an LLM's): the
-		// window goes on, and its floor is read at the initial limit.
-		l.roughStart = true
-		return l.Current(), None
-	}
-	if !first && n < l.need && !queued(w, l.st.Floor, 2*queueHigh) {
-		return l.Current(), None
+	var w Window
+	if l.st.Floor == 0 && !l.roughStart {
+		if n < max(minSamples, l.Current()) {
+			return l.Current(), None
+		}
+		if w = l.window(); float64(w.LeastErr) > roughFirst*float64(w.Least) {
+			// Too few answers for latencies this spread (an LLM's): the
+			// window goes on, and its floor is read at the initial limit.
+			l.roughStart = true
+			return l.Current(), None
+		}
+	} else {
+		full := max(2*minSamples, l.Current(), l.need)
+		if n < 2*minSamples || (n < full && n%(2*minSamples) != 0) {
+			return l.Current(), None
+		}
+		if w = l.window(); n < full && !queued(w, l.st.Floor, 2*queueHigh) {
+			return l.Current(), None
+		}
 	}
 	l.st, r = Decide(l.st, w, l.cfg)
 	if Debug != nil {
