@@ -156,10 +156,11 @@ func (c *execCall) sample(start time.Time, resp *http.Response) concurrency.Samp
 // once). e.mu must be held.
 func (e *Executor) observeLocked(s *concurrency.Sample) {
 	limit, r := e.adapt.Observe(*s)
-	if r == concurrency.None {
-		return
+	if limit != e.slots.limit {
+		e.slots.setLimit(limit)
 	}
-	e.slots.setLimit(limit)
-	e.lastMove = boundReasonOf[r]
-	e.moves.add(e.lastMove)
+	if r != concurrency.None {
+		e.lastMove = boundReasonOf[r]
+		e.moves.add(e.lastMove)
+	}
 }

@@ -227,7 +227,8 @@ func Decide(st State, w Window, cfg Config) (State, Reason) {
 		st.Knee = w.MeanInUse / ratio
 		st.Limit = max(st.Knee*(1+queueSlack), st.Limit/2)
 		st.SlowStart = false
-		return clamp(st, cfg), moved(old, st, Latency)
+		st = clamp(st, cfg)
+		return st, moved(old, st, Latency)
 	case float64(w.Median-w.MedianErr) <= float64(st.Floor)*(1+queueLow) && w.Peak >= int(st.Limit) && w.Held < heldMost:
 		step := max(1, st.Limit*growth)
 		switch {
@@ -248,7 +249,8 @@ func Decide(st State, w Window, cfg Config) (State, Reason) {
 			}
 		}
 		st.Limit = next
-		return clamp(st, cfg), moved(old, st, Headroom)
+		st = clamp(st, cfg)
+		return st, moved(old, st, Headroom)
 	}
 	return st, None
 }
@@ -272,14 +274,16 @@ func OnShed(st State, inUse int, cfg Config) (State, Reason) {
 	st.Probe = 0
 	st.Limit = max(1, min(st.Limit*shedBackoff, st.Ceiling))
 	st.SlowStart = false
-	return clamp(st, cfg), moved(old, st, Overload)
+	st = clamp(st, cfg)
+	return st, moved(old, st, Overload)
 }
 
 // OnQuota applies rule 1: the state after an answer stating quota.
 func OnQuota(st State, quota int, cfg Config) (State, Reason) {
 	old := st.Limit
 	st.Quota = quota
-	return clamp(st, cfg), moved(old, st, Quota)
+	st = clamp(st, cfg)
+	return st, moved(old, st, Quota)
 }
 
 // clamp keeps the limit within the configured bounds and the quota.
