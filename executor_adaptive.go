@@ -72,12 +72,16 @@ const (
 	BoundOverload
 	// BoundQuota: the server stated a concurrency quota below it.
 	BoundQuota
+	// BoundRate: requests waited for a rate limiter (a pacer Transport)
+	// before they were sent, so it fell to what the rate lets reach the
+	// server, and a quarter more.
+	BoundRate
 )
 
-var boundReasons = [...]string{"unmoved", "headroom", "latency", "overload", "quota"}
+var boundReasons = [...]string{"unmoved", "headroom", "latency", "overload", "quota", "rate"}
 
 // String returns the reason's name: "unmoved", "headroom", "latency",
-// "overload" or "quota".
+// "overload", "quota" or "rate".
 func (r BoundReason) String() string {
 	if int(r) < len(boundReasons) {
 		return boundReasons[r]
@@ -87,8 +91,9 @@ func (r BoundReason) String() string {
 
 // BoundMoves counts an adaptive [Executor]'s bound moves by reason.
 type BoundMoves struct {
-	// Headroom counts rises; Latency, Overload and Quota count falls.
-	Headroom, Latency, Overload, Quota int64
+	// Headroom counts rises; Latency, Overload, Quota and Rate count
+	// falls.
+	Headroom, Latency, Overload, Quota, Rate int64
 }
 
 // add counts one move of reason r.
@@ -102,6 +107,8 @@ func (m *BoundMoves) add(r BoundReason) {
 		m.Overload++
 	case BoundQuota:
 		m.Quota++
+	case BoundRate:
+		m.Rate++
 	}
 }
 
@@ -112,6 +119,7 @@ var boundReasonOf = [concurrency.NumReasons]BoundReason{
 	concurrency.Latency:  BoundLatency,
 	concurrency.Overload: BoundOverload,
 	concurrency.Quota:    BoundQuota,
+	concurrency.Rate:     BoundRate,
 }
 
 // traced returns the call's context with a trace that records when the

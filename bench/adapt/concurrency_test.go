@@ -88,20 +88,20 @@ func concScenarios() []concScenario {
 		{name: "fast API, big quota: knee 1,000, 20 ms", server: shape(20*ms, 1000, 0, 0.1), run: 20 * time.Second},
 		{name: "LLM-like: knee 24, 529 above 96, 2 s ± 50%", server: llm, run: 10 * time.Minute},
 		{name: "rate-limited: 300/s paced, knee 64, 100 ms", server: shape(100*ms, 64, 0, 0.1),
-			quota: &apisim.Config{Style: apisim.StyleIETF, Limit: 18000, Window: time.Minute}, run: time.Minute},
+			quota: &apisim.Config{Style: apisim.StyleIETF, Algorithm: apisim.TokenBucket, Limit: 300, Window: time.Second}, run: time.Minute},
 	}
 }
 
 // concRun is what one (scenario, bound) run measured.
 type concRun struct {
 	ok, shed, errs int
-	throughput     float64       // successful calls per second over the whole run
+	throughput     float64 // successful calls per second over the whole run
 	// p99s of successful calls: the caller's (Do's whole duration, the
 	// wait for a slot included), the request's (from its slot on: the
 	// Transport's pacing and the server) and the server's alone.
 	p99, p99Req, p99Server time.Duration
-	bound          int           // the bound at the end
-	stats          pacer.ExecutorStats
+	bound                  int // the bound at the end
+	stats                  pacer.ExecutorStats
 }
 
 // serverTap times each request at the server (below any pacer Transport).
@@ -362,6 +362,7 @@ with ` + "`WithAdaptiveConcurrency(1, 256)`" + `, each against a fresh server, 5
 latency, queues beyond it (latency × in-progress ÷ knee, so throughput stays flat), and sheds above its
 ceiling with a 503 (529 for the LLM-like one) answered in a tenth of its latency; every service time carries
 log-normal jitter. In the rate-limited scenario a pacer Transport paces to a stated 300 requests a second
+(a token bucket of 300)
 in front of the server.
 
 - **best fixed**: the fixed bound a user would pick having tried them all, per run: the highest

@@ -92,6 +92,13 @@ const (
 	// shedBackoff is the multiplicative decrease on a shed: Netflix
 	// concurrency-limits' AIMD backs off to 0.9 of the limit on a drop.
 	shedBackoff = 0.9
+	// rateHeadroom is what rule 5b keeps above the requests a rate limit
+	// lets reach the server: a quarter, so that one is always waiting.
+	rateHeadroom = 0.25
+	// unresponsive: a latency cut that took at least this share of the
+	// load away, after which the latency stayed within half of it of what
+	// it was, shows a floor read too low (rule 4a).
+	unresponsive = 0.10
 	// ceilingProbe is how many windows the limit waits at a ceiling a
 	// shed taught before it grows past it by one.
 	ceilingProbe = 32
@@ -148,6 +155,9 @@ const (
 	Overload
 	// Quota: the server stated a concurrency quota below the limit.
 	Quota
+	// Rate: requests waited for a rate limiter before they were sent, so
+	// the limit keeps only what the rate lets reach the server.
+	Rate
 	// NumReasons counts the reasons.
 	NumReasons
 )
@@ -164,6 +174,8 @@ func (r Reason) String() string {
 		return "overload"
 	case Quota:
 		return "quota"
+	case Rate:
+		return "rate"
 	}
 	return "Reason(" + string(rune('0'+r)) + ")"
 }
@@ -196,6 +208,10 @@ type State struct {
 	// Knee is the concurrency the last latency cut found the server
 	// serves without queueing; 0 if none.
 	Knee float64
+	// CutInUse and CutMedian are the load and latency of the window that
+	// made the last latency cut; CutInUse 0 if none.
+	CutInUse  float64
+	CutMedian time.Duration
 	// Ceiling is the most in progress a shed taught; 0 if none. Probe
 	// counts the windows spent at it since it was taught or last probed.
 	Ceiling float64
@@ -221,38 +237,65 @@ func Decide(st State, w Window, cfg Config) (State, Reason) {
 		st.Floor = f
 	}
 	old := st.Limit
-	ratio := float64(w.Median) / float64(st.Floor)
 	switch {
 	case queued(w, st.Floor, queueHigh):
-		st.Knee = w.MeanInUse / ratio
+		if st.CutInUse > 0 && w.MeanInUse <= st.CutInUse*(1-unresponsive) &&
+			float64(w.Median) >= float64(st.CutMedian)*(1-unresponsive/2) {
+			// Rule 4a: the last cut took load away and the latency
+			// stayed: it is not this client's queue, and the floor was
+			// read too low (a lucky window). Read it again here.
+			st.Floor, st.CutInUse, st.Knee = w.Least, 0, 0
+			st.SlowStart = true // the cut was a mistake: undo it quickly
+			return st, None
+		}
+		st.CutInUse, st.CutMedian = w.MeanInUse, w.Median
+		st.Knee = w.MeanInUse * float64(st.Floor) / float64(w.Median)
 		st.Limit = max(st.Knee*(1+queueSlack), st.Limit/2)
 		st.SlowStart = false
 		st = clamp(st, cfg)
 		return st, moved(old, st, Latency)
-	case float64(w.Median-w.MedianErr) <= float64(st.Floor)*(1+queueLow) && w.Peak >= int(st.Limit) && w.Held < heldMost:
-		step := max(1, st.Limit*growth)
-		switch {
-		case st.SlowStart:
-			step = st.Limit
-		case st.Limit >= st.Knee*(1+queueSlack):
-			step = 1 // past the knee a cut found: probe it a slot at a time
+	case w.Held >= heldMost && w.Peak >= int(st.Limit):
+		// Rule 5b: a rate limit holds the requests before they are sent;
+		// the server sees MeanInUse·(1−Held) of them (Little's law). The
+		// rest only wait in the rate limiter: keep the server's share and
+		// [rateHeadroom] of it, so the rate limiter always has a request
+		// ready when it lets one go.
+		target := w.MeanInUse * (1 - w.Held) * (1 + rateHeadroom)
+		if target >= st.Limit*(1-growth) {
+			return st, None
 		}
-		next := st.Limit + step
-		if st.Ceiling > 0 && next > st.Ceiling {
-			next = max(st.Limit, st.Ceiling)
-			if st.Limit >= st.Ceiling {
-				if st.Probe++; st.Probe >= ceilingProbe {
-					st.Ceiling++
-					st.Probe = 0
-				}
-				next = st.Ceiling
-			}
-		}
-		st.Limit = next
+		st.Limit = max(target, st.Limit/2)
 		st = clamp(st, cfg)
+		return st, moved(old, st, Rate)
+	case float64(w.Median-w.MedianErr) <= float64(st.Floor)*(1+queueLow) && w.Peak >= int(st.Limit) && w.Held < heldMost:
+		st = clamp(grow(st), cfg)
 		return st, moved(old, st, Headroom)
 	}
 	return st, None
+}
+
+// grow applies rule 5's growth, within a ceiling a shed taught.
+func grow(st State) State {
+	step := max(1, st.Limit*growth)
+	switch {
+	case st.SlowStart:
+		step = st.Limit
+	case st.Limit >= st.Knee*(1+queueSlack) && st.Limit < st.Knee*(1+2*queueHigh):
+		step = 1 // just past the knee a cut found: probe it a slot at a time
+	}
+	next := st.Limit + step
+	if st.Ceiling > 0 && next > st.Ceiling {
+		next = max(st.Limit, st.Ceiling)
+		if st.Limit >= st.Ceiling {
+			if st.Probe++; st.Probe >= ceilingProbe {
+				st.Ceiling++
+				st.Probe = 0
+			}
+			next = st.Ceiling
+		}
+	}
+	st.Limit = next
+	return st
 }
 
 // queued reports whether w's latency is above floor by more than a share
@@ -319,7 +362,7 @@ type Limit struct {
 	points         []point
 	low, high      []point // split's halves of points
 	roughStart     bool    // the first round was too spread to judge alone
-	need           int // samples a window needs for its medians' precision
+	need           int     // samples a window needs for its medians' precision
 	peak           int
 	server, before time.Duration
 }
