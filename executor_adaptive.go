@@ -72,16 +72,12 @@ const (
 	BoundOverload
 	// BoundQuota: the server stated a concurrency quota below it.
 	BoundQuota
-	// BoundRate: requests waited for a rate limiter (a pacer Transport)
-	// before they were sent, so it fell to what the rate lets reach the
-	// server, and a quarter more.
-	BoundRate
 )
 
-var boundReasons = [...]string{"unmoved", "headroom", "latency", "overload", "quota", "rate"}
+var boundReasons = [...]string{"unmoved", "headroom", "latency", "overload", "quota"}
 
 // String returns the reason's name: "unmoved", "headroom", "latency",
-// "overload", "quota" or "rate".
+// "overload" or "quota".
 func (r BoundReason) String() string {
 	if int(r) < len(boundReasons) {
 		return boundReasons[r]
@@ -91,9 +87,8 @@ func (r BoundReason) String() string {
 
 // BoundMoves counts an adaptive [Executor]'s bound moves by reason.
 type BoundMoves struct {
-	// Headroom counts rises; Latency, Overload, Quota and Rate count
-	// falls.
-	Headroom, Latency, Overload, Quota, Rate int64
+	// Headroom counts rises; Latency, Overload and Quota count falls.
+	Headroom, Latency, Overload, Quota int64
 }
 
 // add counts one move of reason r.
@@ -107,8 +102,6 @@ func (m *BoundMoves) add(r BoundReason) {
 		m.Overload++
 	case BoundQuota:
 		m.Quota++
-	case BoundRate:
-		m.Rate++
 	}
 }
 
@@ -119,7 +112,6 @@ var boundReasonOf = [concurrency.NumReasons]BoundReason{
 	concurrency.Latency:  BoundLatency,
 	concurrency.Overload: BoundOverload,
 	concurrency.Quota:    BoundQuota,
-	concurrency.Rate:     BoundRate,
 }
 
 // traced returns the call's context with a trace that records when the

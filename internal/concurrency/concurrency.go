@@ -92,9 +92,6 @@ const (
 	// shedBackoff is the multiplicative decrease on a shed: Netflix
 	// concurrency-limits' AIMD backs off to 0.9 of the limit on a drop.
 	shedBackoff = 0.9
-	// rateHeadroom is what rule 5b keeps above the requests a rate limit
-	// lets reach the server: a quarter, so that one is always waiting.
-	rateHeadroom = 0.25
 	// unresponsive: a latency cut that took at least this share of the
 	// load away, after which the latency stayed within half of it of what
 	// it was, shows a floor read too low (rule 4a).
@@ -155,9 +152,6 @@ const (
 	Overload
 	// Quota: the server stated a concurrency quota below the limit.
 	Quota
-	// Rate: requests waited for a rate limiter before they were sent, so
-	// the limit keeps only what the rate lets reach the server.
-	Rate
 	// NumReasons counts the reasons.
 	NumReasons
 )
@@ -174,8 +168,6 @@ func (r Reason) String() string {
 		return "overload"
 	case Quota:
 		return "quota"
-	case Rate:
-		return "rate"
 	}
 	return "Reason(" + string(rune('0'+r)) + ")"
 }
@@ -254,19 +246,6 @@ func Decide(st State, w Window, cfg Config) (State, Reason) {
 		st.SlowStart = false
 		st = clamp(st, cfg)
 		return st, moved(old, st, Latency)
-	case w.Held >= heldMost && w.Peak >= int(st.Limit):
-		// Rule 5b: a rate limit holds the requests before they are sent;
-		// the server sees MeanInUse·(1−Held) of them (Little's law). The
-		// rest only wait in the rate limiter: keep the server's share and
-		// [rateHeadroom] of it, so the rate limiter always has a request
-		// ready when it lets one go.
-		target := w.MeanInUse * (1 - w.Held) * (1 + rateHeadroom)
-		if target >= st.Limit*(1-growth) {
-			return st, None
-		}
-		st.Limit = max(target, st.Limit/2)
-		st = clamp(st, cfg)
-		return st, moved(old, st, Rate)
 	case float64(w.Median-w.MedianErr) <= float64(st.Floor)*(1+queueLow) && w.Peak >= int(st.Limit) && w.Held < heldMost:
 		st = clamp(grow(st), cfg)
 		return st, moved(old, st, Headroom)
