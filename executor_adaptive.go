@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptrace"
+	"sync/atomic"
 	"time"
 
 	"github.com/pacer-go/pacer/internal/concurrency"
@@ -72,12 +73,16 @@ const (
 	BoundOverload
 	// BoundQuota: the server stated a concurrency quota below it.
 	BoundQuota
+	// BoundRate: a pacer Transport held the requests for their rate
+	// limit before sending them, so it fell to what the rate lets reach
+	// the server, and a quarter more.
+	BoundRate
 )
 
-var boundReasons = [...]string{"unmoved", "headroom", "latency", "overload", "quota"}
+var boundReasons = [...]string{"unmoved", "headroom", "latency", "overload", "quota", "rate"}
 
 // String returns the reason's name: "unmoved", "headroom", "latency",
-// "overload" or "quota".
+// "overload", "quota" or "rate".
 func (r BoundReason) String() string {
 	if int(r) < len(boundReasons) {
 		return boundReasons[r]
@@ -87,8 +92,9 @@ func (r BoundReason) String() string {
 
 // BoundMoves counts an adaptive [Executor]'s bound moves by reason.
 type BoundMoves struct {
-	// Headroom counts rises; Latency, Overload and Quota count falls.
-	Headroom, Latency, Overload, Quota int64
+	// Headroom counts rises; Latency, Overload, Quota and Rate count
+	// falls.
+	Headroom, Latency, Overload, Quota, Rate int64
 }
 
 // add counts one move of reason r.
@@ -102,6 +108,8 @@ func (m *BoundMoves) add(r BoundReason) {
 		m.Overload++
 	case BoundQuota:
 		m.Quota++
+	case BoundRate:
+		m.Rate++
 	}
 }
 
@@ -112,12 +120,42 @@ var boundReasonOf = [concurrency.NumReasons]BoundReason{
 	concurrency.Latency:  BoundLatency,
 	concurrency.Overload: BoundOverload,
 	concurrency.Quota:    BoundQuota,
+	concurrency.Rate:     BoundRate,
 }
 
-// traced returns the call's context with a trace that records when the
-// request was (last) written, relative to start.
+// sendProbe is how a pacer [Transport] tells an adaptive Executor's call
+// when it let each attempt of the request go, past its rate limiter and any
+// retry's backoff: the time before it is the rate limit's, which the server
+// never saw. It rides in the request context's marks, which the Transport
+// reads anyway. at is nanoseconds since base, plus 1 (0: not yet).
+type sendProbe struct {
+	base time.Time
+	at   atomic.Int64
+}
+
+// sent records that an attempt went at now. A nil probe records nothing.
+func (p *sendProbe) sent(now time.Time) {
+	if p != nil {
+		p.at.Store(int64(now.Sub(p.base)) + 1)
+	}
+}
+
+// when is the last attempt's time, or zero.
+func (p *sendProbe) when() time.Time {
+	if d := p.at.Load(); d > 0 {
+		return p.base.Add(time.Duration(d - 1))
+	}
+	return time.Time{}
+}
+
+// traced returns the call's context with the probe in its marks and a trace
+// that records when the request was (last) written, both relative to start.
 func (c *execCall) traced(start time.Time) context.Context {
-	return httptrace.WithClientTrace(c.ctx, &httptrace.ClientTrace{
+	c.probe.base = start
+	m := marksOf(c.ctx)
+	m.probe = &c.probe
+	ctx := context.WithValue(c.ctx, marksKey{}, m)
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		WroteRequest: func(httptrace.WroteRequestInfo) {
 			// +1: 0 means not written; virtual time may not have moved.
 			c.sent.Store(int64(time.Since(start)) + 1)
@@ -127,11 +165,15 @@ func (c *execCall) traced(start time.Time) context.Context {
 
 // sample is what the call's answer says to an adaptive bound.
 func (c *execCall) sample(start time.Time, resp *http.Response) concurrency.Sample {
-	s := concurrency.Sample{Start: start, Sent: start, Done: time.Now(), InUse: c.inUse}
+	s := concurrency.Sample{Start: start, Admitted: start, Sent: start, Done: time.Now(), InUse: c.inUse}
+	if at := c.probe.when(); !at.IsZero() && !at.After(s.Done) {
+		s.Admitted, s.Sent = at, at
+	}
 	if d := c.sent.Load(); d > 0 {
-		s.Sent = start.Add(time.Duration(d - 1))
-		if s.Sent.After(s.Done) {
-			s.Sent = start // an answer that came before the request was all written
+		// Not before the last admission: a retry's first attempt was
+		// written before the Transport held its second.
+		if at := start.Add(time.Duration(d - 1)); !at.After(s.Done) && !at.Before(s.Admitted) {
+			s.Sent = at
 		}
 	}
 	switch code := resp.StatusCode; {

@@ -28,7 +28,8 @@ type execCall struct {
 	links              [2]callLinks
 	wait               slotWaiter    // the call's place in the queue for a slot
 	inUse              int           // slots in use once the call had its own
-	sent               atomic.Int64  // an adaptive bound's: when the request was last written (ns since the call began); 0: not seen
+	sent               atomic.Int64  // an adaptive bound's: when the request was last written (ns since the call began, +1); 0: not seen
+	probe              sendProbe     // an adaptive bound's: when a pacer Transport let the request go
 	body               io.ReadCloser // the response body, once Do has one
 	opened             time.Time     // when body was handed out; monotonic
 	bodyEnded          atomic.Bool

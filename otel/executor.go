@@ -21,7 +21,7 @@ const (
 	// AttrAdaptive says whether the bound adapts (pacer.WithAdaptiveConcurrency).
 	AttrAdaptive = attribute.Key("pacer.executor.adaptive")
 	// AttrBoundReason is why the bound moved: "headroom" (it rose),
-	// "latency", "overload" or "quota" (it fell); see pacer.BoundReason.
+	// "latency", "overload", "quota" or "rate" (it fell); see pacer.BoundReason.
 	AttrBoundReason = attribute.Key("pacer.bound.reason")
 )
 
@@ -76,6 +76,7 @@ func (o *Observer) WatchExecutor(e *pacer.Executor, attrs ...attribute.KeyValue)
 		with(AttrBoundReason.String(pacer.BoundLatency.String())),
 		with(AttrBoundReason.String(pacer.BoundOverload.String())),
 		with(AttrBoundReason.String(pacer.BoundQuota.String())),
+		with(AttrBoundReason.String(pacer.BoundRate.String())),
 	}
 	reg, err := o.meter.RegisterCallback(func(_ context.Context, obs metric.Observer) error {
 		s := e.Stats()
@@ -85,7 +86,7 @@ func (o *Observer) WatchExecutor(e *pacer.Executor, attrs ...attribute.KeyValue)
 			obs.ObserveInt64(in.limit, int64(s.MaxConcurrency), fixed)
 			return nil
 		}
-		for i, n := range [...]int64{s.Moves.Headroom, s.Moves.Latency, s.Moves.Overload, s.Moves.Quota} {
+		for i, n := range [...]int64{s.Moves.Headroom, s.Moves.Latency, s.Moves.Overload, s.Moves.Quota, s.Moves.Rate} {
 			obs.ObserveInt64(in.moves, n, reasons[i])
 		}
 		return nil

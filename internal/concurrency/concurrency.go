@@ -92,6 +92,12 @@ const (
 	// shedBackoff is the multiplicative decrease on a shed: Netflix
 	// concurrency-limits' AIMD backs off to 0.9 of the limit on a drop.
 	shedBackoff = 0.9
+	// rateHeadroom is what rule 5b keeps above the requests a rate limit
+	// lets reach the server: as many again, so that the rate limiter
+	// always has requests ready, and the held share settles at a half,
+	// far from the heldMost that lets the limit grow again (with a
+	// quarter it settled at a fifth: the limit grew and was cut in turn).
+	rateHeadroom = 1.0
 	// unresponsive: a latency cut that took at least this share of the
 	// load away, after which the latency stayed within half of it of what
 	// it was, shows a floor read too low (rule 4a).
@@ -124,10 +130,11 @@ const (
 
 // Sample is one call's answer.
 type Sample struct {
-	// Start is when the call took its slot and began; Sent when its
-	// request was written (its last attempt's; Start when unknown); Done
-	// when its answer arrived.
-	Start, Sent, Done time.Time
+	// Start is when the call took its slot and began; Admitted when a
+	// rate limiter let its last attempt go (Start if none held it); Sent
+	// when that attempt was written (Admitted when unknown: a connection's
+	// dial lies between them); Done when its answer arrived.
+	Start, Admitted, Sent, Done time.Time
 	// InUse is how many slots were in use when the call started, its own
 	// included.
 	InUse int
@@ -152,6 +159,9 @@ const (
 	Overload
 	// Quota: the server stated a concurrency quota below the limit.
 	Quota
+	// Rate: a rate limiter held the requests before they were sent, so
+	// the limit keeps only what the rate lets reach the server.
+	Rate
 	// NumReasons counts the reasons.
 	NumReasons
 )
@@ -168,6 +178,8 @@ func (r Reason) String() string {
 		return "overload"
 	case Quota:
 		return "quota"
+	case Rate:
+		return "rate"
 	}
 	return "Reason(" + string(rune('0'+r)) + ")"
 }
@@ -246,6 +258,19 @@ func Decide(st State, w Window, cfg Config) (State, Reason) {
 		st.SlowStart = false
 		st = clamp(st, cfg)
 		return st, moved(old, st, Latency)
+	case w.Held >= heldMost && w.Peak >= int(st.Limit):
+		// Rule 5b: a rate limiter holds the requests before they are
+		// sent; the server sees MeanInUse·(1−Held) of them (Little's
+		// law), the rest only wait in the rate limiter. Keep the
+		// server's share and [rateHeadroom] of it, so that the rate
+		// limiter always has requests ready when it lets one go.
+		target := w.MeanInUse * (1 - w.Held) * (1 + rateHeadroom)
+		if target >= st.Limit*(1-growth) {
+			return st, None
+		}
+		st.Limit = max(target, st.Limit/2)
+		st = clamp(st, cfg)
+		return st, moved(old, st, Rate)
 	case float64(w.Median-w.MedianErr) <= float64(st.Floor)*(1+queueLow) && w.Peak >= int(st.Limit) && w.Held < heldMost:
 		st = clamp(grow(st), cfg)
 		return st, moved(old, st, Headroom)
@@ -385,8 +410,8 @@ func (l *Limit) Observe(s Sample) (limit int, r Reason) {
 	}
 	l.points = append(l.points, point{rtt: s.Done.Sub(s.Sent), inUse: s.InUse})
 	l.peak = max(l.peak, s.InUse)
-	l.server += s.Done.Sub(s.Sent)
-	l.before += s.Sent.Sub(s.Start)
+	l.server += s.Done.Sub(s.Admitted)
+	l.before += s.Admitted.Sub(s.Start)
 	// A window closes with enough answers for its medians' precision, or
 	// after a round (a slot's worth) when its latency is already plainly
 	// queued (checked every 2·minSamples answers): a slow start's

@@ -42,8 +42,10 @@ func TestDecide(t *testing.T) {
 			st: steady, w: window(32, 800*ms, 800*ms, ms), wantLimit: 16, wantReason: Latency},
 		{why: "rule 4: a rise within the median's noise is no queue",
 			st: steady, w: window(32, 112*ms, 100*ms, 3*ms), wantLimit: 32},
-		{why: "rule 5: requests held before they were sent (a rate limiter) do not raise it",
-			st: steady, w: Window{Served: 64, Median: 100 * ms, Least: 100 * ms, MeanInUse: 32, Peak: 32, Held: 0.5}, wantLimit: 32},
+		{why: "rule 5b: requests a rate limiter held for three quarters of their time: a quarter of the load reaches the server",
+			st: steady, w: Window{Served: 64, Median: 100 * ms, Least: 100 * ms, MeanInUse: 32, Peak: 32, Held: 0.75}, wantLimit: 8 * (1 + rateHeadroom), wantReason: Rate},
+		{why: "rule 5: requests a rate limiter held a little do not raise it",
+			st: steady, w: Window{Served: 64, Median: 100 * ms, Least: 100 * ms, MeanInUse: 32, Peak: 32, Held: heldMost}, wantLimit: 32},
 		{why: "the limit stays within Max",
 			st: State{Limit: 200, Floor: 100 * ms, SlowStart: true}, w: window(200, 100*ms, 100*ms, ms), wantLimit: 256, wantReason: Headroom},
 		{why: "and within a stated quota",
@@ -153,7 +155,7 @@ func TestNewPanicsOnAnInvalidConfig(t *testing.T) {
 }
 
 func TestReasonNames(t *testing.T) {
-	for r, want := range map[Reason]string{None: "none", Headroom: "headroom", Latency: "latency", Overload: "overload", Quota: "quota"} {
+	for r, want := range map[Reason]string{None: "none", Headroom: "headroom", Latency: "latency", Overload: "overload", Quota: "quota", Rate: "rate"} {
 		assert.Equal(t, want, r.String())
 	}
 }
