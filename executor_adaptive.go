@@ -77,12 +77,15 @@ const (
 	// limit before sending them, so it fell to what the rate lets reach
 	// the server, and a quarter more.
 	BoundRate
+	// BoundProbe: it dipped to three quarters for one window to read the
+	// server's latency floor again (every 32 calm windows), or came back.
+	BoundProbe
 )
 
-var boundReasons = [...]string{"unmoved", "headroom", "latency", "overload", "quota", "rate"}
+var boundReasons = [...]string{"unmoved", "headroom", "latency", "overload", "quota", "rate", "probe"}
 
 // String returns the reason's name: "unmoved", "headroom", "latency",
-// "overload", "quota" or "rate".
+// "overload", "quota", "rate" or "probe".
 func (r BoundReason) String() string {
 	if int(r) < len(boundReasons) {
 		return boundReasons[r]
@@ -93,8 +96,9 @@ func (r BoundReason) String() string {
 // BoundMoves counts an adaptive [Executor]'s bound moves by reason.
 type BoundMoves struct {
 	// Headroom counts rises; Latency, Overload, Quota and Rate count
-	// falls.
-	Headroom, Latency, Overload, Quota, Rate int64
+	// falls; Probe counts the dips to read the latency floor again, and
+	// the returns from them.
+	Headroom, Latency, Overload, Quota, Rate, Probe int64
 }
 
 // add counts one move of reason r.
@@ -110,6 +114,8 @@ func (m *BoundMoves) add(r BoundReason) {
 		m.Quota++
 	case BoundRate:
 		m.Rate++
+	case BoundProbe:
+		m.Probe++
 	}
 }
 
@@ -121,6 +127,7 @@ var boundReasonOf = [concurrency.NumReasons]BoundReason{
 	concurrency.Overload: BoundOverload,
 	concurrency.Quota:    BoundQuota,
 	concurrency.Rate:     BoundRate,
+	concurrency.Probe:    BoundProbe,
 }
 
 // sendProbe is how a pacer [Transport] tells an adaptive Executor's call

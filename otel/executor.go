@@ -21,7 +21,8 @@ const (
 	// AttrAdaptive says whether the bound adapts (pacer.WithAdaptiveConcurrency).
 	AttrAdaptive = attribute.Key("pacer.executor.adaptive")
 	// AttrBoundReason is why the bound moved: "headroom" (it rose),
-	// "latency", "overload", "quota" or "rate" (it fell); see pacer.BoundReason.
+	// "latency", "overload", "quota" or "rate" (it fell), "probe" (a dip
+	// to read the latency floor again, and the return); see pacer.BoundReason.
 	AttrBoundReason = attribute.Key("pacer.bound.reason")
 )
 
@@ -77,6 +78,7 @@ func (o *Observer) WatchExecutor(e *pacer.Executor, attrs ...attribute.KeyValue)
 		with(AttrBoundReason.String(pacer.BoundOverload.String())),
 		with(AttrBoundReason.String(pacer.BoundQuota.String())),
 		with(AttrBoundReason.String(pacer.BoundRate.String())),
+		with(AttrBoundReason.String(pacer.BoundProbe.String())),
 	}
 	reg, err := o.meter.RegisterCallback(func(_ context.Context, obs metric.Observer) error {
 		s := e.Stats()
@@ -86,7 +88,7 @@ func (o *Observer) WatchExecutor(e *pacer.Executor, attrs ...attribute.KeyValue)
 			obs.ObserveInt64(in.limit, int64(s.MaxConcurrency), fixed)
 			return nil
 		}
-		for i, n := range [...]int64{s.Moves.Headroom, s.Moves.Latency, s.Moves.Overload, s.Moves.Quota, s.Moves.Rate} {
+		for i, n := range [...]int64{s.Moves.Headroom, s.Moves.Latency, s.Moves.Overload, s.Moves.Quota, s.Moves.Rate, s.Moves.Probe} {
 			obs.ObserveInt64(in.moves, n, reasons[i])
 		}
 		return nil

@@ -66,5 +66,5 @@ func TestWatchExecutorObservesTheBoundAndItsMovesByReason(t *testing.T) {
 	moves := c.ints(pacerotel.MetricExecutorMoves)
 	assert.Equal(t, int64(1), moves[series(name.String("adaptive"), pacerotel.AttrBoundReason.String("quota"))])
 	assert.Equal(t, int64(0), moves[series(name.String("adaptive"), pacerotel.AttrBoundReason.String("latency"))])
-	assert.Len(t, moves, 5, "one series per reason, none for the fixed executor")
+	assert.Len(t, moves, 6, "one series per reason, none for the fixed executor")
 }

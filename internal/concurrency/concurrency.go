@@ -98,6 +98,11 @@ const (
 	// far from the heldMost that lets the limit grow again (with a
 	// quarter it settled at a fifth: the limit grew and was cut in turn).
 	rateHeadroom = 1.0
+	// floorProbe and probeShare: every floorProbe calm windows, one runs
+	// at probeShare of the limit to read the floor again (rule 7); a
+	// knee model past its knee by a third is below it at three quarters.
+	floorProbe = 32
+	probeShare = 0.75
 	// unresponsive: a latency cut that took at least this share of the
 	// load away, after which the latency stayed within half of it of what
 	// it was, shows a floor read too low (rule 4a).
@@ -159,6 +164,9 @@ const (
 	Overload
 	// Quota: the server stated a concurrency quota below the limit.
 	Quota
+	// Probe: the limit dipped for one window to read the latency floor
+	// again, or came back after it.
+	Probe
 	// Rate: a rate limiter held the requests before they were sent, so
 	// the limit keeps only what the rate lets reach the server.
 	Rate
@@ -180,6 +188,8 @@ func (r Reason) String() string {
 		return "quota"
 	case Rate:
 		return "rate"
+	case Probe:
+		return "probe"
 	}
 	return "Reason(" + string(rune('0'+r)) + ")"
 }
@@ -212,6 +222,11 @@ type State struct {
 	// Knee is the concurrency the last latency cut found the server
 	// serves without queueing; 0 if none.
 	Knee float64
+	// Calm counts the windows, every slot in use, since the last latency
+	// cut or probe; ProbeFrom is the limit a probe window dipped from (0:
+	// no probe under way).
+	Calm      int
+	ProbeFrom float64
 	// CutInUse and CutMedian are the load and latency of the window that
 	// made the last latency cut; CutInUse 0 if none.
 	CutInUse  float64
@@ -240,6 +255,33 @@ func Decide(st State, w Window, cfg Config) (State, Reason) {
 	case f < st.Floor:
 		st.Floor = f
 	}
+	old := st.Limit
+	if st.ProbeFrom > 0 {
+		// Rule 7's probe window is over: its floor is read; back.
+		st.Limit, st.ProbeFrom, st.Calm = st.ProbeFrom, 0, 0
+		st = clamp(st, cfg)
+		return st, moved(old, st, Probe)
+	}
+	st, r := steer(st, w, cfg)
+	if r == Latency || st.SlowStart || w.Peak < int(old) {
+		st.Calm = 0
+		return st, r
+	}
+	if st.Calm++; st.Calm >= floorProbe && r == None {
+		// Rule 7: a floor read at a load past the knee (the first round
+		// too spread to judge, a shed before it closed) or before the
+		// server sped up is never read lower by windows at that load;
+		// one window in floorProbe runs at probeShare of the limit to
+		// read it again (BBR's ProbeRTT).
+		st.ProbeFrom = st.Limit
+		st.Limit = max(float64(cfg.Min), st.Limit*probeShare)
+		return st, moved(old, st, Probe)
+	}
+	return st, r
+}
+
+// steer applies rules 4 to 6 to a window.
+func steer(st State, w Window, cfg Config) (State, Reason) {
 	old := st.Limit
 	switch {
 	case queued(w, st.Floor, queueHigh):
@@ -399,8 +441,13 @@ func (l *Limit) Observe(s Sample) (limit int, r Reason) {
 			return l.Current(), None // sent before the last cut: already answered
 		}
 		l.st, r = OnShed(l.st, s.InUse, l.cfg)
-		l.cut, l.since = s.Done, s.Done
-		l.reset()
+		l.cut = s.Done
+		if l.st.Floor != 0 {
+			// The first round goes on: the answers of its ramp, each at
+			// the load it met, are still the first look at the floor.
+			l.since = s.Done
+			l.reset()
+		}
 		return l.Current(), r
 	case Ignored:
 		return l.Current(), None
