@@ -18,15 +18,29 @@
 // (the last attempt's, when a transport retried) to its response. Time a
 // call spent waiting for a slot, or in a rate limiter before it was sent,
 // is not server latency: read as such, a client paced by a rate limit
-// would see queueing where there is none.
+// would see queueing where there is none. The time a rate limiter held the
+// requests is measured apart (Sample.Admitted): it says the rate, not the
+// server, binds.
+//
+// # Windows
+//
+// The limit is judged once per window: the answers to the requests sent
+// since the last move, at least one per slot and enough for the window's
+// medians to be within [precision] of the truth (one standard error, from
+// the answers' spread), at most [maxSamples]. A window's answers are split
+// by the slots in use when each request started: the more loaded half's
+// median m is the latency now, the less loaded half's the window's reading
+// of the floor. The first window is the first round alone, the calls that
+// filled the initial limit one at a time, so that it sees latency against
+// load (unless its answers spread too widely to judge so few). Every 32
+// answers a window is looked at early: one plainly queued (above twice
+// [queueHigh]) closes at once, so a slow start's overshoot costs part of
+// a round.
 //
 // # The rules
 //
-// The limit moves once per window: the answers to the requests sent since
-// the last move, at least one per slot and at least [minSamples]. A window
-// yields the median latency m of its served answers, the most slots in
-// use when one of its requests started, and how long its requests waited
-// before being sent. Rules, in order:
+// Every comparison allows for the noise of a median: [confidence] standard
+// errors for a cut, one for growth. Rules, in order:
 //
 //  1. A stated concurrency quota (IETF qu="concurrent-requests") is a hard
 //     cap from the answer that states it: the limit drops to it at once.
@@ -34,27 +48,41 @@
 //     at once: the server had no room with that request's n in progress,
 //     so the limit goes to at most n−1, and by [shedBackoff] at least
 //     (AIMD's multiplicative decrease). n−1 is remembered as a ceiling
-//     the limit grows past only one step per [ceilingProbe] windows.
-//  3. The floor F is the lowest window median seen.
+//     the limit grows past only one slot per [ceilingProbe] windows.
+//  3. The floor F is the lowest window reading (the first as read, later
+//     ones plus [confidence] standard errors: the lowest of many noisy
+//     readings is lower than the floor they share).
 //  4. m > F·(1+[queueHigh]): the server queues. The limit goes to the
 //     knee that shows, n̄·F/m for n̄ the mean slots in use, plus
 //     [queueSlack] of it, but never below half the limit in one window.
+//     4a: if the last cut took [unresponsive] of the load away and the
+//     latency stayed, the floor was read too low: it is read again, and
+//     slow start resumes.
 //  5. m ≤ F·(1+[queueLow]), every slot was in use (demand fills the
-//     limit) and requests were not held before being sent (a rate limit
-//     is not what binds): the limit grows, doubling until the first cut
-//     (slow start), then by [growth] of itself.
+//     limit) and a rate limiter held the requests for less than
+//     [heldMost] of their time: the limit grows, doubling until the
+//     first cut (slow start), then by [growth] of itself, a slot at a
+//     time just past the last knee found.
+//     5b: a rate limiter held them for more: the server sees n̄·(1−held)
+//     of them (Little's law); the limit falls to that and [rateHeadroom]
+//     more, so that slots wait for the slot queue, not in the limiter.
 //  6. Otherwise it holds.
+//  7. After [floorProbe] calm windows (every slot in use, no latency
+//     cut), one window runs at [probeShare] of the limit to read the floor
+//     again, as BBR's ProbeRTT does: a floor read past the knee, or
+//     before the server sped up, is never read lower at that load.
 //
 // The limit stays within [Config.Min, Config.Max] and under a stated quota.
-// [Decide] is the rules as a pure function; [Limit] accumulates windows
-// and applies what Decide returns. Neither reads a clock nor locks: the
-// caller passes the time and owns the lock.
+// [Decide], [OnShed] and [OnQuota] are the rules as pure functions; [Limit]
+// gathers windows and applies what they return. None reads a clock or
+// locks: the caller passes the samples' times and owns the lock.
 package concurrency
 
 import (
 	"cmp"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -191,7 +219,7 @@ func (r Reason) String() string {
 	case Probe:
 		return "probe"
 	}
-	return "Reason(" + string(rune('0'+r)) + ")"
+	return "Reason(" + strconv.Itoa(int(r)) + ")"
 }
 
 // Window is what one window of answers showed.
@@ -393,9 +421,6 @@ func moved(old float64, st State, r Reason) Reason {
 	return r
 }
 
-// Debug, when set, sees every window's decision. TEMPORARY.
-var Debug func(time.Time, State, Window, Reason)
-
 // Limit is an adaptive concurrency limit: it takes every call's Sample and
 // says when the limit moves. It is not safe for concurrent use: the
 // caller's lock guards it.
@@ -488,9 +513,6 @@ func (l *Limit) Observe(s Sample) (limit int, r Reason) {
 		}
 	}
 	l.st, r = Decide(l.st, w, l.cfg)
-	if Debug != nil {
-		Debug(s.Done, l.st, w, r)
-	}
 	l.reset()
 	if r != None {
 		l.since = s.Done
