@@ -56,8 +56,8 @@
 //     knee that shows, n̄·F/m for n̄ the mean slots in use, plus
 //     [queueSlack] of it, but never below half the limit in one window.
 //     4a: if the last cut took [unresponsive] of the load away and the
-//     latency stayed, the floor was read too low: it is read again, and
-//     slow start resumes.
+//     latency stayed, the floor was read too low: it is read again, the
+//     knee that cut found is forgotten, and the cut undone.
 //  5. m ≤ F·(1+[queueLow]), every slot was in use (demand fills the
 //     limit) and a rate limiter held the requests for less than
 //     [heldMost] of their time: the limit grows, doubling until the
@@ -259,6 +259,8 @@ type State struct {
 	// made the last latency cut; CutInUse 0 if none.
 	CutInUse  float64
 	CutMedian time.Duration
+	// CutFrom is the limit the last latency cut started from.
+	CutFrom float64
 	// Ceiling is the most in progress a shed taught; 0 if none. Probe
 	// counts the windows spent at it since it was taught or last probed.
 	Ceiling float64
@@ -295,12 +297,13 @@ func Decide(st State, w Window, cfg Config) (State, Reason) {
 		st.Calm = 0
 		return st, r
 	}
-	if st.Calm++; st.Calm >= floorProbe && r == None {
+	if st.Calm++; st.Calm >= floorProbe && r == None && st.Limit < float64(cfg.Max) {
 		// Rule 7: a floor read at a load past the knee (the first round
 		// too spread to judge, a shed before it closed) or before the
 		// server sped up is never read lower by windows at that load;
 		// one window in floorProbe runs at probeShare of the limit to
-		// read it again (BBR's ProbeRTT).
+		// read it again (BBR's ProbeRTT). Not at Max: no reading would
+		// move the limit there.
 		st.ProbeFrom = st.Limit
 		st.Limit = max(float64(cfg.Min), st.Limit*probeShare)
 		return st, moved(old, st, Probe)
@@ -319,10 +322,11 @@ func steer(st State, w Window, cfg Config) (State, Reason) {
 			// stayed: it is not this client's queue, and the floor was
 			// read too low (a lucky window). Read it again here.
 			st.Floor, st.CutInUse, st.Knee = w.Least, 0, 0
-			st.SlowStart = true // the cut was a mistake: undo it quickly
-			return st, None
+			st.Limit = max(st.Limit, st.CutFrom) // and the cut undone
+			st = clamp(st, cfg)
+			return st, moved(old, st, Headroom)
 		}
-		st.CutInUse, st.CutMedian = w.MeanInUse, w.Median
+		st.CutInUse, st.CutMedian, st.CutFrom = w.MeanInUse, w.Median, st.Limit
 		st.Knee = w.MeanInUse * float64(st.Floor) / float64(w.Median)
 		st.Limit = max(st.Knee*(1+queueSlack), st.Limit/2)
 		st.SlowStart = false
@@ -352,8 +356,8 @@ func steer(st State, w Window, cfg Config) (State, Reason) {
 func grow(st State) State {
 	step := max(1, st.Limit*growth)
 	switch {
-	case st.SlowStart:
-		step = st.Limit
+	case st.SlowStart || (st.Knee == 0 && st.Ceiling == 0):
+		step = st.Limit // nothing learnt that bounds it (rule 4a forgets a mistaken knee)
 	case st.Limit >= st.Knee*(1+queueSlack) && st.Limit < st.Knee*(1+2*queueHigh):
 		step = 1 // just past the knee a cut found: probe it a slot at a time
 	}
@@ -511,6 +515,13 @@ func (l *Limit) Observe(s Sample) (limit int, r Reason) {
 		if w = l.window(); n < full && !queued(w, l.st.Floor, 2*queueHigh) {
 			return l.Current(), None
 		}
+	}
+	if l.st.Floor == 0 && l.roughStart {
+		// A first floor read from answers spread as widely as an LLM's:
+		// read low it would hold the limit under the knee until a probe
+		// (rule 7), which windows this long reach late; read high, the
+		// next windows' queue test corrects it at once. Err high.
+		w.Least += w.LeastErr
 	}
 	l.st, r = Decide(l.st, w, l.cfg)
 	l.reset()

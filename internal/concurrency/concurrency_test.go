@@ -18,7 +18,7 @@ func window(inUse float64, median, least, err time.Duration) Window {
 }
 
 func TestDecide(t *testing.T) {
-	steady := State{Limit: 32, Floor: 100 * ms, Knee: 0}
+	steady := State{Limit: 32, Floor: 100 * ms, Knee: 20}
 	tests := []struct {
 		why        string
 		st         State
@@ -28,7 +28,9 @@ func TestDecide(t *testing.T) {
 	}{
 		{why: "rule 5: at the floor with every slot in use, slow start doubles",
 			st: State{Limit: 16, Floor: 100 * ms, SlowStart: true}, w: window(16, 100*ms, 100*ms, ms), wantLimit: 32, wantReason: Headroom},
-		{why: "rule 5: after slow start it grows by a tenth",
+		{why: "rule 5: with nothing learnt that bounds it, it doubles",
+			st: State{Limit: 16, Floor: 100 * ms}, w: window(16, 100*ms, 100*ms, ms), wantLimit: 32, wantReason: Headroom},
+		{why: "rule 5: after slow start, well past the knee a cut found, it grows by a tenth",
 			st: steady, w: window(32, 101*ms, 100*ms, ms), wantLimit: 32 * 1.1, wantReason: Headroom},
 		{why: "rule 5: just past the knee a cut found it grows a slot at a time",
 			st: State{Limit: 33, Floor: 100 * ms, Knee: 32}, w: window(33, 100*ms, 100*ms, ms), wantLimit: 34, wantReason: Headroom},
@@ -70,7 +72,7 @@ func TestDecideLearnsTheFloorFromTheLeastLoadedAnswers(t *testing.T) {
 }
 
 // Rule 4a: a cut that took load away without taking latency with it shows
-// the floor was read too low; the floor is read again and nothing is cut.
+// the floor was read too low; the floor is read again and the cut undone.
 func TestALatencyCutThatLeftTheLatencyReadsTheFloorAgain(t *testing.T) {
 	st := State{Limit: 32, Floor: 90 * ms}
 	st, r := Decide(st, window(32, 110*ms, 110*ms, ms), cfg)
@@ -78,10 +80,10 @@ func TestALatencyCutThatLeftTheLatencyReadsTheFloorAgain(t *testing.T) {
 	assert.Less(t, st.Limit, 32.0)
 	cut := st.Limit
 	st, r = Decide(st, window(cut, 110*ms, 109*ms, ms), cfg)
-	assert.Equal(t, None, r, "no second cut")
-	assert.Equal(t, cut, st.Limit)
+	assert.Equal(t, Headroom, r, "no second cut: the first is undone")
+	assert.Equal(t, 32.0, st.Limit)
 	assert.Equal(t, 109*ms, st.Floor, "the floor is read again")
-	assert.True(t, st.SlowStart, "the mistaken cut is undone quickly")
+	assert.Zero(t, st.Knee, "the knee it found is forgotten")
 }
 
 func TestAShedCutsToBelowTheLoadItMetAndTeachesACeiling(t *testing.T) {
