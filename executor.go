@@ -36,7 +36,9 @@ var errNotStarted = fmt.Errorf("%w: shutdown deadline passed before the call got
 // ([Executor.Go]) with a hard bound on how many run at once, and shuts down
 // without losing accepted work.
 //
-// Conceptually it is a FIFO semaphore of n slots in front of an [http.Client].
+// Conceptually it is a FIFO semaphore of n slots in front of an [http.Client];
+// n is fixed ([WithMaxConcurrency]) or follows what the server sustains
+// ([WithAdaptiveConcurrency]).
 // A call first waits for a slot, then calls the client; so when the client's
 // transport is a pacer [Transport], no rate token is spent while a call is
 // still queued. A slot taken by Do is held until the response body is closed
@@ -100,7 +102,8 @@ type executorConfig struct {
 // WithMaxConcurrency is an [Executor] option: it sets how many calls may hold
 // a slot at once: requests in progress plus responses whose body is still
 // open, plus running [Executor.Go] functions. The default is
-// [DefaultMaxConcurrency]. It panics if n < 1.
+// [DefaultMaxConcurrency]. Given after [WithAdaptiveConcurrency], it fixes
+// the bound again: the last of the two wins. It panics if n < 1.
 //
 // With the default [http.Transport], which keeps only 2 idle connections per
 // host, raise MaxIdleConnsPerHost to n as well, or connections beyond two are
