@@ -240,15 +240,17 @@ func (c *execCall) run(fn func(context.Context) error) {
 // roundTrip sends req under the call's slot and hands the slot to the
 // response body.
 func (c *execCall) roundTrip(req *http.Request) (*http.Response, error) {
-	// The request runs under the call's context. A copy inside the call, not
-	// a new Request: one allocation fewer per call.
 	e := c.e
 	ctx := c.ctx
 	var start time.Time
 	if e.adapt != nil {
+		// An adaptive bound measures the request: when it was let go
+		// and written, and when its answer came.
 		start = time.Now()
 		ctx = c.traced(start)
 	}
+	// The request runs under the call's context. A copy inside the call, not
+	// a new Request: one allocation fewer per call.
 	c.req = *req.WithContext(ctx)
 	resp, err := e.client.Do(&c.req)
 	if err != nil {
