@@ -78,7 +78,7 @@ const (
 	// the server, and a quarter more.
 	BoundRate
 	// BoundProbe: it dipped to three quarters for one window to read the
-	// server's latency floor again (every 32 calm windows), or came back.
+	// server's latency floor again (every 128 calm windows), or came back.
 	BoundProbe
 )
 

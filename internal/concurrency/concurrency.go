@@ -129,7 +129,7 @@ const (
 	// floorProbe and probeShare: every floorProbe calm windows, one runs
 	// at probeShare of the limit to read the floor again (rule 7); a
 	// knee model past its knee by a third is below it at three quarters.
-	floorProbe = 32
+	floorProbe = 128
 	probeShare = 0.75
 	// unresponsive: a latency cut that took at least this share of the
 	// load away, after which the latency stayed within half of it of what
