@@ -32,3 +32,19 @@ func TestConcurrencyReadsTheIETFConcurrentRequestsPolicy(t *testing.T) {
 		assert.Equal(t, tc.want > 0, ok, tc.why)
 	}
 }
+
+// Concurrency never panics and reports only a quota within [1, maxConcurrency].
+func FuzzConcurrency(f *testing.F) {
+	for _, v := range []string{`"conc";q=10;qu="concurrent-requests"`, `"a";q=5;w=60, "b";q=2.5;qu="concurrent-requests"`, `((`, `q=;qu=`} {
+		f.Add(v)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		n, ok := Concurrency(http.Header{"Ratelimit-Policy": {v}})
+		if ok && (n < 1 || n > maxConcurrency) {
+			t.Fatalf("Concurrency(%q) = %d", v, n)
+		}
+		if !ok && n != 0 {
+			t.Fatalf("Concurrency(%q) = %d, false", v, n)
+		}
+	})
+}
