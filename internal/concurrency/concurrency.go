@@ -55,7 +55,7 @@
 //  4. m > F·(1+[queueHigh]): the server queues. The limit goes to the
 //     knee that shows, n̄·F/m for n̄ the mean slots in use, plus
 //     [queueSlack] of it, but never below half the limit in one window.
-//     4a: if the last cut took [unresponsive] of the load away and the
+//     4a: if a series of cuts took [unresponsive] of the load away and the
 //     latency stayed, the floor was read too low: it is read again, the
 //     knee that cut found is forgotten, and the cut undone.
 //  5. m ≤ F·(1+[queueLow]), every slot was in use (demand fills the
@@ -69,8 +69,10 @@
 //  6. Otherwise it holds.
 //  7. After [floorProbe] calm windows (every slot in use, no latency
 //     cut), one window runs at [probeShare] of the limit to read the floor
-//     again, as BBR's ProbeRTT does: a floor read past the knee, or
-//     before the server sped up, is never read lower at that load.
+//     again, as BBR's ProbeRTT does, and its reading replaces the floor: a
+//     floor read past the knee, or before the server sped up, is never
+//     read lower at that load, and one read low (a lucky first round)
+//     never higher.
 //
 // The limit stays within [Config.Min, Config.Max] and under a stated quota.
 // [Decide], [OnShed] and [OnQuota] are the rules as pure functions; [Limit]
@@ -287,7 +289,10 @@ func Decide(st State, w Window, cfg Config) (State, Reason) {
 	}
 	old := st.Limit
 	if st.ProbeFrom > 0 {
-		// Rule 7's probe window is over: its floor is read; back.
+		// Rule 7's probe window is over: its reading is the floor now,
+		// higher or lower (one standard error high, as rule 3 errs);
+		// back.
+		st.Floor = w.Least + w.LeastErr
 		st.Limit, st.ProbeFrom, st.Calm = st.ProbeFrom, 0, 0
 		st = clamp(st, cfg)
 		return st, moved(old, st, Probe)
@@ -326,7 +331,12 @@ func steer(st State, w Window, cfg Config) (State, Reason) {
 			st = clamp(st, cfg)
 			return st, moved(old, st, Headroom)
 		}
-		st.CutInUse, st.CutMedian, st.CutFrom = w.MeanInUse, w.Median, st.Limit
+		if st.CutInUse == 0 {
+			// The first cut of a series: 4a compares the load and
+			// latency after the series' cuts with the load that began
+			// it, however small each cut was.
+			st.CutInUse, st.CutMedian, st.CutFrom = w.MeanInUse, w.Median, st.Limit
+		}
 		st.Knee = w.MeanInUse * float64(st.Floor) / float64(w.Median)
 		st.Limit = max(st.Knee*(1+queueSlack), st.Limit/2)
 		st.SlowStart = false
@@ -346,6 +356,7 @@ func steer(st State, w Window, cfg Config) (State, Reason) {
 		st = clamp(st, cfg)
 		return st, moved(old, st, Rate)
 	case float64(w.Median-w.MedianErr) <= float64(st.Floor)*(1+queueLow) && w.Peak >= int(st.Limit) && w.Held < heldMost:
+		st.CutInUse = 0 // a series of cuts ends where the limit grows again
 		st = clamp(grow(st), cfg)
 		return st, moved(old, st, Headroom)
 	}
