@@ -57,7 +57,7 @@
 //     [queueSlack] of it, but never below half the limit in one window.
 //     4a: if a series of cuts took [unresponsive] of the load away and the
 //     latency stayed, the floor was read too low: it is read again, the
-//     knee that cut found is forgotten, and the cut undone.
+//     knee the series found is forgotten, and the series undone.
 //  5. m ≤ F·(1+[queueLow]), every slot was in use (demand fills the
 //     limit) and a rate limiter held the requests for less than
 //     [heldMost] of their time: the limit grows, doubling until the
