@@ -55,8 +55,8 @@
 //  4. m > F·(1+[queueHigh]): the server queues. The limit goes to the
 //     knee that shows, n̄·F/m for n̄ the mean slots in use, plus
 //     [queueSlack] of it, but never below half the limit in one window.
-//     4a: if a series of cuts took [unresponsive] of the load away and the
-//     latency stayed, the floor was read too low: it is read again, the
+//     4a: if the last cut, or a series of cuts, took [unresponsive] of the
+//     load away and the latency stayed, the floor was read too low: it is read again, the
 //     knee the series found is forgotten, and the series undone.
 //  5. m ≤ F·(1+[queueLow]), every slot was in use (demand fills the
 //     limit) and a rate limiter held the requests for less than
@@ -261,8 +261,11 @@ type State struct {
 	// made the last latency cut; CutInUse 0 if none.
 	CutInUse  float64
 	CutMedian time.Duration
-	// CutFrom is the limit the last latency cut started from.
-	CutFrom float64
+	// CutFrom is the limit the series started from. LastInUse and
+	// LastMedian are the load and latency of the last cut's window.
+	CutFrom    float64
+	LastInUse  float64
+	LastMedian time.Duration
 	// Ceiling is the most in progress a shed taught; 0 if none. Probe
 	// counts the windows spent at it since it was taught or last probed.
 	Ceiling float64
@@ -321,16 +324,16 @@ func steer(st State, w Window, cfg Config) (State, Reason) {
 	old := st.Limit
 	switch {
 	case queued(w, st.Floor, queueHigh):
-		if st.CutInUse > 0 && w.MeanInUse <= st.CutInUse*(1-unresponsive) &&
-			float64(w.Median) >= float64(st.CutMedian)*(1-unresponsive/2) {
+		if unmoved(w, st.CutInUse, st.CutMedian) || unmoved(w, st.LastInUse, st.LastMedian) {
 			// Rule 4a: the last cut took load away and the latency
 			// stayed: it is not this client's queue, and the floor was
 			// read too low (a lucky window). Read it again here.
-			st.Floor, st.CutInUse, st.Knee = w.Least, 0, 0
-			st.Limit = max(st.Limit, st.CutFrom) // and the cut undone
+			st.Floor, st.CutInUse, st.LastInUse, st.Knee = w.Least+w.LeastErr, 0, 0, 0 // one error high, as rule 3 errs
+			st.Limit = max(st.Limit, st.CutFrom)                                       // and the cut undone
 			st = clamp(st, cfg)
 			return st, moved(old, st, Headroom)
 		}
+		st.LastInUse, st.LastMedian = w.MeanInUse, w.Median
 		if st.CutInUse == 0 {
 			// The first cut of a series: 4a compares the load and
 			// latency after the series' cuts with the load that began
@@ -361,6 +364,14 @@ func steer(st State, w Window, cfg Config) (State, Reason) {
 		return st, moved(old, st, Headroom)
 	}
 	return st, None
+}
+
+// unmoved reports whether w shows at least [unresponsive] less load than
+// a cut's window of inUse and median had, and a latency within half of it
+// of that window's: the load fell and the latency did not follow (rule 4a).
+func unmoved(w Window, inUse float64, median time.Duration) bool {
+	return inUse > 0 && w.MeanInUse <= inUse*(1-unresponsive) &&
+		float64(w.Median) >= float64(median)*(1-unresponsive/2)
 }
 
 // grow applies rule 5's growth, within a ceiling a shed taught.
