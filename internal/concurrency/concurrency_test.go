@@ -161,3 +161,21 @@ func TestReasonNames(t *testing.T) {
 		assert.Equal(t, want, r.String())
 	}
 }
+
+// Rule 7: after floorProbe calm windows one window runs at probeShare of
+// the limit, and its reading replaces the floor, higher or lower.
+func TestAFloorProbeDipsForOneWindowAndReadsTheFloorAgain(t *testing.T) {
+	st := State{Limit: 40, Floor: 90 * ms, Knee: 40, Calm: floorProbe - 1}
+	st, r := Decide(st, window(40, 95*ms, 95*ms, ms), cfg)
+	assert.Equal(t, Probe, r)
+	assert.Equal(t, 40*probeShare, st.Limit)
+	st, r = Decide(st, window(30, 100*ms, 100*ms, ms), cfg)
+	assert.Equal(t, Probe, r, "back")
+	assert.Equal(t, 40.0, st.Limit)
+	assert.Equal(t, 101*ms, st.Floor, "the probe's reading, one standard error high, though higher than the floor")
+	assert.Zero(t, st.Calm)
+
+	st = State{Limit: 256, Floor: 90 * ms, Calm: floorProbe - 1}
+	_, r = Decide(st, window(256, 95*ms, 95*ms, ms), cfg)
+	assert.NotEqual(t, Probe, r, "no probe at Max")
+}
