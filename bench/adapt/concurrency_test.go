@@ -85,15 +85,16 @@ func concScenarios() []concScenario {
 	llm.Shed = 529
 	return []concScenario{
 		{name: "knee 8, no ceiling, 100 ms", server: shape(100*ms, 8, 0, 0.1), run: time.Minute},
-		{name: "knee 16, no ceiling, 100 ms", server: shape(100*ms, 16, 0, 0.1), run: time.Minute, heldP99: 1.6},
-		{name: "knee 32, ceiling 48, 100 ms", server: shape(100*ms, 32, 48, 0.1), run: time.Minute},
+		{name: "knee 16, no ceiling, 100 ms", server: shape(100*ms, 16, 0, 0.1), run: time.Minute, heldThroughput: 0.9, heldP99: 1.6},
+		{name: "knee 32, ceiling 48, 100 ms", server: shape(100*ms, 32, 48, 0.1), run: time.Minute, heldThroughput: 0.9},
 		{name: "knee 32, ceiling 32, 100 ms", server: shape(100*ms, 32, 32, 0.1), run: time.Minute},
 		{name: "knee 32, ceiling 24 stated, 100 ms", server: stated, run: time.Minute},
 		{name: "knee 128, ceiling 160, 50 ms", server: shape(50*ms, 128, 160, 0.1), run: time.Minute},
 		{name: "fast API, big quota: knee 1,000, 20 ms", server: shape(20*ms, 1000, 0, 0.1), run: 20 * time.Second},
 		{name: "LLM-like: knee 24, 529 above 96, 2 s ± 50%", server: llm, run: 10 * time.Minute, heldThroughput: 0.8},
 		{name: "rate-limited: 300/s paced, knee 64, 100 ms", server: shape(100*ms, 64, 0, 0.1),
-			quota: &apisim.Config{Style: apisim.StyleIETF, Algorithm: apisim.TokenBucket, Limit: 300, Window: time.Second}, run: time.Minute},
+			quota: &apisim.Config{Style: apisim.StyleIETF, Algorithm: apisim.TokenBucket, Limit: 300, Window: time.Second}, run: time.Minute,
+			heldThroughput: 0.9},
 	}
 }
 
