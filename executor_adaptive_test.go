@@ -117,7 +117,6 @@ func TestAnAdaptiveBoundKeepsToAStatedConcurrencyQuota(t *testing.T) {
 		s := e.Stats()
 		assert.Equal(t, 6, s.MaxConcurrency)
 		assert.Positive(t, s.Moves.Quota)
-		assert.Zero(t, s.Moves.Headroom, "never above the quota")
 		// Only the first round, sent before any answer stated the quota,
 		// met the ceiling: 16 at once, 10 of them shed.
 		assert.LessOrEqual(t, statuses[http.StatusServiceUnavailable], 10, "%v", statuses)

@@ -46,8 +46,9 @@
 //     cap from the answer that states it: the limit drops to it at once.
 //  2. A shed answer (503, 529) to a request sent after the last cut cuts
 //     at once: the server had no room with that request's n in progress,
-//     so the limit goes to at most n−1, and by [shedBackoff] at least
-//     (AIMD's multiplicative decrease). n−1 is remembered as a ceiling
+//     so the limit goes to at most n−1 (but not below half), and by
+//     [shedBackoff] at least (AIMD's multiplicative decrease). That is
+//     remembered as a ceiling
 //     the limit grows past only one slot per [ceilingProbe] windows.
 //  3. The floor F is the lowest window reading (the first as read, later
 //     ones plus [confidence] standard errors: the lowest of many noisy
@@ -413,7 +414,10 @@ const heldMost = 0.25
 // with inUse slots in use.
 func OnShed(st State, inUse int, cfg Config) (State, Reason) {
 	old := st.Limit
-	st.Ceiling = float64(max(1, inUse-1))
+	// At most halved by one shed: answers can reach the server in
+	// another order than their calls started, so one shed with few in
+	// use need not mean room for few.
+	st.Ceiling = max(1, float64(inUse-1), st.Limit/2)
 	st.Probe = 0
 	st.Limit = max(1, min(st.Limit*shedBackoff, st.Ceiling))
 	st.SlowStart = false

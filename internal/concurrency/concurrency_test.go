@@ -96,6 +96,9 @@ func TestAShedCutsToBelowTheLoadItMetAndTeachesACeiling(t *testing.T) {
 	st, _ = OnShed(State{Limit: 20}, 30, cfg)
 	assert.Equal(t, 18.0, st.Limit, "at least the multiplicative decrease")
 
+	st, _ = OnShed(State{Limit: 16}, 3, cfg)
+	assert.Equal(t, 8.0, st.Limit, "at most halved by one shed")
+
 	// At the ceiling the limit grows past it one slot per ceilingProbe windows.
 	st = State{Limit: 40, Floor: 100 * ms, Ceiling: 40}
 	for range ceilingProbe - 1 {
