@@ -171,3 +171,37 @@ func ExampleExecutor_Stats() {
 	fmt.Printf("done %d of %d, %d running\n", s.Done, s.Submitted, s.Running)
 	// Output: done 10 of 10, 0 running
 }
+
+// ExampleWithAdaptiveConcurrency shows an adaptive bound meeting a stated
+// concurrency quota: it starts at DefaultMaxConcurrency and falls to the
+// quota with the first answer that states it, and never rises above it.
+func ExampleWithAdaptiveConcurrency() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// An IETF RateLimit-Policy stating a quota of 4 concurrent requests.
+		w.Header().Set("RateLimit-Policy", `"conc";q=4;qu="concurrent-requests"`)
+		fmt.Fprint(w, "ok")
+	}))
+	defer srv.Close()
+
+	// Between 1 and 64 calls at once, steered by the server's latency, its
+	// 503s and any quota it states.
+	exec := pacer.NewExecutor(srv.Client(), pacer.WithAdaptiveConcurrency(1, 64))
+	defer exec.Close()
+	fmt.Println("bound at the start:", exec.Stats().MaxConcurrency)
+
+	req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
+	if err != nil {
+		panic(err)
+	}
+	resp, err := exec.Do(context.Background(), req)
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	resp.Body.Close()
+	s := exec.Stats()
+	fmt.Println("bound after the first answer:", s.MaxConcurrency, "moved for:", s.LastMove)
+	// Output:
+	// bound at the start: 16
+	// bound after the first answer: 4 moved for: quota
+}

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/semaphore"
+	"github.com/pacer-go/pacer/internal/concurrency"
 )
 
 // Errors of an [Executor].
@@ -36,7 +36,9 @@ var errNotStarted = fmt.Errorf("%w: shutdown deadline passed before the call got
 // ([Executor.Go]) with a hard bound on how many run at once, and shuts down
 // without losing accepted work.
 //
-// Conceptually it is a FIFO semaphore of n slots in front of an [http.Client].
+// Conceptually it is a FIFO semaphore of n slots in front of an [http.Client];
+// n is fixed ([WithMaxConcurrency]) or follows what the server sustains
+// ([WithAdaptiveConcurrency]).
 // A call first waits for a slot, then calls the client; so when the client's
 // transport is a pacer [Transport], no rate token is spent while a call is
 // still queued. A slot taken by Do is held until the response body is closed
@@ -50,8 +52,7 @@ var errNotStarted = fmt.Errorf("%w: shutdown deadline passed before the call got
 // it with [Executor.Shutdown] or [Executor.Close].
 type Executor struct {
 	client  *http.Client
-	sem     *semaphore.Weighted
-	max     int
+	max     int // the bound, or the adaptive bound's most
 	onError func(error)
 	// class marks the work of a caller's context that marks none (see
 	// WithDefaultClass); hasClass says whether it was set.
@@ -59,6 +60,10 @@ type Executor struct {
 	hasClass bool
 
 	mu        sync.Mutex
+	slots     slots
+	adapt     *concurrency.Limit // nil: the bound is fixed
+	moves     BoundMoves
+	lastMove  BoundReason
 	closed    bool          // Shutdown began: new calls get ErrExecutorClosed
 	aborting  bool          // a Shutdown deadline passed: waiting calls never start
 	idle      chan struct{} // closed once closed and no accepted work is left
@@ -88,6 +93,7 @@ type ExecutorOption func(*executorConfig)
 
 type executorConfig struct {
 	max      int
+	adaptMin int // 0: the bound is fixed at max
 	onError  func(error)
 	class    Class
 	hasClass bool
@@ -96,7 +102,8 @@ type executorConfig struct {
 // WithMaxConcurrency is an [Executor] option: it sets how many calls may hold
 // a slot at once: requests in progress plus responses whose body is still
 // open, plus running [Executor.Go] functions. The default is
-// [DefaultMaxConcurrency]. It panics if n < 1.
+// [DefaultMaxConcurrency]. Given after [WithAdaptiveConcurrency], it fixes
+// the bound again: the last of the two wins. It panics if n < 1.
 //
 // With the default [http.Transport], which keeps only 2 idle connections per
 // host, raise MaxIdleConnsPerHost to n as well, or connections beyond two are
@@ -105,7 +112,7 @@ func WithMaxConcurrency(n int) ExecutorOption {
 	if n < 1 {
 		panic(fmt.Sprintf("pacer: WithMaxConcurrency(%d): n must be at least 1", n))
 	}
-	return func(c *executorConfig) { c.max = n }
+	return func(c *executorConfig) { c.max, c.adaptMin = n, 0 }
 }
 
 // WithErrorHandler is an [Executor] option: it registers fn to receive every
@@ -153,7 +160,7 @@ func NewExecutor(client *http.Client, opts ...ExecutorOption) *Executor {
 		abortCtx:    abortCtx,
 		cancelAbort: cancelAbort,
 		client:      client,
-		sem:         semaphore.NewWeighted(int64(cfg.max)),
+		slots:       slots{limit: cfg.max},
 		max:         cfg.max,
 		onError:     cfg.onError,
 		class:       cfg.class,
@@ -162,6 +169,11 @@ func NewExecutor(client *http.Client, opts ...ExecutorOption) *Executor {
 		aborted:     make(chan struct{}),
 		live:        callList{which: liveLinks},
 		open:        callList{which: openLinks},
+	}
+	if cfg.adaptMin > 0 {
+		initial := min(max(DefaultMaxConcurrency, cfg.adaptMin), cfg.max)
+		e.adapt = concurrency.New(concurrency.Config{Min: cfg.adaptMin, Max: cfg.max, Initial: initial})
+		e.slots.limit = initial
 	}
 	return e
 }
@@ -236,8 +248,15 @@ func (e *Executor) Stats() ExecutorStats {
 // is in exactly one of Waiting, Running, Done and Failed, so
 // Submitted == Waiting + Running + Done + Failed holds in every snapshot.
 type ExecutorStats struct {
-	// MaxConcurrency is the number of slots.
+	// MaxConcurrency is the number of slots: the fixed bound, or the
+	// adaptive bound's current value.
 	MaxConcurrency int
+	// Adaptive reports that the bound adapts ([WithAdaptiveConcurrency]).
+	Adaptive bool
+	// LastMove is why the adaptive bound last moved; Moves counts its
+	// moves by reason.
+	LastMove BoundReason
+	Moves    BoundMoves
 	// Submitted counts calls to Do and Go accepted since NewExecutor.
 	Submitted int64
 	// Rejected counts calls refused with ErrExecutorClosed because Shutdown
@@ -256,7 +275,8 @@ type ExecutorStats struct {
 	Failed int64
 	// OpenBodies is the number of responses returned by Do whose body was
 	// neither closed nor read to the end. Each holds a slot, so
-	// Running + OpenBodies <= MaxConcurrency.
+	// Running + OpenBodies <= MaxConcurrency, but for a moment after an
+	// adaptive bound fell: calls that hold a slot keep it until they end.
 	OpenBodies int
 	// OldestOpenBody is how long the oldest open body has been open; 0 if none.
 	// One that keeps growing is a body the caller forgot to close.
@@ -267,7 +287,10 @@ type ExecutorStats struct {
 
 func (e *Executor) statsLocked() ExecutorStats {
 	s := ExecutorStats{
-		MaxConcurrency: e.max,
+		MaxConcurrency: e.slots.limit,
+		Adaptive:       e.adapt != nil,
+		LastMove:       e.lastMove,
+		Moves:          e.moves,
 		Submitted:      e.submitted,
 		Rejected:       e.rejected,
 		Waiting:        e.waiting,

@@ -87,7 +87,13 @@ func TestExecutorDoAllocatesAtMostTheCallAndACancelContext(t *testing.T) {
 	base := testing.AllocsPerRun(200, do(func() (*http.Response, error) { return client.Do(req) }))
 	plain := testing.AllocsPerRun(200, do(func() (*http.Response, error) { return e.Do(context.Background(), req) }))
 	withCancel := testing.AllocsPerRun(200, do(func() (*http.Response, error) { return e.Do(cancellable, req) }))
-	t.Logf("client.Do %v allocs; Executor.Do %v (context.Background), %v (a context that can end)", base, plain, withCancel)
+	adaptive := NewExecutor(client, WithAdaptiveConcurrency(1, 64))
+	defer adaptive.Close()
+	adapt := testing.AllocsPerRun(200, do(func() (*http.Response, error) { return adaptive.Do(context.Background(), req) }))
+	t.Logf("client.Do %v allocs; Executor.Do %v (context.Background), %v (a context that can end), %v (adaptive)", base, plain, withCancel, adapt)
+	// The trace (its hooks, their closure, its context) and the probe in
+	// the context's marks (the context and the boxed marks).
+	assert.LessOrEqual(t, adapt-plain, 5.0, "an adaptive bound: the trace and the probe")
 	assert.LessOrEqual(t, plain-base, 1.0, "a context that cannot end: the call only")
 	assert.LessOrEqual(t, withCancel-base, 3.0, "a context that can end: the call and a cancel context")
 }

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/concurrency"
 )
 
 // execCall is one accepted call to Do or Go, from admission until its slot is
@@ -24,6 +26,10 @@ type execCall struct {
 	outer, reqCtx      context.Context
 	stopReq, stopExtra func() bool // unhook ctx from reqCtx and from the extra context
 	links              [2]callLinks
+	wait               slotWaiter    // the call's place in the queue for a slot
+	inUse              int           // slots in use once the call had its own
+	sent               atomic.Int64  // an adaptive bound's: when the request was last written (ns since the call began, +1); 0: not seen
+	probe              sendProbe     // an adaptive bound's: when a pacer Transport let the request go
 	body               io.ReadCloser // the response body, once Do has one
 	opened             time.Time     // when body was handed out; monotonic
 	bodyEnded          atomic.Bool
@@ -67,30 +73,45 @@ func (e *Executor) begin(ctx, reqCtx, extra context.Context) (*execCall, error) 
 		return nil, ctxErr
 	}
 	e.live.push(c)
-	// Fast path: a free slot and nobody queued (TryAcquire keeps FIFO order),
+	// Fast path: a free slot and nobody queued (FIFO: no overtaking),
 	// admitted under one lock.
-	fast := e.sem.TryAcquire(1)
+	fast := e.slots.tryTake()
 	if fast {
 		e.running++
+		c.inUse = e.slots.held
 	} else {
+		e.slots.enqueue(&c.wait)
 		e.waiting++
 	}
 	e.mu.Unlock()
 	c.watch(reqCtx, extra)
-	if fast {
-		return c, nil
+	if !fast {
+		if err := c.await(); err != nil {
+			return nil, err
+		}
 	}
+	return c, nil
+}
 
-	if err := e.sem.Acquire(c.ctx, 1); err != nil {
-		err = c.waitErr()
-		c.detach()
+// await waits for the slot the call queued for. On error the call is over
+// and counted as failed, and its slot, if granted meanwhile, passed on.
+func (c *execCall) await() error {
+	e := c.e
+	select {
+	case <-c.wait.ready:
+	case <-c.ctx.Done():
+		// Granted as the context ended: the end wins, as it does for
+		// semaphore.Weighted, and the slot goes to the next in line.
+		err := c.waitErr()
 		e.mu.Lock()
+		e.slots.leave(&c.wait)
 		e.waiting--
 		e.failed++
 		e.live.remove(c)
 		e.checkIdleLocked()
 		e.mu.Unlock()
-		return nil, err
+		c.detach()
+		return err
 	}
 	e.mu.Lock()
 	if e.aborting {
@@ -99,16 +120,17 @@ func (e *Executor) begin(ctx, reqCtx, extra context.Context) (*execCall, error) 
 		e.waiting--
 		e.failed++
 		e.live.remove(c)
+		e.slots.release()
 		e.checkIdleLocked()
 		e.mu.Unlock()
-		e.sem.Release(1)
 		c.detach()
-		return nil, errNotStarted
+		return errNotStarted
 	}
 	e.waiting--
 	e.running++
+	c.inUse = c.wait.inUse
 	e.mu.Unlock()
-	return c, nil
+	return nil
 }
 
 // watch makes the end of the request's own context, and of extra, cancel the
@@ -189,8 +211,8 @@ func (c *callCtx) String() string { return fmt.Sprintf("%v.WithExecutorShutdown"
 func (c *execCall) finish(ok bool) {
 	c.detach()
 	e := c.e
-	e.sem.Release(1)
 	e.mu.Lock()
+	e.slots.release()
 	e.running--
 	if ok {
 		e.done++
@@ -218,10 +240,19 @@ func (c *execCall) run(fn func(context.Context) error) {
 // roundTrip sends req under the call's slot and hands the slot to the
 // response body.
 func (c *execCall) roundTrip(req *http.Request) (*http.Response, error) {
+	e := c.e
+	ctx := c.ctx
+	var start time.Time
+	if e.adapt != nil {
+		// An adaptive bound measures the request: when it was let go
+		// and written, and when its answer came.
+		start = time.Now()
+		ctx = c.traced(start)
+	}
 	// The request runs under the call's context. A copy inside the call, not
 	// a new Request: one allocation fewer per call.
-	c.req = *req.WithContext(c.ctx)
-	resp, err := c.e.client.Do(&c.req)
+	c.req = *req.WithContext(ctx)
+	resp, err := e.client.Do(&c.req)
 	if err != nil {
 		// The transport reports the call context's plain Err; name the real
 		// reason (Shutdown, or the request's own deadline) when it differs.
@@ -231,15 +262,26 @@ func (c *execCall) roundTrip(req *http.Request) (*http.Response, error) {
 		c.finish(false)
 		return nil, err
 	}
+	var s concurrency.Sample
+	if e.adapt != nil {
+		s = c.sample(start, resp)
+	}
 	if resp.Body == nil || resp.Body == http.NoBody {
 		// Nothing to read, so nothing to hold the slot for.
+		if e.adapt != nil {
+			e.mu.Lock()
+			e.observeLocked(&s)
+			e.mu.Unlock()
+		}
 		c.finish(true)
 		return resp, nil
 	}
 	c.body = resp.Body
 	c.opened = time.Now()
-	e := c.e
 	e.mu.Lock()
+	if e.adapt != nil {
+		e.observeLocked(&s)
+	}
 	e.running--
 	e.done++
 	e.open.push(c)
@@ -277,8 +319,8 @@ func (c *execCall) endBody() {
 	}
 	c.detach()
 	e := c.e
-	e.sem.Release(1)
 	e.mu.Lock()
+	e.slots.release()
 	e.open.remove(c)
 	e.live.remove(c)
 	e.checkIdleLocked()

@@ -33,7 +33,8 @@ var errFanoutStopped = errors.New("pacer: DoAll: loop stopped before this result
 //	}
 //
 // Requests start in input order, at most MaxConcurrency at a time, and at most
-// 2×MaxConcurrency ahead of the result the loop is waiting for, so one slow
+// 2×MaxConcurrency ahead of the result the loop is waiting for (with an
+// adaptive bound, twice its max), so one slow
 // request bounds the memory held by those behind it. A yielded response holds
 // its slot until its body is closed: close it before asking for the next
 // result, or at least never keep MaxConcurrency of them open, which would

@@ -111,8 +111,10 @@ func newRequest(t testing.TB) *http.Request {
 // requireSemaphoreFull asserts that every slot is free and nobody waits.
 func requireSemaphoreFull(t *testing.T, e *Executor) {
 	t.Helper()
-	require.True(t, e.sem.TryAcquire(int64(e.max)), "all %d slots must be free", e.max)
-	e.sem.Release(int64(e.max))
+	e.mu.Lock()
+	held, queued := e.slots.held, e.slots.head != nil
+	e.mu.Unlock()
+	require.True(t, held == 0 && !queued, "all slots must be free (%d held), none queued (%v)", held, queued)
 }
 
 // requireBalanced asserts the stats invariant and that nothing is in flight.
@@ -217,7 +219,10 @@ func TestExecutorSlotIsHeldUntilTheBodyEnds(t *testing.T) {
 			s := e.Stats()
 			assert.Equal(t, 1, s.OpenBodies)
 			assert.Zero(t, s.Running)
-			assert.False(t, e.sem.TryAcquire(1), "an open body holds its slot")
+			e.mu.Lock()
+			held := e.slots.held
+			e.mu.Unlock()
+			assert.Equal(t, 1, held, "an open body holds its slot")
 
 			tt.end(t, resp.Body)
 			assert.Zero(t, e.Stats().OpenBodies)

@@ -159,7 +159,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var rt roundTrip
 	rt.t, rt.req, rt.ctx = t, req, req.Context()
 	m := marksOf(rt.ctx)
-	rt.cost, rt.class = m.cost, m.class
+	rt.cost, rt.class, rt.probe = m.cost, m.class, m.probe
 	rt.u.method, rt.u.scheme, rt.u.host, rt.u.path = req.Method, req.URL.Scheme, req.URL.Host, req.URL.Path // partsOf, in place
 	if t.observer != nil {
 		rt.waitFrom = time.Now()
@@ -193,6 +193,7 @@ type roundTrip struct {
 	ctx      context.Context
 	cost     float64
 	class    Class
+	probe    *sendProbe // an adaptive Executor's call, told when each attempt goes; nil if none
 	u        urlParts
 	n        int           // the attempt: 0 for the first, n for the n-th retry
 	waitFrom time.Time     // when the attempt began to wait; set only for an observer
@@ -236,7 +237,7 @@ type attemptState struct {
 	permit    Permit
 	out       *http.Request // what the attempt sends: req, or a replay of it; nil before the replay is made
 	sent      bool          // out was handed to the base transport, which closes its body
-	sentAt    time.Time     // set only for an observer
+	sentAt    time.Time     // set only for an observer or an Executor's probe
 	resp      *http.Response
 	now       time.Time        // when resp arrived
 	read      response.Meaning // what resp means
@@ -294,8 +295,9 @@ func (rt *roundTrip) run(prev *attemptOutcome, a *attemptState) {
 			return
 		}
 	}
-	if t.observer != nil {
+	if t.observer != nil || rt.probe != nil {
 		a.sentAt = time.Now()
+		rt.probe.sent(a.sentAt)
 	}
 	a.sent = true
 	resp, err := t.base.RoundTrip(a.out)
@@ -490,7 +492,8 @@ func closeRequestBody(req *http.Request) {
 type marks struct {
 	cost    float64
 	class   Class
-	classed bool // class was set (WithClass), not left Interactive by default
+	classed bool       // class was set (WithClass), not left Interactive by default
+	probe   *sendProbe // set by an adaptive Executor: see sendProbe
 }
 
 type marksKey struct{}

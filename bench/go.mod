@@ -12,7 +12,6 @@ require (
 require (
 	github.com/benbjohnson/clock v1.3.0 // indirect
 	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
-	golang.org/x/sync v0.22.0 // indirect
 )
 
 replace github.com/pacer-go/pacer => ..

@@ -72,6 +72,13 @@
 //	    Requests the endpoint's limiter admitted whose response has not arrived.
 //	    Attributes: pacer.endpoint.
 //
+// Observed by the callback [Observer.WatchExecutor] registers, from
+// [pacer.Executor.Stats], at every collection: pacer.executor.concurrency.limit
+// (gauge, the Executor's bound; attribute pacer.executor.adaptive) and
+// pacer.executor.concurrency.moves (asynchronous counter, the adaptive
+// bound's moves; attribute pacer.bound.reason: headroom, latency, overload,
+// quota, rate, probe).
+//
 // Attributes:
 //
 //   - pacer.endpoint: the endpoint key of the limiter the attempt waited on,

@@ -114,6 +114,15 @@
 // runs may exceed it. BucketCapacity is the same for one bucket, TokenCapacity
 // for tokens.
 //
+// # Concurrency
+//
+// NewConcurrency(ConcurrencyConfig, quota) is a server whose capacity is
+// concurrent work, not a rate: Knee requests at once in Latency each,
+// longer beyond (Latency × in-progress/Knee), shed with a 503 above a
+// Ceiling it may state as an IETF concurrent-requests policy; a quota
+// Server in front of it adds a rate limit. It tells a request's
+// httptrace.ClientTrace when the request was written, as net/http does.
+//
 // Under testing/synctest, create the Server inside the bubble: its clock
 // (time.Now by default) must be the bubble's virtual clock.
 package apisim

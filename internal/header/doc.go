@@ -75,7 +75,8 @@
 // percentage of an allowance a call takes an unknown share of: a limit of
 // 100 of which what is left is 100 less the largest percentage). An IETF
 // policy named "tokens" counts requests; IETF policies in other units
-// (qu=content-bytes, concurrent-requests) are matched but not reported.
+// (qu=content-bytes, concurrent-requests) are matched but not reported;
+// [Concurrency] reads a concurrent-requests quota on its own.
 //
 // A Window is set where the server or its documentation states one: the
 // IETF w= (window=), Strava's 15 minutes and day, HubSpot's day, second and

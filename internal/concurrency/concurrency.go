@@ -1,0 +1,646 @@
+// Package concurrency is the adaptive concurrency limit: how many requests
+// a client should have in progress at a server, found from what the
+// server's answers show, as TCP's congestion window is found from acks.
+//
+// # The signal
+//
+// A server with a fixed capacity serves up to some number of requests at
+// once (its knee) in its no-load latency; past the knee it queues, so each
+// request takes longer in proportion and throughput stays flat: more
+// concurrency buys latency, nothing else. Past a ceiling it sheds (503,
+// Anthropic's 529). The limit is therefore steered by latency, as
+// Netflix's Vegas and Gradient limiters and failsafe-go's adaptive limiter
+// are: with F the latency floor (no queue) and m the latency now, a client
+// that had n requests in progress and saw m = F·n/knee learns the knee as
+// n·F/m, in one step.
+//
+// Latency is the server's part only: from when the request was written
+// (the last attempt's, when a transport retried) to its response. Time a
+// call spent waiting for a slot, or in a rate limiter before it was sent,
+// is not server latency: read as such, a client paced by a rate limit
+// would see queueing where there is none. The time a rate limiter held the
+// requests is measured apart (Sample.Admitted): it says the rate, not the
+// server, binds.
+//
+// # Windows
+//
+// The limit is judged once per window: the answers to the requests sent
+// since the last move, at least one per slot and enough for the window's
+// medians to be within [precision] of the truth (one standard error, from
+// the answers' spread), at most [maxSamples]. A window's answers are split
+// by the slots in use when each request started: the more loaded half's
+// median m is the latency now, the less loaded half's the window's reading
+// of the floor. The first window is the first round alone, the calls that
+// filled the initial limit one at a time, so that it sees latency against
+// load (unless its answers spread too widely to judge so few). Every 32
+// answers a window is looked at early: one plainly queued (above twice
+// [queueHigh]) closes at once, so a slow start's overshoot costs part of
+// a round.
+//
+// # The rules
+//
+// Every comparison allows for the noise of a median: [confidence] standard
+// errors for a cut, one for growth. Rules, in order:
+//
+//  1. A stated concurrency quota (IETF qu="concurrent-requests") is a hard
+//     cap from the answer that states it: the limit drops to it at once.
+//  2. A shed answer (503, 529) to a request sent after the last cut cuts
+//     at once: the server had no room with that request's n in progress,
+//     so the limit goes to at most n−1 (but not below half), and by
+//     [shedBackoff] at least (AIMD's multiplicative decrease). That is
+//     remembered as a ceiling
+//     the limit grows past only one slot per [ceilingProbe] windows.
+//  3. The floor F is the lowest window reading (the first as read, later
+//     ones plus [confidence] standard errors: the lowest of many noisy
+//     readings is lower than the floor they share).
+//  4. m > F·(1+[queueHigh]): the server queues. The limit goes to the
+//     knee that shows, n̄·F/m for n̄ the mean slots in use, plus
+//     [queueSlack] of it, but never below half the limit in one window.
+//     4a: if the last cut, or a series of cuts, took [unresponsive] of the
+//     load away and the latency stayed, the floor was read too low: it is read again, the
+//     knee the series found is forgotten, and the series undone.
+//  5. m ≤ F·(1+[queueLow]), every slot was in use (demand fills the
+//     limit) and a rate limiter held the requests for less than
+//     [heldMost] of their time: the limit grows, doubling until the
+//     first cut (slow start), then by [growth] of itself, a slot at a
+//     time just past the last knee found.
+//     5b: a rate limiter held them for more: the server sees n̄·(1−held)
+//     of them (Little's law); the limit falls to that and [rateHeadroom]
+//     more, so that slots wait for the slot queue, not in the limiter.
+//  6. Otherwise it holds.
+//  7. After [floorProbe] calm windows (every slot in use, no latency
+//     cut), one window runs at [probeShare] of the limit to read the floor
+//     again, as BBR's ProbeRTT does, and its reading replaces the floor: a
+//     floor read past the knee, or before the server sped up, is never
+//     read lower at that load, and one read low (a lucky first round)
+//     never higher.
+//
+// The limit stays within [Config.Min, Config.Max] and under a stated quota.
+// [Decide], [OnShed] and [OnQuota] are the rules as pure functions; [Limit]
+// gathers windows and applies what they return. None reads a clock or
+// locks: the caller passes the samples' times and owns the lock.
+package concurrency
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Tuning. Each is named where it is used in the package doc's rules.
+const (
+	// minSamples is the fewest answers a window judges latency on: with
+	// fewer, one slow answer moves the median (TCP Vegas judges once per
+	// round trip; a round of fewer than 8 is too noisy to judge).
+	minSamples = 16
+	// precision is the standard error a window's median is sized for, as
+	// a share of it, and maxSamples the most answers a window waits for:
+	// a server whose latencies spread as an LLM's do (log-normal σ 0.5)
+	// needs about 390 for 2%, and gets 256.
+	precision  = 0.02
+	maxSamples = 256
+	// roughFirst is the standard error, as a share of the median, above
+	// which the first round's answers are too few to judge by.
+	roughFirst = 0.10
+	// confidence is how many standard errors of a window's median a
+	// decision allows for noise (two: about 95% one-sided).
+	confidence = 2
+	// queueLow and queueHigh bound the latency ratio m/F that reads as no
+	// queue (≤ 1+queueLow: grow) and as a queue (> 1+queueHigh: cut);
+	// between them the limit holds. Chosen on bench/CONCURRENCY.md's
+	// servers: a window median's noise at the floor stays under queueLow.
+	queueLow  = 0.03
+	queueHigh = 0.08
+	// queueSlack is the queue a cut leaves, as a share of the knee it
+	// found: a little above the knee keeps the server busy through the
+	// noise of the estimate (Vegas keeps alpha..beta requests queued).
+	queueSlack = 0.03
+	// growth is how much the limit grows per window once out of slow
+	// start, as a share of itself (at least 1).
+	growth = 0.10
+	// shedBackoff is the multiplicative decrease on a shed: Netflix
+	// concurrency-limits' AIMD backs off to 0.9 of the limit on a drop.
+	shedBackoff = 0.9
+	// rateHeadroom is what rule 5b keeps above the requests a rate limit
+	// lets reach the server: as many again, so that the rate limiter
+	// always has requests ready, and the held share settles at a half,
+	// far from the heldMost that lets the limit grow again (with a
+	// quarter it settled at a fifth: the limit grew and was cut in turn).
+	rateHeadroom = 1.0
+	// floorProbe and probeShare: every floorProbe calm windows, one runs
+	// at probeShare of the limit to read the floor again (rule 7); a
+	// knee model past its knee by a third is below it at three quarters.
+	floorProbe = 128
+	probeShare = 0.75
+	// unresponsive: a latency cut that took at least this share of the
+	// load away, after which the latency stayed within half of it of what
+	// it was, shows a floor read too low (rule 4a).
+	unresponsive = 0.10
+	// ceilingProbe is how many windows the limit waits at a ceiling a
+	// shed taught before it grows past it by one.
+	ceilingProbe = 32
+)
+
+// Config bounds a Limit.
+type Config struct {
+	// Min and Max bound the limit: 1 ≤ Min ≤ Max.
+	Min, Max int
+	// Initial is the first limit, within [Min, Max].
+	Initial int
+}
+
+// Outcome is what an answer says of the server's load.
+type Outcome uint8
+
+const (
+	// Served: the server did the work; its latency is a sample.
+	Served Outcome = iota
+	// Shed: the server refused for overload (503, 529).
+	Shed
+	// Ignored: an answer that says nothing of load (a rate limit's 429,
+	// an error answered without the work a success takes) or no answer.
+	Ignored
+)
+
+// Sample is one call's answer.
+type Sample struct {
+	// Start is when the call took its slot and began; Admitted when a
+	// rate limiter let its last attempt go (Start if none held it); Sent
+	// when that attempt was written (Admitted when unknown: a connection's
+	// dial lies between them); Done when its answer arrived.
+	Start, Admitted, Sent, Done time.Time
+	// InUse is how many slots were in use when the call started, its own
+	// included.
+	InUse int
+	// Outcome is what the answer says.
+	Outcome Outcome
+	// Quota is the concurrency quota the answer stated; 0 if none.
+	Quota int
+}
+
+// Reason is why the limit moved.
+type Reason uint8
+
+const (
+	// None: the limit has not moved.
+	None Reason = iota
+	// Headroom: latency stayed near its floor while demand filled the
+	// limit.
+	Headroom
+	// Latency: latency climbed above its floor: the server queues.
+	Latency
+	// Overload: the server shed a request (503, 529).
+	Overload
+	// Quota: the server stated a concurrency quota below the limit.
+	Quota
+	// Probe: the limit dipped for one window to read the latency floor
+	// again, or came back after it.
+	Probe
+	// Rate: a rate limiter held the requests before they were sent, so
+	// the limit keeps only what the rate lets reach the server.
+	Rate
+	// NumReasons counts the reasons.
+	NumReasons
+)
+
+func (r Reason) String() string {
+	switch r {
+	case None:
+		return "none"
+	case Headroom:
+		return "headroom"
+	case Latency:
+		return "latency"
+	case Overload:
+		return "overload"
+	case Quota:
+		return "quota"
+	case Rate:
+		return "rate"
+	case Probe:
+		return "probe"
+	}
+	return "Reason(" + strconv.Itoa(int(r)) + ")"
+}
+
+// Window is what one window of answers showed.
+type Window struct {
+	// Served is how many answers were served; Median their median latency.
+	Served int
+	// Median is the median latency of the more loaded half of the
+	// answers (by the slots in use when each started); Least that of the
+	// less loaded half; MedianErr and LeastErr their standard errors, from
+	// the answers' spread (their interquartile range).
+	Median, Least, MedianErr, LeastErr time.Duration
+	// MeanInUse is the mean InUse of the more loaded half; Peak the most.
+	MeanInUse float64
+	Peak      int
+	// Held is the share of the served calls' time spent before their
+	// request was sent (in a rate limiter): 0 when every request went at
+	// once.
+	Held float64
+}
+
+// State is what the rules remember between windows.
+type State struct {
+	Limit float64
+	// Floor is the lowest window median seen; 0 before the first.
+	Floor time.Duration
+	// SlowStart: no cut yet; the limit doubles while it may grow.
+	SlowStart bool
+	// Knee is the concurrency the last latency cut found the server
+	// serves without queueing; 0 if none.
+	Knee float64
+	// Calm counts the windows, every slot in use, since the last latency
+	// cut or probe; ProbeFrom is the limit a probe window dipped from (0:
+	// no probe under way).
+	Calm      int
+	ProbeFrom float64
+	// CutInUse and CutMedian are the load and latency of the window that
+	// made the last latency cut; CutInUse 0 if none.
+	CutInUse  float64
+	CutMedian time.Duration
+	// CutFrom is the limit the series started from. LastInUse and
+	// LastMedian are the load and latency of the last cut's window.
+	CutFrom    float64
+	LastInUse  float64
+	LastMedian time.Duration
+	// Ceiling is the most in progress a shed taught; 0 if none. Probe
+	// counts the windows spent at it since it was taught or last probed.
+	Ceiling float64
+	Probe   int
+	// Quota is the concurrency quota the server stated last; 0 if none.
+	Quota int
+}
+
+// Decide applies rules 3 to 6 to a window: the state after it and the
+// reason the limit moved (None if it did not).
+func Decide(st State, w Window, cfg Config) (State, Reason) {
+	if w.Served == 0 || w.Median <= 0 {
+		return st, None
+	}
+	// The floor is an upper bound of a window's median ([confidence]
+	// standard errors above it): the lowest of many noisy medians is lower than
+	// the floor they share, and read as the floor it makes the floor
+	// itself look queued.
+	switch f := w.Least + confidence*w.LeastErr; {
+	case st.Floor == 0:
+		st.Floor = w.Least // one median: no lowest of many to allow for
+	case f < st.Floor:
+		st.Floor = f
+	}
+	old := st.Limit
+	if st.ProbeFrom > 0 {
+		// Rule 7's probe window is over: its reading is the floor now,
+		// higher or lower (one standard error high, as rule 3 errs);
+		// back.
+		st.Floor = w.Least + w.LeastErr
+		st.Limit, st.ProbeFrom, st.Calm = st.ProbeFrom, 0, 0
+		st = clamp(st, cfg)
+		return st, moved(old, st, Probe)
+	}
+	st, r := steer(st, w, cfg)
+	if r == Latency || st.SlowStart || w.Peak < int(old) {
+		st.Calm = 0
+		return st, r
+	}
+	if st.Calm++; st.Calm >= floorProbe && r == None && st.Limit < float64(cfg.Max) {
+		// Rule 7: a floor read at a load past the knee (the first round
+		// too spread to judge, a shed before it closed) or before the
+		// server sped up is never read lower by windows at that load;
+		// one window in floorProbe runs at probeShare of the limit to
+		// read it again (BBR's ProbeRTT). Not at Max: no reading would
+		// move the limit there.
+		st.ProbeFrom = st.Limit
+		st.Limit = max(float64(cfg.Min), st.Limit*probeShare)
+		return st, moved(old, st, Probe)
+	}
+	return st, r
+}
+
+// steer applies rules 4 to 6 to a window.
+func steer(st State, w Window, cfg Config) (State, Reason) {
+	old := st.Limit
+	switch {
+	case queued(w, st.Floor, queueHigh):
+		if unmoved(w, st.CutInUse, st.CutMedian) || unmoved(w, st.LastInUse, st.LastMedian) {
+			// Rule 4a: the last cut took load away and the latency
+			// stayed: it is not this client's queue, and the floor was
+			// read too low (a lucky window). Read it again here.
+			st.Floor, st.CutInUse, st.LastInUse, st.Knee = w.Least+w.LeastErr, 0, 0, 0 // one error high, as rule 3 errs
+			st.Limit = max(st.Limit, st.CutFrom)                                       // and the cut undone
+			st = clamp(st, cfg)
+			return st, moved(old, st, Headroom)
+		}
+		st.LastInUse, st.LastMedian = w.MeanInUse, w.Median
+		if st.CutInUse == 0 {
+			// The first cut of a series: 4a compares the load and
+			// latency after the series' cuts with the load that began
+			// it, however small each cut was.
+			st.CutInUse, st.CutMedian, st.CutFrom = w.MeanInUse, w.Median, st.Limit
+		}
+		st.Knee = w.MeanInUse * float64(st.Floor) / float64(w.Median)
+		st.Limit = max(st.Knee*(1+queueSlack), st.Limit/2)
+		st.SlowStart = false
+		st = clamp(st, cfg)
+		return st, moved(old, st, Latency)
+	case w.Held >= heldMost && w.Peak >= int(st.Limit):
+		// Rule 5b: a rate limiter holds the requests before they are
+		// sent; the server sees MeanInUse·(1−Held) of them (Little's
+		// law), the rest only wait in the rate limiter. Keep the
+		// server's share and [rateHeadroom] of it, so that the rate
+		// limiter always has requests ready when it lets one go.
+		target := w.MeanInUse * (1 - w.Held) * (1 + rateHeadroom)
+		if target >= st.Limit*(1-growth) {
+			return st, None
+		}
+		st.Limit = max(target, st.Limit/2)
+		st = clamp(st, cfg)
+		return st, moved(old, st, Rate)
+	case float64(w.Median-w.MedianErr) <= float64(st.Floor)*(1+queueLow) && w.Peak >= int(st.Limit) && w.Held < heldMost:
+		st.CutInUse = 0 // a series of cuts ends where the limit grows again
+		st = clamp(grow(st), cfg)
+		return st, moved(old, st, Headroom)
+	}
+	return st, None
+}
+
+// unmoved reports whether w shows at least [unresponsive] less load than
+// a cut's window of inUse and median had, and a latency within half of it
+// of that window's: the load fell and the latency did not follow (rule 4a).
+func unmoved(w Window, inUse float64, median time.Duration) bool {
+	return inUse > 0 && w.MeanInUse <= inUse*(1-unresponsive) &&
+		float64(w.Median) >= float64(median)*(1-unresponsive/2)
+}
+
+// grow applies rule 5's growth, within a ceiling a shed taught.
+func grow(st State) State {
+	step := max(1, st.Limit*growth)
+	switch {
+	case st.SlowStart || (st.Knee == 0 && st.Ceiling == 0):
+		step = st.Limit // nothing learnt that bounds it (rule 4a forgets a mistaken knee)
+	case st.Limit >= st.Knee*(1+queueSlack) && st.Limit < st.Knee*(1+2*queueHigh):
+		step = 1 // just past the knee a cut found: probe it a slot at a time
+	}
+	next := st.Limit + step
+	if st.Ceiling > 0 && next > st.Ceiling {
+		next = max(st.Limit, st.Ceiling)
+		if st.Limit >= st.Ceiling {
+			if st.Probe++; st.Probe >= ceilingProbe {
+				st.Ceiling++
+				st.Probe = 0
+			}
+			next = st.Ceiling
+		}
+	}
+	st.Limit = next
+	return st
+}
+
+// queued reports whether w's latency is above floor by more than a share
+// of it, beyond the noise of its median ([confidence] standard errors).
+func queued(w Window, floor time.Duration, share float64) bool {
+	return floor > 0 && float64(w.Median-confidence*w.MedianErr) > float64(floor)*(1+share)
+}
+
+// heldMost is the share of time before sending (Window.Held) above which
+// a rate limit, not the server, is read as binding: then the server does
+// not see the slots the limit would add.
+const heldMost = 0.25
+
+// OnShed applies rule 2: the state after a shed answer to a request sent
+// with inUse slots in use.
+func OnShed(st State, inUse int, cfg Config) (State, Reason) {
+	old := st.Limit
+	// At most halved by one shed: answers can reach the server in
+	// another order than their calls started, so one shed with few in
+	// use need not mean room for few.
+	st.Ceiling = max(1, float64(inUse-1), st.Limit/2)
+	st.Probe = 0
+	st.Limit = max(1, min(st.Limit*shedBackoff, st.Ceiling))
+	st.SlowStart = false
+	st = clamp(st, cfg)
+	return st, moved(old, st, Overload)
+}
+
+// OnQuota applies rule 1: the state after an answer stating quota.
+func OnQuota(st State, quota int, cfg Config) (State, Reason) {
+	old := st.Limit
+	st.Quota = quota
+	st = clamp(st, cfg)
+	return st, moved(old, st, Quota)
+}
+
+// clamp keeps the limit within the configured bounds and the quota.
+func clamp(st State, cfg Config) State {
+	hi := float64(cfg.Max)
+	if st.Quota > 0 {
+		hi = min(hi, float64(st.Quota))
+	}
+	st.Limit = min(max(st.Limit, float64(cfg.Min)), hi)
+	return st
+}
+
+// moved is r if the whole limit changed from old, else None.
+func moved(old float64, st State, r Reason) Reason {
+	if int(old) == int(st.Limit) {
+		return None
+	}
+	return r
+}
+
+// Limit is an adaptive concurrency limit: it takes every call's Sample and
+// says when the limit moves. It is not safe for concurrent use: the
+// caller's lock guards it.
+type Limit struct {
+	cfg   Config
+	st    State
+	since time.Time // the window holds requests sent at or after it
+	cut   time.Time // a shed counts only for requests sent at or after it
+
+	points         []point
+	low, high      []point // split's halves of points
+	roughStart     bool    // the first round was too spread to judge alone
+	need           int     // samples a window needs for its medians' precision
+	peak           int
+	server, before time.Duration
+}
+
+// New returns a Limit at cfg.Initial. It panics if cfg is invalid.
+func New(cfg Config) *Limit {
+	if cfg.Min < 1 || cfg.Max < cfg.Min || cfg.Initial < cfg.Min || cfg.Initial > cfg.Max {
+		panic("concurrency: invalid Config")
+	}
+	return &Limit{cfg: cfg, st: State{Limit: float64(cfg.Initial), SlowStart: true}}
+}
+
+// Current is the limit: how many calls may be in progress.
+func (l *Limit) Current() int { return int(l.st.Limit) }
+
+// State is the rules' state, for tests and stats.
+func (l *Limit) State() State { return l.st }
+
+// Observe takes one call's sample and reports the limit's move, if it
+// moved: the new limit and why.
+func (l *Limit) Observe(s Sample) (limit int, r Reason) {
+	if s.Quota > 0 && s.Quota != l.st.Quota {
+		if l.st, r = OnQuota(l.st, s.Quota, l.cfg); r != None {
+			return l.Current(), r
+		}
+	}
+	switch s.Outcome {
+	case Shed:
+		if s.Sent.Before(l.cut) {
+			return l.Current(), None // sent before the last cut: already answered
+		}
+		l.st, r = OnShed(l.st, s.InUse, l.cfg)
+		l.cut = s.Done
+		if l.st.Floor != 0 {
+			// The first round goes on: the answers of its ramp, each at
+			// the load it met, are still the first look at the floor.
+			l.since = s.Done
+			l.reset()
+		}
+		return l.Current(), r
+	case Ignored:
+		return l.Current(), None
+	}
+	if s.Sent.Before(l.since) {
+		return l.Current(), None // sent under an older limit
+	}
+	l.points = append(l.points, point{rtt: s.Done.Sub(s.Sent), inUse: s.InUse})
+	l.peak = max(l.peak, s.InUse)
+	l.server += s.Done.Sub(s.Admitted)
+	l.before += s.Admitted.Sub(s.Start)
+	// A window closes with enough answers for its medians' precision, or
+	// after a round (a slot's worth) when its latency is already plainly
+	// queued (checked every 2·minSamples answers): a slow start's
+	// overshoot costs part of a round, not a full window.
+	// The first window is the first round alone: the calls that filled
+	// the initial limit one at a time, whose latency against the load
+	// they met is the first look at the floor and at any queue.
+	n := len(l.points)
+	var w Window
+	if l.st.Floor == 0 && !l.roughStart {
+		if n < max(minSamples, l.Current()) {
+			return l.Current(), None
+		}
+		if w = l.window(); float64(w.LeastErr) > roughFirst*float64(w.Least) {
+			// Too few answers for latencies this spread (an LLM's): the
+			// window goes on, and its floor is read at the initial limit.
+			l.roughStart = true
+			return l.Current(), None
+		}
+	} else {
+		full := max(2*minSamples, l.Current(), l.need)
+		if n < 2*minSamples || (n < full && n%(2*minSamples) != 0) {
+			return l.Current(), None
+		}
+		if w = l.window(); n < full && !queued(w, l.st.Floor, 2*queueHigh) {
+			return l.Current(), None
+		}
+	}
+	if l.st.Floor == 0 && l.roughStart {
+		// A first floor read from answers spread as widely as an LLM's:
+		// read low it would hold the limit under the knee until a probe
+		// (rule 7), which windows this long reach late; read high, the
+		// next windows' queue test corrects it at once. Err high.
+		w.Least += w.LeastErr
+	}
+	l.st, r = Decide(l.st, w, l.cfg)
+	l.reset()
+	if r != None {
+		l.since = s.Done
+	}
+	return l.Current(), r
+}
+
+// point is one served answer of a window.
+type point struct {
+	rtt   time.Duration
+	inUse int
+}
+
+// window summarises the samples gathered, and sizes the next window so
+// that its medians' standard error is about [precision] of them.
+//
+// The answers are split by the slots in use when their requests started:
+// the more loaded half gives the latency now, the less loaded half the
+// window's candidate for the floor. Under a steady load the halves are
+// alike; in a window whose load grew (the first, which fills the initial
+// limit one call at a time), the floor is read where the load was lowest,
+// and the latency where it was highest.
+func (l *Limit) window() Window {
+	low, high := l.split()
+	n := len(l.points)
+	w := Window{Served: n, Peak: l.peak}
+	for _, p := range high {
+		w.MeanInUse += float64(p.inUse)
+	}
+	w.MeanInUse /= float64(len(high))
+	var sigma, sigmaHigh float64
+	w.Median, sigmaHigh = median(high)
+	w.Least, sigma = median(low)
+	w.MedianErr, w.LeastErr = medianErr(sigmaHigh, len(high)), medianErr(sigma, len(low))
+	if cv := sigma / float64(w.Least); cv > 0 {
+		l.need = min(maxSamples, 2*int(math.Ceil(math.Pow(1.2533*cv/precision, 2))))
+	}
+	if total := l.server + l.before; total > 0 {
+		w.Held = float64(l.before) / float64(total)
+	}
+	return w
+}
+
+// split parts the window's answers into its less and more loaded halves
+// (l.low and l.high, reused). Answers of the median load go to either half
+// in turn: the answers arrive in the order they completed, fastest first
+// among those sent together, and a half of the first to arrive would be a
+// half of the fastest.
+func (l *Limit) split() (low, high []point) {
+	l.low, l.high = l.low[:0], l.high[:0]
+	slices.SortStableFunc(l.points, func(a, b point) int { return a.inUse - b.inUse })
+	mid := l.points[len(l.points)/2].inUse
+	turn := false
+	for _, p := range l.points {
+		switch {
+		case p.inUse < mid:
+			l.low = append(l.low, p)
+		case p.inUse > mid:
+			l.high = append(l.high, p)
+		default:
+			if turn {
+				l.high = append(l.high, p)
+			} else {
+				l.low = append(l.low, p)
+			}
+			turn = !turn
+		}
+	}
+	if len(l.low) == 0 || len(l.high) == 0 {
+		return l.points, l.points
+	}
+	return l.low, l.high
+}
+
+// medianErr is the standard error of the median of n answers spread as σ:
+// 1.2533·σ/√n.
+func medianErr(sigma float64, n int) time.Duration {
+	return time.Duration(1.2533 * sigma / math.Sqrt(float64(n)))
+}
+
+// median returns the median latency of ps, which it reorders, and the
+// spread of the latencies as a standard deviation (σ ≈ IQR/1.349, as for
+// a normal spread: robust to the slow tail).
+func median(ps []point) (time.Duration, float64) {
+	slices.SortFunc(ps, func(a, b point) int { return cmp.Compare(a.rtt, b.rtt) })
+	n := len(ps)
+	return ps[n/2].rtt, float64(ps[n*3/4].rtt-ps[n/4].rtt) / 1.349
+}
+
+func (l *Limit) reset() {
+	l.points = l.points[:0]
+	l.peak = 0
+	l.server, l.before = 0, 0
+}
