@@ -212,3 +212,22 @@ func TestAdaptiveScenarios(t *testing.T) {
 		}
 	}
 }
+
+// A bucket whose window is a second states its time to full about a second
+// ahead on every answer: that is its refill, read from the moves, not the
+// same reset restated within its rounding (which it is for a reset minutes
+// ahead). Spent at its rate by many callers, at any concurrency.
+func TestABucketOfASecondIsSpentAtItsRate(t *testing.T) {
+	for _, callers := range []int{16, 64, 256} {
+		t.Run(fmt.Sprintf("callers=%d", callers), func(t *testing.T) {
+			sc := scenario{name: "ietf-bucket-of-a-second", callers: callers, run: time.Minute,
+				server: apisim.Config{Style: apisim.StyleIETF, Algorithm: apisim.TokenBucket, Limit: 300, Window: time.Second, Latency: 100 * time.Millisecond}}
+			o := drive(t, sc, AdaptiveConfig{Key: "sim", SafetyFactor: 0.9})
+			t.Logf("%v", o)
+			assert.Zero(t, o.lateThrottled, "429s after the first response")
+			if callers*10 >= 300 { // enough callers to spend it: 10 requests a second each
+				assert.GreaterOrEqual(t, o.goodput, 0.85, "goodput / capacity")
+			}
+		})
+	}
+}

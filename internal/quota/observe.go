@@ -312,14 +312,17 @@ func (w *Window) observe(q *Report, now time.Time, seen *Seen) {
 	}
 	fresh := !w.known || w.rolled || w.probing || (timed && q.Reset.Sub(w.stamp) >= tol)
 	inStep := fresh && timed && !w.toFull && w.known && now.Before(w.stamp) && w.fillsInStep(q, now)
-	if !inStep && fresh && w.known && !w.rolled && !w.probing && now.Before(w.stamp) && q.Reset.Sub(w.stamp) < resetResolution+tol {
-		// A reset stated later than the window's, before the window's
-		// passed, by no more than a reset's rounding, and not as a bucket
-		// spent from moves its time to full: the same reset restated
-		// (Reddit's delta seconds, Mastodon's reset carrying each
+	if !inStep && fresh && w.known && !w.rolled && !w.probing && w.stamp.Sub(now) > restateAhead && q.Reset.Sub(w.stamp) < resetResolution+tol {
+		// A reset stated later than the window's, while the window's is
+		// still well ahead, by no more than a reset's rounding, and not as
+		// a bucket spent from moves its time to full: the same reset
+		// restated (Reddit's delta seconds, Mastodon's reset carrying each
 		// request's fraction of a second), not a new window. Read as one,
 		// it showed no jump, and a job far below the quota was spread as
-		// over a sliding window (263× unpaced).
+		// over a sliding window (263× unpaced). (Not where the reset is
+		// within a few roundings: a bucket of a second states its time to
+		// full a second ahead on every answer, and read as restated it was
+		// never seen to refill.)
 		fresh = false
 	}
 	if inStep {
@@ -892,6 +895,11 @@ func (w *Window) moveByDrift(now time.Time) {
 // token figures (to the thousand), far narrower than what a reset meaning
 // anything else gives (a sliding window's stays put while time passes).
 const fullAgree = 0.25
+
+// restateAhead is how far ahead a window's reset must be for a later one
+// within its rounding to be read as the same reset restated: a few
+// roundings, beyond which a time to full moves by more than a rounding.
+const restateAhead = 3 * resetResolution
 
 // resetResolution is the rounding readsToFull allows a reset even where
 // resets were not seen to wander: most APIs state them to the second
