@@ -268,7 +268,6 @@ func NewAdaptive(cfg AdaptiveConfig) *Adaptive {
 		Fleet:       cfg.Store != nil && a.fleet == nil,
 		Coordinated: a.fleet != nil,
 		Inferred:    infer.Name,
-		Epoch:       epoch, // admissions charge on the package clock
 	})
 	if cfg.Ceiling > 0 {
 		a.req.SetLimit(cfg.Ceiling)
@@ -494,7 +493,7 @@ func (a *Adaptive) abandon(cost float64) {
 	a.refund(cost)
 	a.settle(cost)
 	a.admitted.Add(-1)
-	if m := quota.ToMilli(cost); m > 0 {
+	if m := thousandths(cost); m > 0 {
 		a.admittedCost.Add(-m)
 		a.hintedAdmits.Add(-1)
 	}

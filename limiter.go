@@ -257,8 +257,8 @@ func (a *Adaptive) countAdmission(cost float64, class Class) int64 {
 	if cost > 0 {
 		// Blind requests (no stated cost, nearly all) are the rest of
 		// the counts: they pay for no counter of their own.
-		a.inflightCost.Add(quota.ToMilli(cost))
-		a.admittedCost.Add(quota.ToMilli(cost))
+		a.inflightCost.Add(thousandths(cost))
+		a.admittedCost.Add(thousandths(cost))
 		a.hinted.Add(1)
 		a.hintedAdmits.Add(1)
 	}
@@ -528,7 +528,7 @@ func (a *Adaptive) tokensTracked() bool { return a.snap.Load().tokens }
 // noteCost records the largest cost seen, so the token bucket's burst can
 // always hold one request, and returns cost unchanged.
 func (a *Adaptive) noteCost(cost float64) float64 {
-	m := quota.ToMilli(cost)
+	m := thousandths(cost)
 	if m > 0 {
 		// A racy EWMA is fine: it only sizes what counts as "spent".
 		if avg := a.avgCost.Load(); avg == 0 {
@@ -671,46 +671,25 @@ func (a *Adaptive) charge(cost float64, class Class, now int64, held *bool) (seq
 	}
 	a.mu.Lock()
 	defer a.unlock()
-	return a.chargeLocked(cost, class, now, held)
+	return a.chargeLocked(cost, class, now, timeOf(now), held)
 }
 
 // chargeLocked is charge with mu held, for a limiter whose quotas are
 // known (snap.charged).
-func (a *Adaptive) chargeLocked(cost float64, class Class, now int64, held *bool) (seq int64, retryAt time.Time) {
+func (a *Adaptive) chargeLocked(cost float64, class Class, now int64, at time.Time, held *bool) (seq int64, retryAt time.Time) {
 	share, idleAt := a.lanes.share(class, now)
-	flight := a.inflightCost.Load()
-	if w := a.book.Charge(cost, now, share, flight); w != nil {
+	flight := units(a.inflightCost.Load())
+	if short, ok := a.book.Charge(cost, at, share, flight); !ok {
 		// The window may have rolled over since the last look, refilling
-		// the budget; retune finds out and otherwise pauses until reset.
-		// retryAt is zero to retry at once, or now when a probe is out
-		// and only its response can tell.
-		amount := w.Amount(cost)
+		// the budget: retune finds out. retryAt is zero to retry at once.
 		t := time.Now()
 		a.retune(t)
-		switch ns := clockOf(t); {
-		case w.Budget() < amount+w.Debt(ns):
-			retryAt = t
-			switch {
-			case w.Probing() && a.inflight.Load() == heldSlots(*held):
-				// The look was taken but nothing is out: its answer
-				// will not come (a request abandoned, failed, or
-				// answered about another window). Look again.
-				w.StartProbe(float64(amount) / quota.Milli)
-				retryAt = time.Time{}
-			case !w.Probing():
-				retryAt = laterTime(t, w.WakeAt())
-			}
-		case w.Reserved(amount, ns, share):
+		nothingOut := a.inflight.Load() == heldSlots(*held)
+		retryAt, reserved := a.book.Refused(short, cost, t, share, flight, nothingOut)
+		if reserved && idleAt != 0 {
 			// Held back only by the reserve another class of work keeps:
-			// until the quota refills, or that work goes idle.
-			retryAt = w.RefillAt(t)
-			if idleAt != 0 {
-				retryAt = earlierTime(retryAt, clockTime(idleAt, t, ns))
-			}
-		case w.Unconfirmed(cost, flight) > 0:
-			// Held back for the stated costs in flight, which may yet
-			// fall short: until their answers say what they took.
-			retryAt = t
+			// until the quota refills, or that work goes idle (R65).
+			retryAt = earlierTime(retryAt, clockTime(idleAt, t, clockOf(t)))
 		}
 		return 0, retryAt
 	}
@@ -737,10 +716,11 @@ func (a *Adaptive) admitAtOnce(cost float64, class Class, ns int64, now time.Tim
 	if !a.snap.Load().charged { // published under mu: no quota known any more
 		return time.Time{}, false, 0, time.Time{}
 	}
-	if spent = a.spentUntilLocked(cost, class, ns, now); !spent.IsZero() || !a.req.take(1, ns) {
+	at := timeOf(ns)
+	if spent = a.spentUntilLocked(cost, class, ns, at); !spent.IsZero() || !a.req.take(1, ns) {
 		return spent, false, 0, time.Time{}
 	}
-	seq, retryAt = a.chargeLocked(cost, class, ns, held)
+	seq, retryAt = a.chargeLocked(cost, class, ns, at, held)
 	return time.Time{}, true, seq, retryAt
 }
 
@@ -749,20 +729,18 @@ func (a *Adaptive) admitAtOnce(cost float64, class Class, ns int64, now time.Tim
 func (a *Adaptive) fleetNeeds(cost float64, class Class) []need {
 	a.mu.Lock()
 	defer a.unlock()
-	ws := a.book.Charged()
-	if len(ws) == 0 {
+	qs := a.book.Needs(nil, cost)
+	if len(qs) == 0 {
 		return nil
 	}
-	needs := make([]need, 0, len(ws))
-	for _, w := range ws {
-		if amount := float64(w.Amount(cost)) / quota.Milli; amount > 0 {
-			n := need{quota: w.Name(), amount: amount}
-			if class == Batch && !w.Probing() && !w.Rolled() {
-				r := a.lanes.reserve
-				n.reserve = &store.Reserve{Active: r.Share * w.Limit(), Floor: r.Floor * w.Limit(), Idle: r.Idle}
-			}
-			needs = append(needs, n)
+	needs := make([]need, 0, len(qs))
+	for _, q := range qs {
+		n := need{quota: q.Quota, amount: q.Amount}
+		if class == Batch && !q.Looking {
+			r := a.lanes.reserve
+			n.reserve = &store.Reserve{Active: r.Share * q.Limit, Floor: r.Floor * q.Limit, Idle: r.Idle}
 		}
+		needs = append(needs, n)
 	}
 	return needs
 }
@@ -775,6 +753,9 @@ func (a *Adaptive) spentUntil(cost float64, class Class, ns int64, now time.Time
 	}
 	a.mu.Lock()
 	defer a.unlock()
+	if now.IsZero() {
+		now = timeOf(ns)
+	}
 	return a.spentUntilLocked(cost, class, ns, now)
 }
 
@@ -783,7 +764,7 @@ func (a *Adaptive) spentUntil(cost float64, class Class, ns int64, now time.Time
 // interactive work (whose share is 0: only a reserve's wait is a time).
 func (a *Adaptive) spentUntilLocked(cost float64, class Class, ns int64, now time.Time) time.Time {
 	share, idleAt := a.lanes.share(class, ns)
-	at := a.book.SpentUntil(cost, share, ns, now)
+	at := a.book.SpentUntil(cost, share, now)
 	if idleAt != 0 && !at.IsZero() {
 		at = earlierTime(at, clockTime(idleAt, now, ns))
 	}
@@ -905,7 +886,7 @@ func (a *Adaptive) settle(cost float64) int64 {
 			a.hinted.Add(-1)
 		}
 		if c := a.inflightCost.Load(); c > 0 {
-			a.inflightCost.Add(-min(quota.ToMilli(cost), c))
+			a.inflightCost.Add(-min(thousandths(cost), c))
 		}
 	}
 	return others
@@ -987,7 +968,7 @@ func (a *Adaptive) learnLocked(m *response.Meaning, seq int64, cost float64, now
 		switch c := a.avgCost.Load(); {
 		case own && cost > 0:
 			a.hintedAdmits.Add(-1)
-			a.admittedCost.Add(-min(quota.ToMilli(cost), a.admittedCost.Load()))
+			a.admittedCost.Add(-min(thousandths(cost), a.admittedCost.Load()))
 		case own && cost == 0:
 			// Blind: counted by admitted alone.
 		case c > 0 && a.admittedCost.Load() >= c:
@@ -1050,9 +1031,7 @@ func (a *Adaptive) learnLocked(m *response.Meaning, seq int64, cost float64, now
 		} else {
 			seen.Fed = float64(fed)
 		}
-		var c quota.Counts
-		a.countsInto(&c, float64(others))
-		exhausted = a.book.Observe(a.reports, now, &c, &seen)
+		exhausted = a.book.Observe(a.reports, now, a.counts(float64(others)), seen)
 	}
 
 	if m.RetryAfter > 0 && status >= 400 { // negative: ignored
@@ -1131,7 +1110,7 @@ func (a *Adaptive) appliedLocked(own bool) {
 // states. Called with a.mu held.
 func (a *Adaptive) stopInferring() {
 	a.infer = nil
-	a.book.Drop((*quota.Window).Inferred)
+	a.book.DropInferred()
 }
 
 // state starts the quotas stated for the endpoint (AdaptiveConfig.Quotas,
@@ -1148,9 +1127,7 @@ func (a *Adaptive) state(qs []Quota, now time.Time) {
 		s := &a.stated[i]
 		a.reports = append(a.reports, quota.Named{Name: s.name, Report: s.Start(now)})
 	}
-	var c quota.Counts
-	seen := quota.Seen{Horizon: a.horizon(), Age: a.rtt()}
-	a.book.Observe(a.reports, now, &c, &seen)
+	a.book.Observe(a.reports, now, quota.Counts{}, quota.Seen{Horizon: a.horizon(), Age: a.rtt()})
 	a.started.Store(true)
 	a.retune(now)
 	a.changedLocked()
@@ -1164,8 +1141,8 @@ func (a *Adaptive) state(qs []Quota, now time.Time) {
 func (a *Adaptive) reportStated(now time.Time, serverStates, counted bool) {
 	if serverStates {
 		stated := a.stated
-		a.book.Drop(func(w *quota.Window) bool {
-			return slices.ContainsFunc(stated, func(s statedQuota) bool { return s.name == w.Name() })
+		a.book.Drop(func(name string) bool {
+			return slices.ContainsFunc(stated, func(s statedQuota) bool { return s.name == name })
 		})
 		a.stated = nil
 		return
@@ -1188,18 +1165,20 @@ func units(m int64) float64 {
 	if m == 0 {
 		return 0
 	}
-	return float64(m) / quota.Milli
+	return float64(m) / thousand
 }
 
 // countsInto sets c to what the quota model needs of the in-flight and
 // admission counts, with unseen requests in flight; called with a.mu held.
 // Field by field, and the model takes c by pointer (see response.Read for
 // why not whole values).
-func (a *Adaptive) countsInto(c *quota.Counts, unseen float64) {
-	c.Inflight, c.InflightCost = unseen, units(a.inflightCost.Load())
-	c.Admitted, c.AdmittedCost = float64(a.admitted.Load()), units(a.admittedCost.Load())
-	c.Blind = float64(max(a.admitted.Load()-a.hintedAdmits.Load(), 0))
-	c.BlindInflight = float64(max(a.inflight.Load()-a.hinted.Load(), 0))
+func (a *Adaptive) counts(unseen float64) quota.Counts {
+	return quota.Counts{
+		Inflight: unseen, InflightCost: units(a.inflightCost.Load()),
+		Admitted: float64(a.admitted.Load()), AdmittedCost: units(a.admittedCost.Load()),
+		Blind:         float64(max(a.admitted.Load()-a.hintedAdmits.Load(), 0)),
+		BlindInflight: float64(max(a.inflight.Load()-a.hinted.Load(), 0)),
+	}
 }
 
 // derivedQuota names the quota of quotas that only restates others, "" when
@@ -1261,9 +1240,7 @@ func (a *Adaptive) pauseLocked(t time.Time) {
 // rates and bursts from every source (quotas, probe, ceiling) and applies
 // them to the buckets. Called with a.mu held.
 func (a *Adaptive) retune(now time.Time) {
-	var c quota.Counts
-	a.countsInto(&c, float64(a.inflight.Load()))
-	p := a.book.Plan(now, &c, max(units(a.avgCost.Load()), 1))
+	p := a.book.Advance(now, a.counts(float64(a.inflight.Load())), max(units(a.avgCost.Load()), 1))
 	next := int64(math.MaxInt64)
 	if !p.Next.IsZero() {
 		next = clockOf(p.Next)
@@ -1278,9 +1255,9 @@ func (a *Adaptive) retune(now time.Time) {
 	// copied whole (see response.Read for why that costs).
 	var in decisionInput
 	in.Started, in.Quotas, in.Blind = a.started.Load(), p.Known, p.Blind
-	in.ReqRate, in.ReqBudget, in.TokRate, in.TokBudget = p.ReqRate, p.ReqBudget, p.TokRate, p.TokBudget
-	in.ReqAtOnce, in.TokAtOnce = p.ReqAtOnce, p.TokAtOnce
-	in.ReqSpare, in.TokSpare = p.ReqSpare, p.TokSpare
+	in.ReqRate, in.ReqBudget, in.TokRate, in.TokBudget = p.Req.Rate, p.Req.Budget, p.Tok.Rate, p.Tok.Budget
+	in.ReqAtOnce, in.TokAtOnce = p.Req.AtOnce, p.Tok.AtOnce
+	in.ReqSpare, in.TokSpare = p.Req.Spare, p.Tok.Spare
 	in.ProbeRate, in.ProbeEngaged, in.ProbeClosed = a.probe.Grow(now), a.probe.Engaged(), a.probe.Closed()
 	in.InferTrial, in.TrialGate = a.infer != nil && a.infer.Trial(), infer.TrialInFlight
 	in.Ceiling, in.CeilingBurst = float64(a.cfg.Ceiling), float64(a.cfg.CeilingBurst)
@@ -1438,3 +1415,22 @@ const (
 	// limit slowly costs less than finding it again.
 	bodyLimitCycle = 5 * time.Minute
 )
+
+// thousand is the scale of the limiter's atomic counts of stated costs:
+// thousandths of a token, so that admissions and settles cancel exactly.
+const thousand = 1000
+
+// thousandths is v in thousandths, rounded up; 0 for v ≤ 0 or NaN, and
+// bounded far below overflow.
+func thousandths(v float64) int64 {
+	switch {
+	case !(v > 0):
+		return 0
+	case v >= math.MaxInt64/(2*thousand):
+		return math.MaxInt64 / 2
+	}
+	return int64(math.Ceil(v * thousand))
+}
+
+// timeOf is the instant ns on the package clock.
+func timeOf(ns int64) time.Time { return epoch.Add(time.Duration(ns)) }
