@@ -1,6 +1,10 @@
 package pacer
 
-import "math"
+import (
+	"math"
+
+	"github.com/pacer-go/pacer/internal/quota"
+)
 
 // The decision, apart from the state it is made from: retune moves every
 // quota's window on to now and reads what the decision needs into a
@@ -18,15 +22,10 @@ type decisionInput struct {
 	Quotas  int  // windows that describe the current state of a quota
 	Blind   bool // a window is being looked at: one request in flight learns it
 
-	// The tightest quota of each kind: its rate (Inf when the budget is the
-	// only gate) and what its budget holds above what it keeps (Inf: none).
-	ReqRate, ReqBudget float64
-	TokRate, TokBudget float64
-	// ReqAtOnce and TokAtOnce: what the tightest quota lets go at once
-	// beside its rate, which paces what refills (what a token bucket no
-	// one else spends from was last seen to hold); 0: none.
-	ReqAtOnce, TokAtOnce float64
-	ReqSpare, TokSpare   float64
+	// The tightest request and token quotas' paces (quota.Pace): the rate
+	// (Inf: the budget is the only gate), what the budget holds above what
+	// it keeps, what may go at once beside the rate and what may build up.
+	Req, Tok quota.Pace
 
 	ProbeRate    float64 // the CUBIC fallback's rate now; Inf until a throttle
 	ProbeEngaged bool
@@ -65,11 +64,11 @@ type decision struct {
 // every response, and copying one in and out was 2.5% of a GitHub-style
 // response's CPU time through the Transport.
 func (in *decisionInput) canonicalize() {
-	if math.IsInf(in.ReqRate, 1) {
-		in.ReqBudget, in.ReqAtOnce, in.ReqSpare = math.Inf(1), 0, 0
+	if math.IsInf(in.Req.Rate, 1) {
+		in.Req.Budget, in.Req.AtOnce, in.Req.Spare = math.Inf(1), 0, 0
 	}
-	if math.IsInf(in.TokRate, 1) {
-		in.TokBudget, in.TokAtOnce, in.TokSpare = math.Inf(1), 0, 0
+	if math.IsInf(in.Tok.Rate, 1) {
+		in.Tok.Budget, in.Tok.AtOnce, in.Tok.Spare = math.Inf(1), 0, 0
 	}
 }
 
@@ -92,10 +91,10 @@ func (in *decisionInput) canonicalize() {
 // inferred window is on trial; otherwise none. Before the first response
 // slow start's gate stays.
 func makeDecision(s decisionInput) decision {
-	d := decision{ReqLimit: s.ReqRate, ReqBurst: 1, Reason: "none"}
-	if !math.IsInf(s.ReqRate, 1) {
+	d := decision{ReqLimit: s.Req.Rate, ReqBurst: 1, Reason: "none"}
+	if !math.IsInf(s.Req.Rate, 1) {
 		d.Reason = "quota"
-		d.ReqBurst = int(max(1, spreadBurst(s.ReqRate, s.ReqBudget, s.Safety, max(s.ReqAtOnce, s.ReqSpare))))
+		d.ReqBurst = int(max(1, spreadBurst(s.Req.Rate, s.Req.Budget, s.Safety, max(s.Req.AtOnce, s.Req.Spare))))
 	}
 	if s.ProbeRate < d.ReqLimit {
 		d.ReqLimit, d.ReqBurst, d.Reason = s.ProbeRate, int(max(1, math.Floor(s.ProbeRate/10))), "probe"
@@ -108,10 +107,10 @@ func makeDecision(s decisionInput) decision {
 		}
 	}
 
-	d.TokLimit, d.TokNeed = s.TokRate, int(math.Ceil(s.MaxCost))
+	d.TokLimit, d.TokNeed = s.Tok.Rate, int(math.Ceil(s.MaxCost))
 	tburst := math.Ceil(s.MaxCost)
-	if !math.IsInf(s.TokRate, 1) {
-		tburst = max(tburst, spreadBurst(s.TokRate, s.TokBudget, s.Safety, max(s.TokAtOnce, s.TokSpare)))
+	if !math.IsInf(s.Tok.Rate, 1) {
+		tburst = max(tburst, spreadBurst(s.Tok.Rate, s.Tok.Budget, s.Safety, max(s.Tok.AtOnce, s.Tok.Spare)))
 	}
 	d.TokBurst = int(max(tburst, 1))
 

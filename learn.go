@@ -463,8 +463,7 @@ func (a *Adaptive) retune(now time.Time) {
 	}
 	in := decisionInput{
 		Started: a.started.Load(), Quotas: p.Known, Blind: p.Blind,
-		ReqRate: p.Req.Rate, ReqBudget: p.Req.Budget, TokRate: p.Tok.Rate, TokBudget: p.Tok.Budget,
-		ReqAtOnce: p.Req.AtOnce, TokAtOnce: p.Tok.AtOnce, ReqSpare: p.Req.Spare, TokSpare: p.Tok.Spare,
+		Req: p.Req, Tok: p.Tok,
 		ProbeRate: a.probe.Grow(now), ProbeEngaged: a.probe.Engaged(), ProbeClosed: a.probe.Closed(),
 		InferTrial: a.infer != nil && a.infer.Trial(), TrialGate: infer.TrialInFlight,
 		Ceiling: float64(a.cfg.Ceiling), CeilingBurst: float64(a.cfg.CeilingBurst),
@@ -477,8 +476,8 @@ func (a *Adaptive) retune(now time.Time) {
 	a.decided, a.lastDecision = true, in
 	d := makeDecision(in)
 	a.mode = d.Mode
-	a.apply(a.req, d.ReqLimit, d.ReqBurst, 1, min(float64(d.ReqBurst), in.ReqAtOnce), "requests", d.Reason)
-	a.apply(a.tok, d.TokLimit, d.TokBurst, d.TokNeed, min(float64(d.TokBurst), in.TokAtOnce), "tokens", "quota")
+	a.apply(a.req, d.ReqLimit, d.ReqBurst, 1, min(float64(d.ReqBurst), in.Req.AtOnce), "requests", d.Reason)
+	a.apply(a.tok, d.TokLimit, d.TokBurst, d.TokNeed, min(float64(d.TokBurst), in.Tok.AtOnce), "tokens", "quota")
 	if !d.KeepGate {
 		a.setGateLocked(d.Gate)
 	}

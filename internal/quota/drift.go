@@ -106,10 +106,10 @@ func (s *State) maxDrain(span time.Duration, ours float64) float64 {
 // age.
 func (s *State) ageDrift(now time.Time) {
 	d := &s.drift
-	span := max(s.length(), time.Second)
-	if s.kind == ToFull && d.rate > 0 || d.rate == 0 || d.measured.IsZero() {
+	if d.rate == 0 || d.measured.IsZero() || s.kind == ToFull && d.rate > 0 {
 		return
 	}
+	span := max(s.length(), time.Second)
 	for now.Sub(d.measured) >= span && d.rate != 0 {
 		d.rate /= 2
 		if math.Abs(d.rate) < 1e-3 {
@@ -139,7 +139,7 @@ func (s *State) applyDrift(now time.Time) {
 // figure left it.
 func (s *State) moveByDrift(now time.Time) {
 	d := &s.drift
-	if d.at.IsZero() || !now.After(d.at) || s.look.out || d.rate == 0 {
+	if d.rate == 0 || d.at.IsZero() || !now.After(d.at) || s.look.out {
 		d.at = later(d.at, now)
 		return
 	}
