@@ -646,13 +646,10 @@ const thousand = 1000
 // thousandths is v in thousandths, rounded up; 0 for v ≤ 0 or NaN, and
 // bounded far below overflow.
 func thousandths(v float64) int64 {
-	switch {
-	case !(v > 0):
+	if !(v > 0) {
 		return 0
-	case v >= math.MaxInt64/(2*thousand):
-		return math.MaxInt64 / 2
 	}
-	return int64(math.Ceil(v * thousand))
+	return int64(math.Ceil(min(v, math.MaxInt64/(2*thousand)) * thousand))
 }
 
 // units converts thousandths to units.
