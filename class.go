@@ -199,7 +199,7 @@ func (l *lanes) since(now int64) time.Duration {
 }
 
 // share is the part of each quota's limit a request of class c must leave,
-// at now (package clock), and until when that holds (0: indefinitely; R65).
+// at now (package clock), and until when that holds (0: indefinitely; R63).
 func (l *lanes) share(c Class, now int64) (share float64, until int64) {
 	if c != Batch {
 		return 0, 0

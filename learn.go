@@ -17,7 +17,7 @@ import (
 // What a response teaches the limiter: its request settled, what it said of
 // the quotas folded into the model, a throttle's reaction, and the retune
 // that applies the decision to the buckets. The rules are package quota's
-// table (R54-R68).
+// table (R52-R66).
 
 // doneWith is Done for a response read as m, which arrived at now; nil for
 // none.
@@ -46,7 +46,7 @@ func (a *Adaptive) learnOther(m *response.Meaning) {
 // learnLate applies a refusal a response stated after it was settled (a
 // stream's first event, read as the caller reads the body): as another
 // limiter's response, less what that counts again, since the request was
-// answered and counted when its 200 came (R60).
+// answered and counted when its 200 came (R58).
 func (a *Adaptive) learnLate(m *response.Meaning) {
 	now := time.Now()
 	a.mu.Lock()
@@ -66,7 +66,7 @@ const maxFeeders = 8
 
 // feed records that from admits requests the server may count against this
 // limiter's quotas: the host's limiter sends a route's first requests
-// before a response names the route's bucket (R61).
+// before a response names the route's bucket (R59).
 func (a *Adaptive) feed(from *Adaptive) {
 	if from == nil || from == a {
 		return
@@ -163,7 +163,7 @@ func (a *Adaptive) learnLocked(m *response.Meaning, seq int64, cost float64, now
 	exhausted := a.observe(m, seq, now, others, fed)
 	status, sig := m.Status, m.Body
 	if m.RetryAfter > 0 && status >= 400 {
-		a.pauseLocked(now.Add(min(m.RetryAfter, a.cfg.MaxDelay))) // R56
+		a.pauseLocked(now.Add(min(m.RetryAfter, a.cfg.MaxDelay))) // R54
 	}
 	if sig == response.Gone || sig == response.TooLarge {
 		// Gone for good, or larger than the whole limit: waiting cannot help.
@@ -189,8 +189,8 @@ func (a *Adaptive) learnLocked(m *response.Meaning, seq int64, cost float64, now
 
 // countAnswer counts an answer in: a request of ours leaves the in-flight
 // count; one another limiter admitted was charged to this quota, and is
-// ours for the drift (R60). It returns what is in flight besides it, and
-// what feeding limiters have out (R61).
+// ours for the drift (R58). It returns what is in flight besides it, and
+// what feeding limiters have out (R59).
 func (a *Adaptive) countAnswer(own bool, cost float64) (others, fed int64) {
 	fed = a.fed()
 	if own {
@@ -203,7 +203,7 @@ func (a *Adaptive) countAnswer(own bool, cost float64) (others, fed int64) {
 }
 
 // uncount takes back the admission of an answer the server did not count
-// (R60): the drift's books would read it as a refill.
+// (R58): the drift's books would read it as a refill.
 func (a *Adaptive) uncount(own bool, cost float64) {
 	a.admitted.Add(-1)
 	switch c := a.avgCost.Load(); {
@@ -269,7 +269,7 @@ func (a *Adaptive) observe(m *response.Meaning, seq int64, now time.Time, others
 	return a.book.Observe(a.reports, now, a.counts(float64(others)), seen)
 }
 
-// throttledLocked reacts to a throttle (R58): a 503 while the quotas show
+// throttledLocked reacts to a throttle (R56): a 503 while the quotas show
 // room is overload, retried under a budget; one no spent quota explains
 // cuts the probe and holds new requests until its next look.
 func (a *Adaptive) throttledLocked(m *response.Meaning, now time.Time, exhausted bool, others int64, handoff float64, span time.Duration) {
@@ -308,7 +308,7 @@ func (a *Adaptive) stopInferring() {
 }
 
 // state starts the quotas stated for the endpoint at now, as a server's
-// statement of them would (R53): slow start is over before it began.
+// statement of them would (R51): slow start is over before it began.
 func (a *Adaptive) state(qs []Quota, now time.Time) {
 	a.mu.Lock()
 	a.stated = a.stated[:0]
@@ -329,7 +329,7 @@ func (a *Adaptive) state(qs []Quota, now time.Time) {
 
 // reportStated adds to a.reports what the stated quotas say after a
 // response (counted: one the server counted), or drops them for good when
-// the server states quotas of its own (R53).
+// the server states quotas of its own (R51).
 func (a *Adaptive) reportStated(now time.Time, serverStates, counted bool) {
 	if serverStates {
 		stated := a.stated
@@ -358,7 +358,7 @@ func (a *Adaptive) counts(unseen float64) quota.Counts {
 	}
 }
 
-// derivedQuota names the quota that only restates others (R62): Anthropic's
+// derivedQuota names the quota that only restates others (R60): Anthropic's
 // tokens-* beside its input-tokens and output-tokens; "" when none does.
 func derivedQuota(qs *header.Quotas) string {
 	var in, out, all bool
@@ -378,7 +378,7 @@ func derivedQuota(qs *header.Quotas) string {
 	return ""
 }
 
-// trackRTT keeps smoothed figures for Little's law (R63): the round trip is
+// trackRTT keeps smoothed figures for Little's law (R61): the round trip is
 // about the mean in-flight count times the mean interval between responses.
 func (a *Adaptive) trackRTT(now time.Time, others int64) {
 	if !a.lastObs.IsZero() {
@@ -394,7 +394,7 @@ func (a *Adaptive) rtt() time.Duration {
 }
 
 // horizon is how long a budget stands before a higher Remaining of unknown
-// order is believed (R12, R63).
+// order is believed (R12, R61).
 func (a *Adaptive) horizon() time.Duration {
 	return min(max(2*a.rtt(), 20*time.Millisecond), 2*time.Second)
 }
@@ -409,7 +409,7 @@ func (a *Adaptive) pauseLocked(t time.Time) {
 	}
 }
 
-// bodyLimitLocked applies a limit a response stated only in its body (R59;
+// bodyLimitLocked applies a limit a response stated only in its body (R57;
 // GitHub's secondary rate limits, as GitHub documents them).
 func (a *Adaptive) bodyLimitLocked(now time.Time, retryAfter time.Duration, exhausted bool, others int64) {
 	if !a.lastBodyLimit.IsZero() && now.Sub(a.lastBodyLimit) > bodyLimitMemory {
@@ -434,7 +434,7 @@ func (a *Adaptive) bodyLimitLocked(now time.Time, retryAfter time.Duration, exha
 
 const (
 	// bodyLimitWait is the least wait after a body-stated limit with no
-	// Retry-After: GitHub documents at least a minute (R59).
+	// Retry-After: GitHub documents at least a minute (R57).
 	bodyLimitWait = time.Minute
 	// bodyLimitMaxWait caps the doubling of repeated ones: four doublings.
 	bodyLimitMaxWait = 15 * time.Minute
@@ -484,9 +484,9 @@ func (a *Adaptive) retune(now time.Time) {
 }
 
 // apply sets a bucket's limit and burst when they changed enough to matter
-// (R64): a limit 1% lower or 2% higher, a burst by a tenth, or below need
-// (the largest cost, R68). What may go at once (fill) is the bucket's level,
-// set with the limit (R67).
+// (R62): a limit 1% lower or 2% higher, a burst by a tenth, or below need
+// (the largest cost, R66). What may go at once (fill) is the bucket's level,
+// set with the limit (R65).
 func (a *Adaptive) apply(b *Bucket, rate float64, burst, need int, fill float64, what, reason string) {
 	limit := Inf
 	if !math.IsInf(rate, 1) {

@@ -11,7 +11,7 @@ import (
 
 // Admission: the wait for a request's slot, budget and tokens, every bound
 // on that wait, and the charge. The rules are package quota's table
-// (R1-R7, R54-R57, R65, R68); what a response teaches is in learn.go.
+// (R1-R7, R52-R55, R63, R66); what a response teaches is in learn.go.
 
 // Acquire waits until one request of the given cost may start and returns
 // its Permit. The request goes at once while every quota the server states
@@ -48,7 +48,7 @@ func (a *Adaptive) acquire(ctx context.Context, p *Permit, cost float64, class C
 // quotas only). With a nil error the caller must settle the request exactly
 // once. On cancellation it returns ctx.Err() promptly and refunds what it
 // took; a wait past MaxWait, MaxDelay or ctx's deadline is a
-// *RateLimitError that consumes nothing (R57).
+// *RateLimitError that consumes nothing (R55).
 func (a *Adaptive) admit(ctx context.Context, cost float64, class Class) ([]need, int64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
@@ -117,7 +117,7 @@ func (w *caller) try() (seq int64, err error) {
 	w.readClock()
 	tokens := w.n > 0 && a.tokensTracked()
 	if w.class == Batch {
-		w.instant() // a reserve's wait is a time (R65)
+		w.instant() // a reserve's wait is a time (R63)
 	}
 	var spent time.Time
 	switch {
@@ -202,7 +202,7 @@ func (w *caller) release() {
 }
 
 // awaitQuota bounds the whole wait a spent budget or the token bucket asks
-// for, up front (R57), and holds batch work for the quota outside the
+// for, up front (R55), and holds batch work for the quota outside the
 // buckets, where a token it took would pace interactive work behind it.
 // again reports that the pass is over.
 func (w *caller) awaitQuota(spent time.Time, tokens bool) (again bool, err error) {
@@ -331,7 +331,7 @@ func (a *Adaptive) budgetPaced() bool {
 }
 
 // settled reports whether no request of this limiter is in flight (a spent
-// budget is final only then, R57), and whether a response was applied
+// budget is final only then, R55), and whether a response was applied
 // since mark. Read under mu, where responses are applied.
 func (a *Adaptive) settled(mark int64) (settled, changed bool) {
 	a.mu.Lock()
@@ -360,7 +360,7 @@ func (a *Adaptive) refuseOrAwait(ctx context.Context, now, at time.Time, refusal
 }
 
 // tooLong returns a *RateLimitError when a request could start only at at,
-// past ctx's deadline, MaxWait or MaxDelay (R57).
+// past ctx's deadline, MaxWait or MaxDelay (R55).
 func (a *Adaptive) tooLong(ctx context.Context, now, at time.Time) error {
 	wait := at.Sub(now)
 	switch dl, ok := ctx.Deadline(); {
@@ -421,7 +421,7 @@ func (a *Adaptive) awaitChange(ctx context.Context, d time.Duration, seen int64)
 // loop on a model that keeps promising "any moment now".
 const minAwait = time.Millisecond
 
-// enterGate waits for an in-flight slot while the gate is up (R54, R55).
+// enterGate waits for an in-flight slot while the gate is up (R52, R53).
 // held reports whether a slot was taken (the in-flight count includes it).
 func (a *Adaptive) enterGate(ctx context.Context) (held bool, err error) {
 	for {
@@ -484,7 +484,7 @@ func (a *Adaptive) setGateLocked(cap int64) {
 func (a *Adaptive) tokensTracked() bool { return a.snap.Load().tokens }
 
 // noteCost records a stated cost: its running average, and the largest,
-// which the token bucket's burst must hold (R68). It returns cost.
+// which the token bucket's burst must hold (R66). It returns cost.
 func (a *Adaptive) noteCost(cost float64) float64 {
 	m := thousandths(cost)
 	if m > 0 {
@@ -560,7 +560,7 @@ func (a *Adaptive) chargeLocked(cost float64, class Class, now int64, at time.Ti
 		nothingOut := a.inflight.Load() == heldSlots(*held)
 		retryAt, reserved := a.book.Refused(short, cost, t, share, flight, nothingOut)
 		if reserved && idleAt != 0 {
-			retryAt = earlierTime(retryAt, clockTime(idleAt, t, clockOf(t))) // R65
+			retryAt = earlierTime(retryAt, clockTime(idleAt, t, clockOf(t))) // R63
 		}
 		return 0, retryAt
 	}

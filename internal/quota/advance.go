@@ -9,7 +9,7 @@ import (
 // when it must be looked at again.
 type Step struct {
 	// Rate is what the budget may be spent at from now, in units a second:
-	// +Inf while the budget is the gate (R41).
+	// +Inf while the budget is the gate (R40).
 	Rate float64
 	// Avail is the budget above what the quota keeps back, in units.
 	Avail float64
@@ -18,42 +18,39 @@ type Step struct {
 	Next time.Time
 	// Rolled reports that a reset passed and the window moved on.
 	Rolled bool
-	// AtOnce is what of Avail may go at once beside Rate, in units (R45,
-	// R46); zero: a burst at Rate is a small part of the budget.
+	// AtOnce is what of Avail may go at once beside Rate, in units (R44,
+	// R45); zero: a burst at Rate is a small part of the budget.
 	AtOnce float64
 	// Spare is what of Avail may build up beside Rate while demand stays
-	// below it, as burst capacity, not level (R46).
+	// below it, as burst capacity, not level (R45).
 	Spare float64
 }
 
 const (
-	// RollGuard is how long after its believed reset a window rolls (R25):
+	// RollGuard is how long after its believed reset a window rolls (R24):
 	// a reset carried by a learnt length drifts by its rounding, and the
 	// look at each roll brings the stated one back.
 	RollGuard = 10 * time.Millisecond
 	// maxSlideWait bounds the wait after its reset of a window of unknown
-	// kind that ended spent (R28): a reset's rounding.
+	// kind that ended spent (R27): a reset's rounding.
 	maxSlideWait = time.Second
 	// noResetSpan stands in for the time to reset of a quota that states
-	// none (R47).
+	// none (R46).
 	noResetSpan = time.Second
-	// maxLookGap bounds the gap refused looks add (R48): a day, the longest
-	// window quotas commonly state.
-	maxLookGap = 24 * time.Hour
 	// minRate is the lowest rate a quota sets, a unit every 1000 s: it keeps
 	// the bucket's arithmetic clear of "never".
 	minRate = 1e-3
 	// rushFactor is how many times its last pace what is left of a shared
 	// quota must afford, spread to the reset, before each client claims only
-	// its share of the surplus (R44).
+	// its share of the surplus (R43).
 	rushFactor = 5
 	// carryMargin is what a window that ended with room gives up to the
-	// rounding of its reset and of the server's count, in units (R26).
+	// rounding of its reset and of the server's count, in units (R25).
 	carryMargin = 2
 )
 
-// Advance brings a known quota to now and plans it (R25-R30, R37, R38,
-// R41-R47): others' measured spending ages, the drift moves the budget, a
+// Advance brings a known quota to now and plans it (R24-R29, R36, R37,
+// R40-R46): others' measured spending ages, the drift moves the budget, a
 // window whose reset passed rolls over, a look that is due starts, and the
 // budget is planned. unseen and admitted are as in Seen; unit is what one
 // request takes. ok is false when the quota is not known.
@@ -101,7 +98,7 @@ func (s *State) advance(st *Step, now time.Time, unseen, unit, admitted float64)
 	return true
 }
 
-// keepFor is what a charge must leave of the budget at now, in units (R42):
+// keepFor is what a charge must leave of the budget at now, in units (R41):
 // the token reserve, a unit for a quota that refills as it goes (another
 // client may be taking its last), and others' measured spending until the
 // reset, at most othersMaxShare of the budget; nothing while a look is
@@ -143,7 +140,7 @@ func (s *State) plan(now time.Time, unit float64) planned {
 		p.rate = s.spreadShared(now, unit, avail)
 		p.spread = p.rate
 	case avail >= unit:
-		p.rate = math.Inf(1) // R41: the budget is the gate
+		p.rate = math.Inf(1) // R40: the budget is the gate
 	default:
 		p = s.planSpent(now, unit, avail)
 	}
@@ -151,7 +148,7 @@ func (s *State) plan(now time.Time, unit float64) planned {
 	return p
 }
 
-// spreadRefill is the rate of a quota that refills as it goes (R43): what is
+// spreadRefill is the rate of a quota that refills as it goes (R42): what is
 // left and what refills before the reset, spread to it.
 func (s *State) spreadRefill(now time.Time, unit, avail float64) float64 {
 	span := s.spanAt(now)
@@ -162,7 +159,7 @@ func (s *State) spreadRefill(now time.Time, unit, avail float64) float64 {
 	return max(s.cfg.Safety*(avail+s.drift.rate*span)/span, floor)
 }
 
-// spreadShared is the rate of a quota others spend from (R44): what is left
+// spreadShared is the rate of a quota others spend from (R43): what is left
 // (less their spending, kept) spread to the reset; when it swells past
 // rushFactor times the last pace, each claims its share of the surplus,
 // its pace over everyone's.
@@ -180,7 +177,7 @@ func (s *State) spreadShared(now time.Time, unit, avail float64) float64 {
 	return rate
 }
 
-// planSpent plans a quota with less than a unit above its keep (R47): the
+// planSpent plans a quota with less than a unit above its keep (R46): the
 // budget holds every request until it wakes.
 func (s *State) planSpent(now time.Time, unit, avail float64) planned {
 	p := planned{rate: math.Inf(1)}
@@ -190,7 +187,7 @@ func (s *State) planSpent(now time.Time, unit, avail float64) planned {
 		p.wake = due
 	case s.drift.rate > 0 && (s.kind.refills() || reset.IsZero()):
 		p.wake = now.Add(time.Duration((unit - avail) / (s.cfg.Safety * s.drift.rate) * float64(time.Second)))
-		if look := now.Add(max(s.reprobe(), s.look.gap)); look.Before(p.wake) && s.kind != ToFull {
+		if look := now.Add(s.reprobe()); look.Before(p.wake) && s.kind != ToFull {
 			p.wake, p.due = look, look // the measure may be low: look
 		}
 		if !reset.IsZero() {
@@ -199,7 +196,7 @@ func (s *State) planSpent(now time.Time, unit, avail float64) planned {
 		p.rate = max(s.cfg.Safety*s.drift.rate, minRate)
 	case !reset.IsZero() && !s.kind.refills():
 		p.wake = reset.Add(RollGuard)
-		if p.wake.Sub(now) > s.cfg.MaxDelay && !s.explains(now) { // R33
+		if p.wake.Sub(now) > s.cfg.MaxDelay && !s.explains(now) { // R32
 			if due.IsZero() {
 				p.due = now.Add(s.cfg.MaxDelay)
 				due = p.due
@@ -212,7 +209,7 @@ func (s *State) planSpent(now time.Time, unit, avail float64) planned {
 			p.due = p.wake
 		}
 	default:
-		p.wake = now.Add(max(noResetSpan, s.look.gap))
+		p.wake = now.Add(noResetSpan)
 		p.due = p.wake
 	}
 	return p
@@ -230,11 +227,11 @@ func (s *State) spanAt(now time.Time) float64 {
 	return noResetSpan.Seconds()
 }
 
-// atOnce is what may go at once beside the rate (R45): what the last figure
+// atOnce is what may go at once beside the rate (R44): what the last figure
 // of a bucket that states its time to full, or of a leaky bucket, said is
 // left, less the refill credited since and what a charge keeps; for a fixed
 // window others spend from, its spare, on the first plan that sees them
-// (R46).
+// (R45).
 func (s *State) atOnce(spare float64) float64 {
 	v := 0.0
 	if s.kind.refills() && (s.kind == ToFull || s.win.reset.IsZero()) && !s.shared() && !s.look.out {
@@ -247,7 +244,7 @@ func (s *State) atOnce(spare float64) float64 {
 }
 
 // spare is what may build up as burst capacity beside the rate of a fixed
-// window others spend from (R46): what is left beyond their measured use
+// window others spend from (R45): what is left beyond their measured use
 // and each client's tenth. Not a fleet's: its members' spending is the
 // store's to hold.
 func (s *State) spare() float64 {
@@ -258,7 +255,7 @@ func (s *State) spare() float64 {
 	return max(float64(s.budget.have-s.budget.keep)/Milli-floor, 0)
 }
 
-// roll moves a window whose reset passed on to the next (R25-R30).
+// roll moves a window whose reset passed on to the next (R24-R29).
 func (s *State) roll(now time.Time, inflight, unit, admitted float64) {
 	s.applyDrift(now)
 	s.readBooks(inflight, admitted)
@@ -277,18 +274,18 @@ func (s *State) roll(now time.Time, inflight, unit, admitted float64) {
 	case s.look.out:
 		// The look out describes the new window.
 	case s.kind == ToFull:
-		s.budget.have, s.budget.credit = milli(max(limit-inflight, 0)), 0 // R29
+		s.budget.have, s.budget.credit = milli(max(limit-inflight, 0)), 0 // R28
 	case carry >= unit && !s.shared():
-		s.budget.have, s.budget.credit = milli(carry+s.reserve()), 0 // R26
+		s.budget.have, s.budget.credit = milli(carry+s.reserve()), 0 // R25
 	case s.kind == Unknown && win > 0 && limit >= 1:
-		s.look.due = end.Add(min(time.Duration(2*float64(win)/limit), maxSlideWait)) // R28
+		s.look.due = end.Add(min(time.Duration(2*float64(win)/limit), maxSlideWait)) // R27
 		s.budget.have, s.budget.credit = 0, 0
 	case s.kind.fixed() || s.Units()-max(s.reserve(), float64(s.budget.keep)/Milli) < unit:
-		s.startLook(unit) // R27, R30
+		s.startLook(unit) // R26, R29
 	}
 }
 
-// readBooks reads a fixed request window's books at its end (R36): what the
+// readBooks reads a fixed request window's books at its end (R35): what the
 // server had left falls short of its first figure, less what we spent since
 // and the noise of what was in flight then, by what others spent.
 func (s *State) readBooks(inflight, admitted float64) {
@@ -301,7 +298,7 @@ func (s *State) readBooks(inflight, admitted float64) {
 	}
 }
 
-// startLook lets one request through to learn the quota (R27): the budget
+// startLook lets one request through to learn the quota (R26): the budget
 // holds one unit and keeps nothing back, and others' spending is not
 // deducted from it.
 func (s *State) startLook(unit float64) {

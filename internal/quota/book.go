@@ -79,7 +79,7 @@ func (c Counts) admitted(s *State) float64 {
 // reports whether a quota the response described is spent before a stated
 // reset. Reports the model cannot use are dropped, the rest clamped (R8). A
 // quota that rolled over blind and that the response did not describe is
-// forgotten (R32).
+// forgotten (R31).
 func (b *Book) Observe(rs []Named, now time.Time, c Counts, seen Seen) (spent bool) {
 	var mentioned uint64 // bit i: b.states[i] was described (MaxQuotas ≤ 64)
 	seen.Blind, seen.BlindUnseen, seen.Stated = c.Blind, c.BlindInflight, c.AdmittedCost-c.InflightCost
@@ -93,7 +93,7 @@ func (b *Book) Observe(rs []Named, now time.Time, c Counts, seen Seen) (spent bo
 		seen.Unseen, seen.Admitted = c.unseen(s), c.admitted(s) // in the quota's unit
 		s.observe(&q, now, &seen)
 		if b.cfg.Fleet {
-			s.drift.rate, s.budget.drain = 0, 0 // the store holds the fleet to one rate (R40)
+			s.drift.rate, s.budget.drain = 0, 0 // the store holds the fleet to one rate (R39)
 		}
 		if q.Remaining != Unstated && q.Remaining < 1 && !q.Reset.IsZero() {
 			spent = true
@@ -110,7 +110,7 @@ func (b *Book) Observe(rs []Named, now time.Time, c Counts, seen Seen) (spent bo
 
 // forgotten reports whether b.states[i], s, rolled over blind and the
 // response that described the quotas of the bit set mentioned did not
-// describe it (R32).
+// describe it (R31).
 func forgotten(s *State, i int, mentioned uint64) bool {
 	return s.look.out && s.rolled && mentioned&(1<<i) == 0
 }
@@ -294,7 +294,7 @@ func (b *Book) HeldUntil() time.Time {
 	return at
 }
 
-// Cost is what a blind request takes of one token quota (R52).
+// Cost is what a blind request takes of one token quota (R50).
 type Cost struct {
 	Quota         string
 	Mean, Charged float64

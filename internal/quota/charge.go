@@ -38,7 +38,7 @@ func (b *Book) Refund(cost float64) {
 // (zero: at once), and whether only a class's reserve holds it (R7). A
 // spent quota whose look is out waits for the look's answer; with nothing
 // of ours out (nothingOut), the look's answer will not come, and the look
-// goes again (R27).
+// goes again (R26).
 func (b *Book) Refused(short string, cost float64, now time.Time, share, flight float64, nothingOut bool) (at time.Time, reserved bool) {
 	s := b.find(short)
 	if s == nil {
@@ -84,7 +84,7 @@ func (b *Book) SpentUntil(cost, share float64, now time.Time) time.Time {
 
 // amount is what a request of cost takes from the quota, in milli-units
 // (R3): 1 for a request quota; the cost for a token quota, at most its
-// limit; for a blind request what such requests were learnt to cost (R52),
+// limit; for a blind request what such requests were learnt to cost (R50),
 // 0 while nothing is learnt.
 func (s *State) amount(cost float64) int64 {
 	switch {

@@ -6,23 +6,23 @@ import (
 )
 
 // What a request that states no cost (a blind request) costs a token quota
-// (R49-R52): learnt from the quota's own figures, charged high at
+// (R47-R50): learnt from the quota's own figures, charged high at
 // admission, trued up by every response.
 
 const (
-	// costSample is the fewest blind requests a sample spans (R49).
+	// costSample is the fewest blind requests a sample spans (R47).
 	costSample = 8
 	// firstSample is the fewest the first sample spans: with nothing
-	// charged, blind requests meet 429s until it comes (R49).
+	// charged, blind requests meet 429s until it comes (R47).
 	firstSample = 2
 	// costMemory is how many blind requests the estimate averages over
-	// (R52): prompts grow through a conversation.
+	// (R50): prompts grow through a conversation.
 	costMemory = 16
 	// costWeight is each sample's weight in the variance's moving
-	// average: about four samples (R52).
+	// average: about four samples (R50).
 	costWeight = 0.25
 	// costSpread is how many deviations above the mean a blind request is
-	// charged (R52): all of a cost uniform within ±50% of its mean.
+	// charged (R50): all of a cost uniform within ±50% of its mean.
 	costSpread = 2
 )
 
@@ -45,7 +45,7 @@ type costAnchor struct {
 	ok        bool
 	// refill is what a bucket that states its refill refilled since the
 	// anchor, response by response, never past its limit: a full bucket
-	// stops filling (R49).
+	// stops filling (R47).
 	refill  float64
 	last    time.Time
 	lastRem float64
@@ -64,7 +64,7 @@ func (c *costEstimate) deviation() float64 { return math.Sqrt(c.variance) }
 // unknown and for a request quota.
 func (s *State) Estimate() float64 { return s.cost.mean() }
 
-// blindAmount is what a blind request is charged, in milli-units (R52):
+// blindAmount is what a blind request is charged, in milli-units (R50):
 // the mean plus costSpread deviations, at least a unit, at most the limit;
 // 0 while nothing is learnt.
 func (s *State) blindAmount() int64 {
@@ -83,11 +83,11 @@ func (s *State) countBlind(cost float64, amount int64) {
 	}
 }
 
-// sampleCost folds what q says into the estimate (R49-R51); fresh is as
+// sampleCost folds what q says into the estimate (R47-R49); fresh is as
 // Observe read it.
 func (s *State) sampleCost(q *Report, now time.Time, seen *Seen, fresh bool) {
 	if seen.Refused {
-		return // its request was not counted (R51)
+		return // its request was not counted (R49)
 	}
 	a := &s.cost.from
 	next := costAnchor{remaining: q.Remaining, blind: seen.Blind - seen.BlindUnseen,
@@ -100,13 +100,13 @@ func (s *State) sampleCost(q *Report, now time.Time, seen *Seen, fresh bool) {
 	switch {
 	case !a.ok && s.cost.mean() == 0 && next.blind == 1 && next.unseen == 0 && next.stated == 0 &&
 		q.Remaining >= limit/2 && q.Remaining < limit:
-		s.cost.add(limit-q.Remaining, 1) // the first look's answer (R50)
+		s.cost.add(limit-q.Remaining, 1) // the first look's answer (R48)
 	case !a.ok || next.blind < a.blind || next.stated < a.stated:
-		// The first figure, or counts that went back: start afresh (R51).
+		// The first figure, or counts that went back: start afresh (R49).
 	case fresh && s.kind != ToFull, s.kind.refills() && s.kind != ToFull:
-		// A new fixed window, or a refill no response states (R51).
+		// A new fixed window, or a refill no response states (R49).
 	case q.Remaining >= limit:
-		// Full: the refill stopped for a while no one knows (R51).
+		// Full: the refill stopped for a while no one knows (R49).
 	default:
 		if !s.takeSample(q, next) {
 			return // keep the anchor: the sample grows
@@ -116,7 +116,7 @@ func (s *State) sampleCost(q *Report, now time.Time, seen *Seen, fresh bool) {
 }
 
 // takeSample takes the sample from the anchor to next, if it spans enough
-// blind requests (R49), and reports whether the anchor moves on: it does
+// blind requests (R47), and reports whether the anchor moves on: it does
 // sooner when fewer are in flight than at the anchor.
 func (s *State) takeSample(q *Report, next costAnchor) bool {
 	a := &s.cost.from
@@ -138,7 +138,7 @@ func (s *State) takeSample(q *Report, next costAnchor) bool {
 	return true
 }
 
-// add folds the mean cost c of n blind requests into the estimate (R52): an
+// add folds the mean cost c of n blind requests into the estimate (R50): an
 // average over about costMemory requests, each sample weighing as many as
 // it spans, and its variance (the squared difference, times nN/(n+N),
 // estimates the estimate's spread). Until samples show the spread, a

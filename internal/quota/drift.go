@@ -7,11 +7,11 @@ import (
 
 // The drift: what changes a quota besides this client's spending, in units
 // a second; negative when others spend from it, positive when it refills
-// as it goes (R34-R40).
+// as it goes (R33-R39).
 type drift struct {
 	rate     float64
 	at       time.Time // applied to the budget up to here
-	measured time.Time // when a response last measured it (R37)
+	measured time.Time // when a response last measured it (R36)
 	base     baseline
 }
 
@@ -25,22 +25,22 @@ type baseline struct {
 const (
 	// estimateError is how far a stated cost is taken to miss what the
 	// server charges, as a share of it: LLM APIs bill the completion's
-	// length, which a caller's estimate misses by tens of percent (R5, R34).
+	// length, which a caller's estimate misses by tens of percent (R5, R33).
 	estimateError = 0.3
 	// othersMaxShare is the most of a budget kept back for others' measured
-	// spending; a tenth is each client's floor (R38, R42, R46).
+	// spending; a tenth is each client's floor (R37, R41, R45).
 	othersMaxShare = 0.9
-	// minDriftSpan is the least time a drift is measured over (R34).
+	// minDriftSpan is the least time a drift is measured over (R33).
 	minDriftSpan = 250 * time.Millisecond
 )
 
 // measureDrift compares what a response says (eff, with admitted and unseen
-// as of it) with the baseline (R34): the gap beyond the noise of what was in
+// as of it) with the baseline (R33): the gap beyond the noise of what was in
 // flight at either end, over the time between them. The baseline must be
 // twice the horizon old, minDriftSpan, and a tenth of a known window, but
 // for the first measure of a quota just seen spent from (first). A
-// measured drain marks the quota shared (R36); a refilling quota's baseline
-// moves on every four minimal spans (R39).
+// measured drain marks the quota shared (R35); a refilling quota's baseline
+// moves on every four minimal spans (R38).
 func (s *State) measureDrift(now time.Time, eff, admitted, unseen float64, horizon time.Duration, first bool) {
 	d := &s.drift
 	if s.kind == ToFull {
@@ -72,7 +72,7 @@ func (s *State) measureDrift(now time.Time, eff, admitted, unseen float64, horiz
 	}
 	d.rate = gap / span.Seconds()
 	if d.rate < 0 {
-		d.rate = max(d.rate, -s.maxDrain(span, admitted-d.base.admitted)) // R35
+		d.rate = max(d.rate, -s.maxDrain(span, admitted-d.base.admitted)) // R34
 	}
 	if d.rate < 0 {
 		s.mods |= Shared
@@ -84,7 +84,7 @@ func (s *State) measureDrift(now time.Time, eff, admitted, unseen float64, horiz
 }
 
 // maxDrain bounds what others can be spending, units a second, given that
-// we spent ours over span (R35): no more than the quota's long-run rate
+// we spent ours over span (R34): no more than the quota's long-run rate
 // leaves us, over at least a window (its lower bound while unlearnt); with
 // neither length nor limit, no bound.
 func (s *State) maxDrain(span time.Duration, ours float64) float64 {
@@ -101,7 +101,7 @@ func (s *State) maxDrain(span time.Duration, ours float64) float64 {
 }
 
 // ageDrift halves a drift no response confirmed for a window, at least a
-// second (R37): others' spending measured once must not hold the client
+// second (R36): others' spending measured once must not hold the client
 // back for ever once nobody spends. A refill the responses state does not
 // age.
 func (s *State) ageDrift(now time.Time) {
@@ -120,7 +120,7 @@ func (s *State) ageDrift(now time.Time) {
 }
 
 // applyDrift moves the budget by the drift since it was last applied
-// (R38), and publishes others' spending to admission (the debt), but not
+// (R37), and publishes others' spending to admission (the debt), but not
 // while a look is out: the look goes whatever others spend.
 func (s *State) applyDrift(now time.Time) {
 	s.moveByDrift(now)
@@ -160,7 +160,7 @@ func (s *State) moveByDrift(now time.Time) {
 }
 
 // debt is what others have taken, by the drift, since the budget was last
-// brought up to date, plus what a charge keeps (R38): milli-units a charge
+// brought up to date, plus what a charge keeps (R37): milli-units a charge
 // at now must leave.
 func (s *State) debt(now time.Time) int64 {
 	b := &s.budget

@@ -6,7 +6,7 @@ import (
 )
 
 // The classify step: what a quota does by itself, read from the evidence
-// its answers bring (R18-R24).
+// its answers bring (R18-R23).
 
 // setKind classifies the quota as k; a fixed window with a learnt phase is
 // Phased (R17).
@@ -140,7 +140,7 @@ type fullReader struct {
 // fullRuns moved resets in a row fell where the last one's rate predicts,
 // and undoes that at one that does not, or at a reset that stays while
 // time passes. A reset closer than resets wander says too little: the last
-// rate stands. A coordinated quota not known to refill is not read so (R24).
+// rate stands. A coordinated quota not known to refill is not read so (R23).
 func (s *State) readsToFull(q *Report, now time.Time, timed bool) (float64, bool) {
 	limit := s.Limit()
 	left := q.Reset.Sub(now)

@@ -26,29 +26,29 @@ type Seen struct {
 	// response's own request: the server may not have counted it (R1).
 	Unseen float64
 	// Fed is what other limiters feeding this quota have in flight; +Inf
-	// when any may feed it at any time (R36, R61).
+	// when any may feed it at any time (R35, R59).
 	Fed float64
-	// Admitted is the running total of admissions, ever (R34).
+	// Admitted is the running total of admissions, ever (R33).
 	Admitted float64
 	// Seq is the response's request's place in the order of admissions (1
 	// for the first; 0 unknown) and Admissions how many there were so far
 	// (R12).
 	Seq, Admissions int64
 	// Horizon is how old the budget must be before a higher Remaining of
-	// unknown order is believed (R12, R34).
+	// unknown order is believed (R12, R33).
 	Horizon time.Duration
 	// Age is how old the response's figures may be: about a round trip (R1).
 	Age time.Duration
-	// Refused marks a 429 (R19, R23, R36).
+	// Refused marks a 429 (R19, R35).
 	Refused bool
 	// Blind counts the requests admitted with no stated cost, ever (less
 	// those refused), BlindUnseen those in flight besides this one; Stated
-	// is the stated cost of the hinted requests answered (R49).
+	// is the stated cost of the hinted requests answered (R47).
 	Blind, BlindUnseen, Stated float64
 }
 
 // Observe folds one response's report of the quota into the state, at now
-// (R1-R40, R45, R48-R52).
+// (R1-R39, R44, R47-R50).
 func (s *State) Observe(q Report, now time.Time, seen Seen) {
 	s.observe(&q, now, &seen)
 }
@@ -56,14 +56,6 @@ func (s *State) Observe(q Report, now time.Time, seen Seen) {
 func (s *State) observe(q *Report, now time.Time, seen *Seen) {
 	if q.Remaining != Unstated && (seen.Unseen > 0 || s.low.inBurst) && (!s.low.inBurst || q.Remaining < s.low.burst) {
 		s.low.burst, s.low.inBurst = q.Remaining, true // one of a burst's answers (R12)
-	}
-	if s.look.out {
-		switch {
-		case seen.Refused:
-			s.look.gap = min(2*max(s.look.gap, s.reprobe()), maxLookGap) // R48
-		case q.Remaining != Unstated && q.Remaining >= max(2, s.Limit()/10):
-			s.look.gap = 0
-		}
 	}
 	s.read(q, now, seen)
 	if seen.Unseen == 0 {
@@ -78,7 +70,7 @@ func (s *State) observe(q *Report, now time.Time, seen *Seen) {
 func (s *State) read(q *Report, now time.Time, seen *Seen) {
 	hasRemaining := q.Remaining != Unstated
 	if seen.Refused && hasRemaining && q.Remaining < 1 {
-		s.readRefusal(q, now)
+		s.readRefusal()
 	}
 	s.learnSize(q)
 	timed := !q.Reset.IsZero()
@@ -98,7 +90,7 @@ func (s *State) read(q *Report, now time.Time, seen *Seen) {
 	}
 	eff = max(eff, 0)
 	if timed && s.rolled && s.kind.fixed() && !q.Reset.After(s.win.stamp.Add(s.tolerance())) {
-		s.answerFromRolled(q, now, seen, eff) // R31
+		s.answerFromRolled(q, now, seen, eff) // R30
 		return
 	}
 	s.readFigure(q, now, seen, eff)
@@ -108,12 +100,9 @@ func (s *State) read(q *Report, now time.Time, seen *Seen) {
 }
 
 // readRefusal reads a 429 that says nothing is left.
-func (s *State) readRefusal(q *Report, now time.Time) {
+func (s *State) readRefusal() {
 	if !s.cfg.Tokens && s.known && !s.look.out && !s.rolled && s.Units() >= 1 {
-		s.mods |= Shared // R36
-	}
-	if s.kind.refills() && s.kind != ToFull && !s.cfg.Tokens && q.Reset.After(now) {
-		s.setKind(Fixed) // R23
+		s.mods |= Shared // R35
 	}
 }
 
@@ -130,7 +119,7 @@ func (s *State) learnSize(q *Report) {
 }
 
 // answerFromRolled reads an answer of the window just rolled, overtaken
-// by the roll (R31): nothing, unless it is the look's own with its reset
+// by the roll (R30): nothing, unless it is the look's own with its reset
 // ahead, which undoes the roll.
 func (s *State) answerFromRolled(q *Report, now time.Time, seen *Seen, eff float64) {
 	if !s.look.out || !q.Reset.After(now) {
@@ -179,7 +168,7 @@ func (s *State) readFigure(q *Report, now time.Time, seen *Seen, eff float64) {
 	default:
 		// The lowest Remaining of a window is its freshest figure (R11).
 		if !s.cfg.Tokens && s.known && !s.rolled && q.Remaining < s.Units()-1-seen.Fed {
-			s.mods |= Shared // R36
+			s.mods |= Shared // R35
 		}
 		s.sameWindowReset(q, timed, eff)
 		s.measureDrift(now, eff, seen.Admitted, seen.Unseen, seen.Horizon, s.shared() && s.drift.measured.IsZero())
@@ -213,7 +202,7 @@ func (s *State) newWindow(q *Report, now time.Time, seen *Seen, eff float64) {
 		s.first = firstFigure{reset: q.Reset, remaining: q.Remaining, at: now}
 	}
 	if !s.kind.refills() {
-		s.drift.rate = min(s.drift.rate, 0) // others' spending carries over (R39)
+		s.drift.rate = min(s.drift.rate, 0) // others' spending carries over (R38)
 		s.drift.base = baseline{at: now, budget: eff, admitted: seen.Admitted, unseen: seen.Unseen}
 	} else {
 		s.measureDrift(now, eff, seen.Admitted, seen.Unseen, seen.Horizon, false)

@@ -117,7 +117,7 @@ func (s *State) setPhase(t time.Time) {
 }
 
 // explains reports whether the window's length accounts for the time to its
-// reset, within 5% and a second (R33): such a reset is believed however far.
+// reset, within 5% and a second (R32): such a reset is believed however far.
 func (s *State) explains(now time.Time) bool {
 	w := s.win
 	return w.length > 0 && w.reset.Sub(now) <= w.length+w.length/20+time.Second

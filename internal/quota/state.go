@@ -44,17 +44,17 @@ func (k Kind) String() string {
 type Mods uint8
 
 const (
-	// Shared: others are seen spending from the quota (R36); it is spread
-	// to its reset, not taken at once (R44).
+	// Shared: others are seen spending from the quota (R35); it is spread
+	// to its reset, not taken at once (R43).
 	Shared Mods = 1 << iota
 	// Inferred: the quota is the limiter's own count of a server that
-	// states none (package infer): it never shows others (R40).
+	// states none (package infer): it never shows others (R39).
 	Inferred
 	// Coordinated: others' spending is accounted for by a shared store's
-	// budget: not read as unseen clients' (R40).
+	// budget: not read as unseen clients' (R39).
 	Coordinated
 	// Fleet: spent together by a fleet through a store of buckets: spread
-	// from the start (Shared), no drift measured (R40).
+	// from the start (Shared), no drift measured (R39).
 	Fleet
 )
 
@@ -67,7 +67,7 @@ type Config struct {
 	Tokens bool
 	// Safety is the share of an estimated refill that is believed, in (0, 1].
 	Safety float64
-	// MaxDelay is the longest wait for a reset nothing explains (R33).
+	// MaxDelay is the longest wait for a reset nothing explains (R32).
 	MaxDelay time.Duration
 	// Mods are the quota's modifiers from the start (Fleet implies Shared).
 	Mods Mods
@@ -93,7 +93,7 @@ type State struct {
 	win    window
 	look   look
 	full   fullReader   // the time-to-full reading (R20-R22)
-	cost   costEstimate // a blind request's cost (R49-R52)
+	cost   costEstimate // a blind request's cost (R47-R50)
 	drift  drift
 	first  firstFigure // the window's first response: what fills measures from
 	low    lows
@@ -110,10 +110,10 @@ type State struct {
 // point: charges and refunds of whole requests cancel exactly).
 type budget struct {
 	have   int64 // the budget
-	credit int64 // what of have the refill added since the last figure (R45)
-	keep   int64 // what a charge must leave of it besides the debt (R42)
+	credit int64 // what of have the refill added since the last figure (R44)
+	keep   int64 // what a charge must leave of it besides the debt (R41)
 	// drain is others' spending, milli-units a second, deducted by
-	// admission since from (R38); room is what it may still take before a
+	// admission since from (R37); room is what it may still take before a
 	// response confirms it.
 	drain, room int64
 	from        time.Time
@@ -140,9 +140,8 @@ type window struct {
 // look is the one request let through to learn what the budget cannot say.
 type look struct {
 	out  bool
-	due  time.Time     // when a look is due; zero none
-	wake time.Time     // when a spent budget can next take a request
-	gap  time.Duration // the wait beyond reprobe a refused look adds (R48)
+	due  time.Time // when a look is due; zero none
+	wake time.Time // when a spent budget can next take a request
 }
 
 // lows are the lowest figures a window and a burst of ours stated.
@@ -160,8 +159,8 @@ type firstFigure struct {
 	at        time.Time
 }
 
-// pace is what the last plan spread a shared quota at (R44) and whether it
-// saw the quota shared (R46).
+// pace is what the last plan spread a shared quota at (R43) and whether it
+// saw the quota shared (R45).
 type pace struct {
 	rate   float64
 	shared bool
@@ -227,11 +226,11 @@ func (s *State) String() string {
 
 func (s *State) shared() bool { return s.mods&Shared != 0 }
 
-// forgetsOthers reports whether the quota's books never show others (R40).
+// forgetsOthers reports whether the quota's books never show others (R39).
 func (s *State) forgetsOthers() bool { return s.mods&(Inferred|Coordinated) != 0 }
 
 // forgetOthers undoes what an inferred or coordinated quota's books read as
-// others' spending (R40).
+// others' spending (R39).
 func (s *State) forgetOthers() {
 	s.mods &^= Shared
 	s.drift.rate = max(s.drift.rate, 0)
@@ -239,7 +238,7 @@ func (s *State) forgetOthers() {
 }
 
 // setBudget sets the budget from a response's figure, and the room others'
-// predicted spending has in it until the next (R38).
+// predicted spending has in it until the next (R37).
 func (s *State) setBudget(units float64) {
 	s.budget.have, s.budget.credit = milli(units), 0
 	s.budget.room = milli(othersMaxShare * units)
@@ -264,7 +263,7 @@ func (s *State) length() time.Duration {
 }
 
 // reprobe is how long a spent quota that refills as it goes waits before a
-// look (R43, R47): a twentieth of its window, at least a second.
+// look (R42, R46): a twentieth of its window, at least a second.
 func (s *State) reprobe() time.Duration { return max(time.Second, s.win.length/20) }
 
 func earlier(a, b time.Time) time.Time {
