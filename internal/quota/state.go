@@ -80,9 +80,8 @@ type Config struct {
 // State: Observe (a response), Advance (time passing), Charge and Refund
 // (admissions). Its queries change nothing.
 //
-// Invariants: budget.have ≥ 0 but for charges refunded; kind ToFull has its
-// refill stated in full; phase is set only while kind is Phased; a look is
-// out (look.out) only while known.
+// Invariants: a fixed window is Phased exactly when it has a learnt phase
+// (setKind, setPhase); a look is out (look.out) only while known.
 type State struct {
 	cfg  Config
 	kind Kind
