@@ -26,9 +26,11 @@ import (
 type AdaptiveConfig struct {
 	// Key names the endpoint in *RateLimitError.Endpoint and in log records.
 	Key string
-	// SafetyFactor is the fraction of the server's quota to use, in (0, 1];
-	// 0 means 0.9. The rest is headroom for other clients and for the
-	// requests in flight that the server has not counted yet.
+	// SafetyFactor, in (0, 1], is the share of what the limiter estimates
+	// rather than reads that it believes: a quota's refill, a spread's
+	// pace, a refill the server's waits state, and of a token quota the
+	// share its stated costs may spend; 0 means 0.9. A request quota's
+	// figures are read, not estimated: it is spent to its last unit.
 	SafetyFactor float64
 	// MinLimit is the floor, in requests per second, of the probing fallback
 	// for servers that only answer 429; 0 means 0.5.
@@ -114,8 +116,8 @@ type AdaptiveConfig struct {
 // away is refused at once with a [*RateLimitError] carrying the reset when
 // the quota's window explains it (an hourly or daily quota), and looked at
 // with one request after MaxDelay when nothing does; a server that keeps
-// answering 429 with nothing saying until when is looked at no more than
-// once a minute. Retry-After pauses the endpoint (capped at MaxDelay).
+// answering 429 with nothing saying until when is looked at with one
+// request at a time, at least once a minute. Retry-After pauses the endpoint (capped at MaxDelay).
 // A server that sends no quota headers but answers 429 with a Retry-After
 // states its quota without knowing it: the successes before the refusal
 // are the window's size, the Retry-After its end, the time between two
@@ -253,7 +255,7 @@ func NewAdaptive(cfg AdaptiveConfig) *Adaptive {
 		gateCap:  int64(cfg.SlowStart),
 		gateWake: make(chan struct{}),
 		respWake: make(chan struct{}),
-		probe:    cubic.New(float64(cfg.MinLimit)),
+		probe:    cubic.New(float64(cfg.MinLimit), cfg.SafetyFactor),
 		infer:    new(infer.Model),
 		mode:     ModeSlowStart,
 		share:    newStoreShare(cfg),
@@ -268,7 +270,6 @@ func NewAdaptive(cfg AdaptiveConfig) *Adaptive {
 		Fleet:       cfg.Store != nil && a.fleet == nil,
 		Coordinated: a.fleet != nil,
 		Inferred:    infer.Name,
-		Epoch:       epoch, // admissions charge on the package clock
 	})
 	if cfg.Ceiling > 0 {
 		a.req.SetLimit(cfg.Ceiling)
@@ -494,7 +495,7 @@ func (a *Adaptive) abandon(cost float64) {
 	a.refund(cost)
 	a.settle(cost)
 	a.admitted.Add(-1)
-	if m := quota.ToMilli(cost); m > 0 {
+	if m := thousandths(cost); m > 0 {
 		a.admittedCost.Add(-m)
 		a.hintedAdmits.Add(-1)
 	}

@@ -4,7 +4,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/pacer-go/pacer/internal/quota"
 	"github.com/stretchr/testify/require"
 )
 
@@ -24,6 +23,6 @@ func TestLargestCostSeenIsKeptUnderConcurrentCallers(t *testing.T) {
 		}
 		close(start)
 		wg.Wait()
-		require.Equal(t, quota.ToMilli(1007), a.maxCost.Load(), "round %d", round)
+		require.Equal(t, thousandths(1007), a.maxCost.Load(), "round %d", round)
 	}
 }

@@ -54,8 +54,8 @@ func TestNewAdaptivePanicsOnInvalidConfigNamingTheField(t *testing.T) {
 func budgetOf(a *Adaptive, name string) float64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if w := a.book.Find(name); w != nil {
-		return w.Units()
+	if w, ok := a.book.Quota(name); ok {
+		return w.Units
 	}
 	return math.NaN()
 }

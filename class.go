@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"time"
 )
 
@@ -142,4 +143,71 @@ func WithCost(ctx context.Context, n float64) context.Context {
 	m := marksOf(ctx)
 	m.cost = n
 	return context.WithValue(ctx, marksKey{}, m)
+}
+
+// lanes is what a limiter knows of the classes of work that reach it: when
+// interactive work last came, and whether any ever did.
+type lanes struct {
+	reserve BatchReserve
+	// interactive is when interactive work last asked to be admitted
+	// (package clock); never, before any did.
+	interactive atomic.Int64
+}
+
+// never marks lanes.interactive before any interactive work came. (The
+// package clock is negative in a testing/synctest bubble: 0 is a time.)
+const never = math.MinInt64
+
+// interactiveGrain is how finely the last interactive admission is
+// recorded: a millisecond against an idle span of a minute.
+const interactiveGrain = int64(time.Millisecond)
+
+// note records work of class c asking to be admitted at now (package
+// clock).
+func (l *lanes) note(c Class, now int64) {
+	if c != Interactive {
+		return
+	}
+	if last := l.interactive.Load(); last == never || now-last > interactiveGrain {
+		l.interactive.Store(now)
+	}
+}
+
+// take records the interactive work other saw, when it came later than
+// any this one saw.
+func (l *lanes) take(other *lanes) {
+	at := other.interactive.Load()
+	if at == never {
+		return
+	}
+	for {
+		last := l.interactive.Load()
+		if last != never && last >= at || l.interactive.CompareAndSwap(last, at) {
+			return
+		}
+	}
+}
+
+// since is how long before now (package clock) interactive work last asked
+// to be admitted; negative when it never did.
+func (l *lanes) since(now int64) time.Duration {
+	last := l.interactive.Load()
+	if last == never {
+		return -1
+	}
+	return time.Duration(max(now-last, 0))
+}
+
+// share is the part of each quota's limit a request of class c must leave,
+// at now (package clock), and until when that holds (0: indefinitely; R63).
+func (l *lanes) share(c Class, now int64) (share float64, until int64) {
+	if c != Batch {
+		return 0, 0
+	}
+	if last := l.interactive.Load(); last != never {
+		if idleAt := last + int64(l.reserve.Idle); now < idleAt {
+			return l.reserve.Share, idleAt
+		}
+	}
+	return l.reserve.Floor, 0
 }

@@ -445,9 +445,7 @@ func partsOf(r *http.Request) urlParts {
 
 // Routing: which endpoint and limiter a request waits on (route patterns,
 // key functions, hosts, server-named buckets), and teaching a server-named
-// bucket what a response said. It sits with the table because a request
-// enters the two as one step (route, then release), and DESIGN.md's path
-// keeps a step in one file.
+// bucket what a response said. It sits with the table it routes into.
 
 // maxRoutesPerEndpoint bounds the server-named bucket bindings one endpoint
 // learns, so a server inventing bucket names per path cannot grow memory.

@@ -41,9 +41,11 @@ func defaultConfig() config {
 	}
 }
 
-// WithSafetyFactor sets the fraction of a server's advertised quota the
-// transport plans to use, in (0, 1]; the default 0.9 leaves room for clock
-// skew and other clients.
+// WithSafetyFactor sets the share, in (0, 1], of what the transport
+// estimates rather than reads that it believes (see
+// AdaptiveConfig.SafetyFactor): a refill, a spread's pace, and the part of a
+// token quota stated costs may spend. The default is 0.9. A request quota's
+// stated Remaining is read, not estimated, and spent to its last unit.
 func WithSafetyFactor(f float64) Option {
 	if !(f > 0 && f <= 1) {
 		panic(fmt.Sprintf("pacer: WithSafetyFactor(%v): factor must be in (0, 1]", f))

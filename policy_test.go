@@ -51,9 +51,9 @@ func TestAPolicyAloneIsNeitherFullNorEmpty(t *testing.T) {
 
 				p.Done(&http.Response{StatusCode: http.StatusOK, Header: c.h, Body: http.NoBody})
 				a.mu.Lock()
-				w := a.book.Find(c.quota)
-				require.NotNil(t, w, "the quota is followed")
-				limit, window, known, units := w.Limit(), w.Length(), w.Known(), w.Units()
+				w, ok := a.book.Quota(c.quota)
+				require.True(t, ok, "the quota is followed")
+				limit, window, known, units := w.Limit, w.Length, w.Known, w.Units
 				a.mu.Unlock()
 				assert.Equal(t, c.limit, limit, "the limit is learnt")
 				assert.Equal(t, c.window, window, "the window is learnt")

@@ -135,10 +135,8 @@ func (a *Adaptive) Stats() Stats {
 	if at := a.heldUntilLocked(); at.After(now) {
 		st.PausedUntil = at
 	}
-	for _, w := range a.book.Windows() {
-		if mean := w.Estimate(); mean > 0 {
-			st.Costs = append(st.Costs, Cost{Quota: w.Name(), Mean: mean, Charged: w.BlindCharge()})
-		}
+	for _, c := range a.book.Costs(nil) {
+		st.Costs = append(st.Costs, Cost{Quota: c.Quota, Mean: c.Mean, Charged: c.Charged})
 	}
 	a.unlock()
 	st.Limit, st.Burst, st.Tokens = a.req.Limit(), a.req.Burst(), a.req.Tokens()

@@ -1,12 +1,39 @@
 // Package cubic is the fallback limiter for servers that say nothing about
 // their quota and only answer 429 or 503 when it is exceeded: CUBIC, as in
-// the AWS SDK's adaptive retry mode, with one cut per throttling event and a
-// cycle long enough that a settled client meets well under 1% 429s.
+// the AWS SDK's adaptive retry mode (β = 0.7, C = 0.4, new rates capped at
+// twice the measured send rate, a floor of MinLimit), with three changes.
 //
-// A [Probe] is a state machine with explicit time: the caller reports each
-// completed request ([Probe.Meter]) and each throttle ([Probe.Throttle]) with
-// the time it happened, and asks for the rate at a time ([Probe.Grow]). It
-// takes no lock and reads no clock; the caller owns both.
+// Before the first throttle it does not limit at all. On a throttle it
+// remembers the rate it was sending at (lastMax: the smaller of its limit
+// and the send rate) and drops to β·lastMax; it then climbs back along a
+// cubic, flattening near lastMax, then probing beyond it.
+//
+//  1. One cut per event: throttles of requests sent before the last cut took
+//     effect (in flight then, or within a round trip) do not cut again, nor
+//     do throttles while the server is closed (it accepted nothing sent since
+//     the event began). While closed, one request at a time looks, at a
+//     backoff from a round trip (100 ms at least) to a second, or a quarter
+//     of the time closed, at most MaxLook: a closed spell costs a few 429s.
+//  2. The length of a cycle: long enough to hold about 300 requests per 429
+//     the last event cost (at most two minutes), so a settled client meets
+//     well under 1% 429s at any rate and latency. The first event follows an
+//     unlimited burst, whose send rate says nothing: its lastMax is what the
+//     server admitted from the first response until it accepted again.
+//  3. What the server's waits state: the successes between two ends that
+//     refusals' Retry-Afters state, over the time between them, are what a
+//     server that frees its quota as it goes frees per second (Refused).
+//     Below the floor, lastMax never climbs above it, the floor gives way to
+//     it, and the cut below it is the safety factor's, not β (a measured
+//     refill is no burst's overshoot).
+//
+// A limit the server punishes tripping (GitHub's secondary limits,
+// Punished) is learnt as a quota whose window is the wait: what the server
+// admitted, spread evenly, never probed beyond while the trip is
+// remembered.
+//
+// A Probe is a state machine with explicit time: the caller reports each
+// completed request (Meter) and each throttle (Throttle) with its time, and
+// asks for the rate at a time (Grow). It takes no lock and reads no clock.
 package cubic
 
 import (
@@ -14,55 +41,11 @@ import (
 	"time"
 )
 
-// Probe is the fallback for servers that say nothing about their quota and
-// only answer 429 or 503 when it is exceeded. It is CUBIC, as in the AWS SDK's
-// adaptive retry mode (β = 0.7, C = 0.4, new rates capped at twice the
-// measured send rate, floor MinLimit), with two changes that matter for slow
-// APIs and concurrent callers.
-//
-// Before the first throttle it does not limit at all: a server that never
-// throttles is never slowed. On a throttle it remembers the rate it was sending
-// at (lastMax: the smaller of its limit and the measured send rate) and drops
-// to β·lastMax. It then climbs back along a cubic: fast at first, flattening
-// as it nears lastMax, where the server last pushed back, then probing beyond
-// it, slowly at first.
-//
-// Change 1: one cut per event. 429s of requests sent before the last cut took
-// effect (those in flight then, or within a round trip) do not cut again; the
-// AWS SDK cuts on every throttle, so 32 concurrent callers meeting one empty
-// bucket would divide the rate by 0.7³². Nor do throttles while the server
-// is closed (it has accepted nothing sent since the event began: a fixed
-// window spent until its end): the rate was not the reason, the window was.
-// While closed, one request at a time looks whether the server accepts
-// again, at a backoff growing from a round trip (100 ms at least) to 1 s (or a quarter of the
-// time closed), so a closed spell costs a few 429s, not one per caller per
-// round trip, and the climb starts when the server reopens.
-//
-// Change 2: the length of a cycle. AWS's cubic is back at lastMax after
-// K = ∛(lastMax·(1-β)/C) seconds, about 2 s at 10 requests/s: with one 429 per
-// cycle that is 5% of all requests throttled. Here K is also long enough for a
-// cycle to hold about 300 requests per 429 the last event cost (at most two
-// minutes), so the share of 429s stays well under 1% once settled, whatever
-// the rate, and whatever the latency (a high rate × round trip means many
-// requests in flight, hence many 429s per event). The first event
-// follows an unlimited burst, whose send rate says nothing: its lastMax is
-// what the server admitted per second from the first response until it
-// accepted again (a fixed window's quota over its window), and its cycle is
-// that of an event that cost one 429. The rate averages
-// about 1 - (1-β)/4 ≈ 92% of lastMax over a cycle, and lastMax tracks the
-// server's capacity.
-//
-// Change 3: what the server's waits state. A refusal with a Retry-After
-// says when the server will have something to give; the successes between
-// two such ends, over the time between them, are what it frees per second
-// (Refused). A server that frees its quota as it goes admits no more than
-// that. Where that is below the floor (minLimit: a daily window of 1,000
-// frees one request every 86 s), lastMax never goes above it, the floor
-// gives way to it, the cut below it is shallow (refillBeta: the refill is
-// measured, not a burst's overshoot) and the cycle holds probeCycleFactor
-// requests at it however long that takes.
+// Probe is the CUBIC fallback's state for one endpoint (see the package
+// doc).
 type Probe struct {
-	minLimit float64
+	minLimit  float64
+	refillCut float64 // the cut below a refill the server's waits state: the safety factor
 
 	engaged bool    // a throttle has been seen; before it the limit is Inf
 	limit   float64 // current rate, requests per second
@@ -78,62 +61,42 @@ type Probe struct {
 	observed    int64
 	lastEventAt time.Time
 
-	// Send-rate meter: completed requests per half-second slot, smoothed
-	// (EWMA 0.8 on the newest slot, as the AWS SDK does).
-	slot      time.Time
-	slotCount float64
-	measured  float64
-	// Long-run goodput: successes per second, smoothed over about a minute.
-	// A server with a fixed window lets a burst through at each window
-	// start, so the send rate when it throttles says little; what it
-	// admits over several windows is its capacity.
+	// The send rate: completed requests per half-second slot, smoothed as
+	// the AWS SDK does; and the goodput, successes per second over about a
+	// minute, what a fixed window admits over several windows.
+	slot         time.Time
+	slotCount    float64
+	measured     float64
 	slotOK       float64
 	goodput      float64
 	firstEventAt time.Time
 
-	// Closed: the server has throttled every request sent since the event
-	// began (a fixed window spent until its end, a token bucket empty until
-	// its next refill). More throttles then say nothing about the rate, so
-	// they do not cut it again; one request at a time looks whether the
-	// server accepts again, after a backoff that grows with the time closed.
+	// closed: the server throttled every request sent since the event
+	// began; one request at a time looks, after backoff.
 	closed   bool
 	closedAt time.Time
 	backoff  time.Duration
-	// The cycle since the server last accepted again after being closed (or
-	// since the first response): its successes per second are what the
-	// server admitted, the capacity measured directly. The first event
-	// follows an unlimited burst, whose send rate says nothing: lastMax is
-	// taken from the first cycle instead (fromBurst).
+	// The cycle since the server last accepted again after being closed:
+	// its successes per second are the capacity measured. fromBurst: the
+	// first event's lastMax, from a burst, awaits it.
 	cycleFrom time.Time
 	cycleOK   float64
 	fromBurst bool
 
-	// atMaxUntil stops the cubic at below·lastMax until then: after a
-	// limit the server punishes tripping (GitHub's secondary limits),
-	// probing beyond what it admitted costs more than the headroom it
-	// finds, and lastMax is that limit measured (what the server admitted
-	// while it was saturated), so a rate at it trips a trailing window on
-	// the first bunched pair of requests. cycle is the least climb back
-	// to it (Punished's).
+	// A limit the server punishes tripping (Punished): the cubic stops at
+	// below·lastMax until atMaxUntil, climbs back over at least cycle, and
+	// remembers the trip for memory.
 	atMaxUntil time.Time
 	below      float64
 	cycle      time.Duration
 	memory     time.Duration
-	// punished: the server has punished a trip; its limit is what it
-	// was measured to admit, however slow (floor).
-	punished bool
+	punished   bool
 
-	// The refill the server's stated waits show (Refused): freeAt is when
-	// the last spell of refusals said it would accept again (the earliest
-	// end a refusal of the spell stated), freeOK the successes since that
-	// spell; refill, what the server freed per second between the ends of
-	// the last two spells (0: not known). A server that frees its quota as
-	// it goes (a token bucket, a sliding-window counter) admits no more than
-	// that however fast it is asked, so the rate never climbs past it for
-	// long: a daily sliding window of 1,000 frees one request every 86 s,
-	// and a probe at its floor (0.5 a second) met one refusal per success.
-	// lastOK: the last success; lastEnd: the earliest end a refusal stated
-	// since (see countFree).
+	// The refill the server's stated waits show (Refused): freeAt is the
+	// earliest end the last spell of refusals stated, freeOK the successes
+	// since; refill, what the server freed per second between the last two
+	// spells' ends (0: not known); lastOK the last success, lastEnd the
+	// earliest end stated since (countFree).
 	freeAt  time.Time
 	freeOK  float64
 	refill  float64
@@ -142,8 +105,10 @@ type Probe struct {
 }
 
 // New returns a Probe that does not limit until the first throttle, and
-// never limits below minLimit requests per second after it.
-func New(minLimit float64) *Probe { return &Probe{minLimit: minLimit} }
+// never limits below minLimit requests per second after it; safety, in
+// (0, 1], is the share of a refill the server's waits state that it keeps to
+// (the limiter's safety factor).
+func New(minLimit, safety float64) *Probe { return &Probe{minLimit: minLimit, refillCut: safety} }
 
 // Engaged reports whether a throttle has been seen: before it the rate is
 // unlimited.
@@ -156,30 +121,13 @@ func (p *Probe) Closed() bool { return p.closed }
 // Punished reacts to a limit the server punishes tripping (GitHub's
 // secondary rate limits), met at now with requests paused until until: a
 // throttle, after which the rate resumes below what the server admitted
-// before it objected (its goodput over about a minute), not at a fraction
-// of the burst that tripped it; climbs back to that over at least cycle,
-// since a limit the server keeps to itself is found again slowly; never
-// probes beyond it for memory (counted from the trip, then from when the
-// server accepts again), since each probe past the limit is a trip the
-// server counts; and climbs from the end of the pause, not through it.
-//
-// A hidden limit is thus learnt as a quota whose window is the wait: what
-// the server admitted from the first response (or over the minute before
-// the trip) until it accepted again, spread evenly. Paced evenly, a
-// window of any length is a rate, and a trip at an even rate is one
-// refusal (a round trip's requests), not a burst's.
-//
-// The rate stays below below·lastMax (below in (0, 1], the limiter's
-// safety factor) while the trip is remembered: lastMax is the hidden limit
-// itself, measured, and a client paced evenly at a window's limit trips it
-// once in a few windows (issue 24: every run re-tripped GitHub's hidden 60
-// a minute at 190 s, paced at 1.003 a second).
-//
-// Only a trip that begins an event measures: the refusals of requests in
-// flight when it began, and those of the looks after a pause the server
-// still refuses (a window longer than the pause), keep what the event
-// measured. Re-measured at each look, the goodput, decayed over the pause
-// to nearly nothing, set lastMax to the floor.
+// before it objected (its goodput over about a minute), climbs back to that
+// over at least cycle, from the end of the pause, and stays below
+// below·lastMax for memory, counted from the trip and then from when the
+// server accepts again: each probe past a limit the server keeps to itself
+// is a trip it counts. Only a trip that begins an event measures: the
+// refusals of requests in flight then, and of looks the server still
+// refuses, keep what it measured.
 func (p *Probe) Punished(now, until time.Time, inflight int64, rtt time.Duration, below float64, cycle, memory time.Duration) {
 	fresh := !p.engaged || !p.closed
 	p.punished = true
@@ -198,46 +146,30 @@ func (p *Probe) Punished(now, until time.Time, inflight int64, rtt time.Duration
 }
 
 // Tuning, from the AWS SDK's adaptive retry mode (β, C, the half-second
-// slot and its 0.8 smoothing) and from this package's measurements (the
-// cycle of 300 requests per 429, the looks while closed).
+// slot and its 0.8 smoothing) and from this package's (the cycle of 300
+// requests per 429, the looks while closed).
 const (
-	probeBeta = 0.7
-	// refillBeta is the cut below a refill measured from stated waits:
-	// the default safety factor's share, what pacer spends of a stated
-	// quota.
-	refillBeta       = 0.9
+	probeBeta        = 0.7
 	probeC           = 0.4
 	probeSlot        = 500 * time.Millisecond
-	probeCycleFactor = 300 // requests per throttle in one cycle
+	probeCycleFactor = 300 // requests per throttle in one cycle: well under 1% 429s
 	probeMaxCycle    = 2 * time.Minute
 	probeGoodputSpan = time.Minute
 	probeMinBackoff  = 100 * time.Millisecond
 	probeMaxBackoff  = time.Second // or a quarter of the time closed, if longer, up to MaxLook
 	// MaxLook caps the wait between looks at an endpoint that keeps
-	// refusing with nothing saying until when: one request a minute. A
-	// minute is what GitHub documents for its secondary limits (wait at
-	// least a minute), one look a minute costs a server nothing, and a
-	// longer wait only delays noticing that it recovered: without the cap
-	// the waits doubled without bound (calls took 20 minutes after eight
-	// refusals, hours after twelve).
+	// refusing with nothing saying until when, so it is looked at at least
+	// once a minute: what GitHub documents for its secondary limits.
 	MaxLook = time.Minute
 	// refillSpan is the least time between two stated ends that measures
-	// a refill (Refused): Retry-After is whole seconds, rounded up, so an
-	// end is known within a second, and ten of them hold that error to a
-	// tenth. (Answers arrive in any order: ends a few milliseconds apart,
-	// with a success read between them, measured a hundred a second.)
+	// a refill: ten whole-second Retry-Afters hold their rounding to a tenth.
 	refillSpan = 10 * time.Second
-	// refillSample is the least successes a refill is measured over: a
-	// success more or less at either end is then an eighth at most (the
-	// first measure of a daily window, over two, read 0.66 of its refill,
-	// and the cut below it held for hours).
+	// refillSample is the least successes a refill is measured over: one
+	// more or less at either end is an eighth at most.
 	refillSample = 8
 	// refillSlack and refillGaps bound a pause in the successes a refill is
-	// measured over (countFree): a request goes when the pause a refusal
-	// asked for ends, late by a Retry-After's rounding (a second) and a
-	// round trip, so 5 s; a paced one within a few of the probe's
-	// intervals (the rate moves between two successes, by a cut at most
-	// to refillBeta of it).
+	// measured over (countFree): a Retry-After's rounding and a round trip,
+	// or a few of the probe's own intervals.
 	refillSlack = 5 * time.Second
 	refillGaps  = 3
 )
@@ -276,20 +208,14 @@ func (p *Probe) Meter(now time.Time, ok bool) {
 	}
 }
 
-// countFree counts a success at now towards the refill being measured, if
-// the client was asking all along: a success at an end a refusal since the
-// last success stated (within one of the probe's own intervals after it:
-// the pause the refusal asked for), or no later after the last one than a
-// few of those intervals. Otherwise the client
-// went idle, and what it took says nothing of what the server frees: a
-// client that sent eight requests over five hours between two refusals
-// measured a refill of one every 37 minutes, and held to it, a burst of
-// work would go at that pace. The measure starts again at the next stated
-// end.
+// countFree counts a success at now towards the refill being measured if
+// the client was asking all along: at an end a refusal since the last
+// success stated, or within a few of the probe's intervals of the last one.
+// Otherwise the client went idle, what it took says nothing of what the
+// server frees, and the measure starts again at the next stated end.
 func (p *Probe) countFree(now time.Time) {
 	if p.freeAt.IsZero() {
-		// Nothing measured (every answer of a server that refuses
-		// nothing): lastOK matters only from an end on (see below).
+		// Nothing measured: lastOK matters only from an end on.
 		if !p.lastEnd.IsZero() {
 			p.lastEnd = time.Time{}
 		}
@@ -304,8 +230,8 @@ func (p *Probe) countFree(now time.Time) {
 	if p.engaged && p.limit > 0 {
 		interval = time.Duration(float64(time.Second) / p.limit)
 	}
-	// (An end is rounded up to the second: a success may come before it;
-	// and the request that takes it goes at the probe's pace.)
+	// An end is rounded up to the second; the request that takes it goes
+	// at the probe's pace.
 	atEnd := !end.IsZero() && now.Sub(end) >= -refillSlack && now.Sub(end) <= interval+refillSlack
 	if !atEnd && now.Sub(last) > refillGaps*interval+refillSlack {
 		p.freeAt, p.freeOK = time.Time{}, 0
@@ -314,14 +240,11 @@ func (p *Probe) countFree(now time.Time) {
 	p.freeOK++
 }
 
-// Refused takes a refusal at now that stated the server would accept again
-// after wait (a Retry-After). At each end a refusal states, the server has
-// nothing to give until then: the successes between two such ends, over
-// the time between them, are what it freed per second (refill), taken
-// once they span refillSpan and refillSample successes (see countFree for
-// which successes count). Until the first success after an end, the
-// earliest end stated is the one kept: later ones are the same end, or
-// its rounding.
+// Refused takes a refusal at now whose Retry-After said the server would
+// accept again after wait: the successes between two such ends, over the
+// time between them, are what it frees per second, once they span
+// refillSpan and refillSample successes. Until the first success after an
+// end, the earliest end stated is kept: later ones are its rounding.
 func (p *Probe) Refused(now time.Time, wait time.Duration) {
 	if wait <= 0 {
 		return
@@ -342,12 +265,9 @@ func (p *Probe) Refused(now time.Time, wait time.Duration) {
 	}
 }
 
-// stated is the refill the server's stated waits show, when it bounds the
-// rate: known, below the floor (minLimit), and the server not one that
-// punishes trips (whose limit is measured by Punished). Above the floor,
-// CUBIC's own cycle finds the limit: held to a measured refill there, a
-// token bucket of 60 a minute gave up its burst (0.99 of capacity -> 0.93)
-// for a point fewer refusals.
+// stated is the refill the server's waits show when it bounds the rate:
+// below the floor, and not a server that punishes trips. Above the floor,
+// CUBIC's own cycle finds the limit.
 func (p *Probe) stated() float64 {
 	if p.punished || p.refill >= p.minLimit {
 		return 0
@@ -355,23 +275,18 @@ func (p *Probe) stated() float64 {
 	return p.refill
 }
 
-// beta is the cut a throttle makes: AWS's β, or, below a refill the
-// server's stated waits measured, refillBeta. β is deep because a send rate
-// measured in a burst overshoots the capacity it cuts from; a refill read
-// from stated ends does not, and a cut to 0.7 of it spent 0.925 of it over
-// a cycle.
+// beta is the cut a throttle makes: β, deep because a send rate measured in
+// a burst overshoots the capacity, or, below a refill the server's waits
+// state, the safety factor's.
 func (p *Probe) beta() float64 {
 	if p.stated() > 0 {
-		return refillBeta
+		return p.refillCut
 	}
 	return probeBeta
 }
 
-// maxCycle is the longest a climb back to lastMax may take: two minutes,
-// or, for a server whose stated waits show its refill, long enough for
-// probeCycleFactor requests at it (a refill measured from stated ends is
-// not a guess a shorter cycle must soon correct, and each climb past it
-// costs a refusal).
+// maxCycle is the longest a climb back to lastMax may take: two minutes, or,
+// below a refill the server's waits state, probeCycleFactor requests at it.
 func (p *Probe) maxCycle() float64 {
 	c := probeMaxCycle.Seconds()
 	if r := p.stated(); r > 0 {
@@ -381,20 +296,14 @@ func (p *Probe) maxCycle() float64 {
 }
 
 // reopen ends a closed spell: the server accepted a request sent during it.
-// The climb starts here (the time closed was no time at the new rate), and
-// a lastMax taken from the first, unlimited burst is replaced by what the
-// server admitted over the cycle.
+// The climb starts here, and a lastMax taken from the first, unlimited
+// burst is replaced by what the server admitted over the cycle.
 func (p *Probe) reopen(now time.Time) {
 	p.closed = false
 	if p.fromBurst && p.cycleOK <= 1 && !p.punished {
-		// The server admitted nothing from our first response until now
-		// (this answer is the first it accepted): its quota was spent
-		// before we came, and the cycle measured no capacity, only the
-		// wait. Taken as one, the floor (0.5 a second) was lastMax,
-		// climbed back to over two minutes: a fan-out of 200 onto a
-		// spent window of 300 got 68 through in three minutes. As before
-		// any throttle: unlimited, and the next throttle's burst is the
-		// first event's.
+		// The server admitted nothing since our first response: its quota
+		// was spent before we came, and the cycle measured only the wait.
+		// Unlimited again, as before any throttle.
 		p.engaged, p.events, p.fromBurst = false, 0, false
 		p.limit, p.lastMax, p.k = 0, 0, 0
 		p.cycleFrom, p.cycleOK = now, 1
@@ -408,17 +317,13 @@ func (p *Probe) reopen(now time.Time) {
 				p.setMax(g)
 			}
 		}
-		// Measured, not guessed: climb back as slowly as after an event
-		// that cost one 429, or over three such cycles if shorter (the
-		// figure is a lower bound when the cycle held time spent closed).
+		// Measured: climb back as after an event that cost one 429, or over
+		// three such cycles if shorter (a lower bound when it held time closed).
 		p.k = max(p.k, min(probeCycleFactor/p.lastMax, 3*span, p.maxCycle()))
 	}
 	if now.Before(p.atMaxUntil) {
-		// A punished limit's climb keeps its length (setMax shortened it),
-		// and the limit is remembered from here: the server held it until
-		// now (a window longer than the wait refuses the looks; the memory
-		// counted from the last of them ran out 45 minutes after a window
-		// of an hour reopened, and the probe beyond it tripped it again).
+		// A punished limit's climb keeps its length, and the limit is
+		// remembered from here: the server held it until now.
 		p.k = max(p.k, p.cycle.Seconds())
 		p.atMaxUntil = now.Add(p.memory)
 	}
@@ -439,13 +344,10 @@ func (p *Probe) Adopt(rate float64, span time.Duration, now time.Time) {
 		return
 	}
 	if r := p.stated(); r > 0 {
-		// Measured from the server's own stated ends, not estimated by a
-		// model that has just failed to fit it (a sliding window's
-		// capacity read from its first burst was a tenth of its refill).
+		// The server's own stated ends, not a model that failed to fit it.
 		rate = r
 	}
-	// The server's history began with the model's, not at this throttle:
-	// its goodput over the span is already measured (see throttle).
+	// Its goodput over the span is already measured.
 	p.firstEventAt = now.Add(-span)
 	p.fromBurst = false
 	p.setMax(rate)
@@ -469,15 +371,13 @@ func (p *Probe) sendRate(now time.Time) float64 {
 	return max(p.measured, partial)
 }
 
-// Throttle reacts to a 429/503 observed at now, with inflight requests still
-// out and rtt the estimated round trip. It returns the time before which no
-// new request should start (zero: no change). A throttle begins a new event,
-// and cuts the rate, unless the request may have been sent before the last
-// cut took effect, judged by count (the requests then in flight) and by time
-// (a round trip, and at least one interval at the cut rate), or the server
-// has not accepted anything since (closed): then it is one more throttle of
-// the same event, and if it answered a request sent while closed, the next
-// one waits longer.
+// Throttle reacts to a 429 or 503 at now, with inflight requests still out
+// and rtt the round trip, and returns when the next request may start
+// (zero: no change). It cuts the rate and begins an event, unless the
+// request may have been sent before the last cut took effect (in flight
+// then, or within a round trip and an interval at the cut rate) or the
+// server is closed: then it is one more throttle of the event, and a look
+// refused while closed backs off further.
 func (p *Probe) Throttle(now time.Time, inflight int64, rtt time.Duration) time.Time {
 	if p.engaged {
 		gap := max(rtt, time.Duration(float64(time.Second)/p.limit))
@@ -490,9 +390,8 @@ func (p *Probe) Throttle(now time.Time, inflight int64, rtt time.Duration) time.
 			return time.Time{}
 		}
 	}
-	// The first event follows an unlimited burst: neither it nor its 429
-	// count says anything about a probing cycle, so the climb back after it
-	// is AWS's, and the next event's cycle does not count its 429s.
+	// The first event follows an unlimited burst: its 429s say nothing of a
+	// probing cycle, so the next event's cycle does not count them.
 	prevCount := 0
 	if p.events > 1 {
 		prevCount = max(p.eventCount, 1)
@@ -503,13 +402,11 @@ func (p *Probe) Throttle(now time.Time, inflight int64, rtt time.Duration) time.
 		rate = p.limit
 	}
 	if p.engaged && p.goodput > 0 && now.Sub(p.firstEventAt) >= probeGoodputSpan {
-		// Never remember much more than the server admitted over the last
-		// minute (once there is a minute of it): see goodput.
+		// Never much more than the server admitted over the last minute.
 		rate = min(rate, max(p.goodput*1.5, p.floor()))
 	}
 	if r := p.stated(); r > 0 {
-		// What the server frees is all it admits: asked faster, it
-		// refuses the rest.
+		// What the server frees is all it admits.
 		rate = min(rate, r)
 	}
 	if !p.engaged {
@@ -528,10 +425,8 @@ func (p *Probe) Throttle(now time.Time, inflight int64, rtt time.Duration) time.
 	p.closeAt = p.observed + inflight
 	p.eventCount = 1
 	p.closed, p.closedAt = true, now
-	// A round trip, but never more than the backoff's usual cap: the
-	// estimate (Little's law over in-flight counts) reads a long pause with
-	// a caller holding its slot as a long round trip, and a first look 40 s
-	// late cost a sliding window 0.98 -> 0.70 of its quota.
+	// A round trip, at most the backoff's usual cap: Little's law reads a
+	// long pause with a caller holding its slot as a long round trip.
 	p.backoff = min(max(rtt, probeMinBackoff), probeMaxBackoff)
 	return now.Add(p.backoff)
 }
@@ -543,9 +438,7 @@ func (p *Probe) Grow(now time.Time) float64 {
 	}
 	if !p.atMaxUntil.IsZero() && !now.Before(p.atMaxUntil) {
 		// The trip is forgotten: probing beyond lastMax starts here, from
-		// the flat of the cubic, not from where its clock ran on to while
-		// held (an hour past k, the next rate was twice the send rate,
-		// slot after slot: 126 requests in 10 s into a hidden 500 an hour).
+		// the flat of the cubic, not where its clock ran on to while held.
 		if at := p.atMaxUntil.Add(-time.Duration(p.k * float64(time.Second))); at.After(p.since) {
 			p.since = at
 		}
@@ -568,20 +461,16 @@ func (p *Probe) Grow(now time.Time) float64 {
 	return p.limit
 }
 
-// floor is the least rate: minLimit, or for a server that punishes
-// tripping (Punished) what it was measured to admit, down to one request
-// per MaxLook. Such a server's limits are counted, not guessed from a
-// burst, and a floor above one (GitHub documents 500 content-creating
-// requests an hour, 0.14 a second, under the default floor of 0.5) paced
-// it into a trip every quarter hour.
+// floor is the least rate: minLimit; for a server that punishes tripping,
+// what it was measured to admit, down to one request per MaxLook (GitHub
+// documents 500 content-creating requests an hour, under the default floor).
 func (p *Probe) floor() float64 {
 	if p.punished {
 		return min(p.minLimit, 1/MaxLook.Seconds())
 	}
 	if r := p.stated(); r > 0 {
-		// Nor is a floor above what the server's stated waits show it
-		// frees (see Refused): the cut goes below it, as any cut does.
-		return refillBeta * r
+		// Nor above what the server's stated waits show it frees.
+		return p.refillCut * r
 	}
 	return p.minLimit
 }

@@ -17,7 +17,7 @@ func meter(p *Probe, start time.Time, d time.Duration, n int) time.Time {
 }
 
 func TestAProbeDoesNotLimitUntilTheFirstThrottle(t *testing.T) {
-	p := New(0.5)
+	p := New(0.5, 0.9)
 	meter(p, t0, 10*time.Second, 1000)
 	if !math.IsInf(p.Grow(t0.Add(10*time.Second)), 1) || p.Engaged() {
 		t.Fatal("a server that never throttles is never slowed")
@@ -25,7 +25,7 @@ func TestAProbeDoesNotLimitUntilTheFirstThrottle(t *testing.T) {
 }
 
 func TestAThrottleCutsToBetaOfWhatWasSentOnceAnEvent(t *testing.T) {
-	p := New(0.5)
+	p := New(0.5, 0.9)
 	now := meter(p, t0, 10*time.Second, 200) // 20 a second
 	p.Throttle(now, 0, 50*time.Millisecond)
 	p.Meter(now.Add(200*time.Millisecond), true) // the server accepts again
@@ -41,7 +41,7 @@ func TestAThrottleCutsToBetaOfWhatWasSentOnceAnEvent(t *testing.T) {
 }
 
 func TestTheRateClimbsBackAlongTheCubic(t *testing.T) {
-	p := New(0.5)
+	p := New(0.5, 0.9)
 	now := meter(p, t0, 10*time.Second, 200)
 	p.Throttle(now, 0, 50*time.Millisecond)
 	// The client sends at the rate it is allowed: new rates are capped at
@@ -61,7 +61,7 @@ func TestTheRateClimbsBackAlongTheCubic(t *testing.T) {
 }
 
 func TestTheRateNeverFallsBelowTheFloor(t *testing.T) {
-	p := New(2)
+	p := New(2, 0.9)
 	now := t0
 	for range 20 {
 		now = now.Add(5 * time.Second)
@@ -101,7 +101,7 @@ const (
 )
 
 func (c punishedCase) run(t *testing.T) (highest, last, beyond float64) {
-	p := New(0.5)
+	p := New(0.5, 0.9)
 	start := t0
 	if c.paced > 0 {
 		start = meter(p, t0, 5*time.Minute, int(c.paced*300))
@@ -196,7 +196,7 @@ func TestAPunishedLimitIsPacedBelowWhatTheServerAdmitted(t *testing.T) {
 // through in three minutes); the probe is unlimited again, and the next
 // throttle starts the first event afresh, from its own burst.
 func TestACycleThatAdmittedNothingMeasuresNoCapacity(t *testing.T) {
-	p := New(0.5)
+	p := New(0.5, 0.9)
 	p.Meter(t0, false) // the first response: refused
 	p.Throttle(t0, 0, 50*time.Millisecond)
 	reopened := t0.Add(45 * time.Second)
@@ -217,7 +217,7 @@ func TestACycleThatAdmittedNothingMeasuresNoCapacity(t *testing.T) {
 // One request the server admitted in the cycle is a measurement: the
 // probe keeps it.
 func TestACycleThatAdmittedSomethingIsMeasured(t *testing.T) {
-	p := New(0.5)
+	p := New(0.5, 0.9)
 	p.Meter(t0, true)
 	p.Meter(t0.Add(time.Millisecond), false)
 	p.Throttle(t0.Add(time.Millisecond), 0, 50*time.Millisecond)
@@ -310,7 +310,7 @@ func TestRefusalsStatingWaitsMeasureTheRefill(t *testing.T) {
 		want: 10 / (12.0 - 1),
 	}} {
 		t.Run(c.name, func(t *testing.T) {
-			p := New(0.5)
+			p := New(0.5, 0.9)
 			for _, a := range c.answers {
 				now := t0.Add(a.at)
 				if a.wait == 0 {
@@ -333,12 +333,12 @@ func TestRefusalsStatingWaitsMeasureTheRefill(t *testing.T) {
 // request every 86 s) every cycle. A server that punishes trips keeps its
 // own measure (Punished).
 func TestAStatedRefillBoundsTheRateAndItsCycle(t *testing.T) {
-	p := New(0.5)
+	p := New(0.5, 0.9)
 	p.refill = 1000 / 86400.0
 	now := meter(p, t0, time.Second, 30)
 	p.Throttle(now, 0, 50*time.Millisecond)
-	if want := refillBeta * p.refill; math.Abs(p.limit-want) > 1e-9 {
-		t.Errorf("cut to %v a second, want %v (refillBeta of the refill, below the floor of 0.5)", p.limit, want)
+	if want := 0.9 * p.refill; math.Abs(p.limit-want) > 1e-9 {
+		t.Errorf("cut to %v a second, want %v (the safety factor 0.9 of the refill, below the floor of 0.5)", p.limit, want)
 	}
 	if want := probeCycleFactor / p.refill; p.maxCycle() != want {
 		t.Errorf("longest cycle %v s, want %v", p.maxCycle(), want)
@@ -346,5 +346,17 @@ func TestAStatedRefillBoundsTheRateAndItsCycle(t *testing.T) {
 	p.punished = true
 	if p.stated() != 0 || p.maxCycle() != probeMaxCycle.Seconds() {
 		t.Error("a punished server's limit is its own measure")
+	}
+}
+
+// The cut below a refill the server's waits state is the limiter's safety
+// factor, not a constant: a client that spends 0.8 of a stated quota keeps
+// to 0.8 of a stated refill too.
+func TestTheRefillCutFollowsTheSafetyFactor(t *testing.T) {
+	p := New(0.5, 0.8)
+	p.refill = 1000 / 86400.0
+	p.Throttle(meter(p, t0, time.Second, 30), 0, 50*time.Millisecond)
+	if want := 0.8 * p.refill; math.Abs(p.limit-want) > 1e-9 {
+		t.Errorf("cut to %v a second, want %v", p.limit, want)
 	}
 }

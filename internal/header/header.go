@@ -13,9 +13,9 @@ import (
 // The grammar's one pass is in this one file, in the order Parse meets it:
 // the quotas and what a response states of them, the readers of each
 // convention, the fields found among the headers, the IETF fields and the
-// values' grammar. A response's headers are read by all of them at once,
-// and DESIGN.md keeps one step of a request in one file; Brave's lists,
-// read by position, are apart (lists.go), as is RFC 9651's syntax (sfv).
+// values' grammar: a response's headers are read by all of them at once.
+// Brave's lists, read by position, are apart (lists.go), as is RFC 9651's
+// syntax (sfv).
 
 // Quota is one quota a response states. pacer.Quota has the same fields,
 // documented for its users, and is converted from it field by field.

@@ -4,8 +4,16 @@
 // window ends, the successes since the last end how much it holds, the time
 // between two ends how long windows are. From these a [Model] states the
 // quota the server would have stated ([quota.Report]), which the limiter
-// spends like a stated one. The model gives up (Off) on servers it does not
-// fit, which the CUBIC fallback then paces.
+// spends like a stated one: at once while it affords the work, then one
+// look when the next window is due.
+//
+// Ends are upper bounds: Retry-After is whole seconds, rounded up, so an
+// end is known within a second, late, and lengths learnt from whole-second
+// ends are rounded to whole seconds. A window the model overestimates
+// refuses a request early, which corrects it; others' requests are in what
+// each window measures. A server the model does not fit (one that refills
+// as it goes refuses early in every window) is given up (Off) to the CUBIC
+// fallback.
 //
 // A Model is a state machine with explicit time; it takes no lock and reads
 // no clock.
@@ -19,33 +27,7 @@ import (
 	"github.com/pacer-go/pacer/internal/quota"
 )
 
-// Model learns the quota of a server that states none and only answers
-// 429 with a Retry-After when it is spent: a fixed window whose size and
-// length it keeps to itself. Such a server says more than it seems to. The
-// Retry-After of a 429 says when the window ends; the successes since the
-// last window ended say how much it holds; the time between two ends says
-// how long windows are. From these the limiter builds the quota the server
-// would have stated, and spends it like a stated one: all of it at once
-// when the work wants it, then one look when the next window is due
-// (package quota). CUBIC (package cubic), which only cuts and climbs a rate, meets
-// the window's end every cycle: 1.3% of requests refused at 0.91 of the
-// quota over twelve windows, against at most two after the first window here.
-//
-// The model is wrong for servers that refill as they go (a token bucket
-// answering with the time to its next token): each cycle then measures
-// what the bucket refilled in a cycle, which is the right figure too,
-// spent at the start of each cycle rather than spread. A window it
-// overestimates refuses a request early; that 429 corrects the estimate
-// (the successes of that window) and the reset (its Retry-After). Requests
-// of other clients are in what each window measures; the estimate only
-// ever follows the last window (a client that had more never sees it
-// again unless a window ends early), which is what a shared quota needs.
-//
-// Resets are upper bounds. Retry-After is whole seconds, rounded up by
-// every server that says how it rounds (apisim too), so a window's end
-// is known within a second, late. Window lengths learned from two ends are
-// rounded to whole seconds when the Retry-After was whole: the errors of
-// the two readings would otherwise add up window after window.
+// Model is the learnt window of one endpoint (see the package doc).
 type Model struct {
 	limit float64   // successes the last window that ended in a 429 admitted; 0: none yet
 	ok    float64   // successes since the current window began
@@ -112,11 +94,7 @@ func (m *Model) Observe(now time.Time, status int, retryAfter time.Duration) (qu
 		return quota.Report{}, false
 	}
 	if status < 400 && m.limit == 0 && m.reset.IsZero() && m.stated.IsZero() && !m.start.IsZero() {
-		// A success before any refusal stated an end (nearly every answer
-		// of a server that states nothing): what the steps below make of
-		// it, a success counted and no quota yet, without the steps (half
-		// of observing it).
-		m.ok++
+		m.ok++ // a success before any refusal stated an end
 		m.total++
 		return quota.Report{}, false
 	}
@@ -125,64 +103,57 @@ func (m *Model) Observe(now time.Time, status int, retryAfter time.Duration) (qu
 	}
 	m.advance(now)
 	closed := !m.stated.IsZero() && now.Before(m.stated)
-	if status != 429 {
-		switch {
-		case status >= 400:
-		case closed && m.measured:
-			// Answered after the refusal that closed the window, but
-			// counted in it: concurrent answers come in any order.
-			m.limit++
-		case closed:
-		default:
-			m.ok++
-		}
-		if status < 400 {
-			m.total++
-		}
-		return m.quota(now)
+	if status == 429 {
+		return m.refusal(now, retryAfter, closed)
 	}
+	switch {
+	case status >= 400:
+	case closed && m.measured:
+		m.limit++ // answered after the refusal that closed the window, but counted in it
+	case closed:
+	default:
+		m.ok++
+	}
+	if status < 400 {
+		m.total++
+	}
+	return m.quota(now)
+}
+
+// refusal takes a 429 at now that asked for retryAfter; closed reports that
+// an end a refusal stated has not passed yet.
+func (m *Model) refusal(now time.Time, retryAfter time.Duration, closed bool) (quota.Report, bool) {
 	if retryAfter <= 0 {
 		if m.limit == 0 {
 			return quota.Report{}, false // a bare 429 is the probe's to read
 		}
-		// Once the model runs, a refusal without a wait is one more
-		// second closed (the shortest a Retry-After says).
-		retryAfter = time.Second
+		retryAfter = time.Second // the shortest a Retry-After says
 	}
 	end := now.Add(retryAfter)
 	if m.refused.IsZero() {
 		m.refused, m.before = now, m.total
 	}
 	if closed {
-		// One more refusal of the closed spell: requests that were in
-		// flight when the window ran out. The earliest end is the
-		// tightest of upper bounds.
-		if end.Before(m.stated) {
-			m.stated = end
-		}
+		// A request in flight when the window ran out: the earliest end is
+		// the tightest of upper bounds.
+		m.stated = earlier(m.stated, end)
 		m.reset = m.stated
 		return quota.Report{Limit: m.limit, Reset: m.reset, Window: m.window}, true
 	}
 	if m.limit == 0 && m.ok == 0 {
 		return quota.Report{}, false // spent by others before we learned anything
 	}
-	// A window the model only predicted (advance) that refuses early is
-	// the old one still: the prediction was early, not the limit wrong.
+	// A window the model only predicted that refuses early is the old one
+	// still: the prediction was early, not the limit wrong.
 	early := m.predicted && m.ok < m.limit/2
 	if !early && m.limit > 0 && m.ok > 0 && m.ok < m.limit/2 {
-		// The window that just opened held less than half of the last:
-		// the server frees its quota as it goes (a sliding window still
-		// weighed down by the last one, a token bucket), or others now
-		// spend it. Windows spent at once would then meet a refusal
-		// every time: that is the probe's to pace (package cubic).
+		// The window that opened held less than half the last: the server
+		// frees its quota as it goes, or others now spend it. The probe's.
 		m.off = true
 		return quota.Report{}, false
 	}
 	if m.limit > 0 && m.ok < m.limit {
-		// A fixed window refuses before its count runs out only while
-		// the model learns its length. One that keeps doing so is not a
-		// fixed window (a token bucket answering with the time to its
-		// next token, a sliding one): the probe's.
+		// A fixed window refuses early only while its length is learnt.
 		m.surprises++
 		if m.surprises >= maxSurprises && m.surprises*4 > m.windows {
 			m.off = true
@@ -191,35 +162,41 @@ func (m *Model) Observe(now time.Time, status int, retryAfter time.Duration) (qu
 	}
 	m.windows++
 	m.whole = retryAfter%time.Second == 0
-	// The window this refusal closed measured the limit (and, if one was
-	// known, confirmed it held about as much) unless it was the early
-	// end of a prediction.
+	// The window this refusal closed measured the limit, and confirmed the
+	// last, unless it was the early end of a prediction.
 	m.measured = !early && m.ok > 0
 	if m.measured {
 		m.confirmed = m.confirmed || m.limit > 0
 		m.limit = m.ok
 	}
-	switch {
-	case !m.stated.IsZero():
+	if m.stated.IsZero() {
+		m.guessWindow(end)
+	} else {
 		m.learnWindow(end.Sub(m.stated), early, m.windows-1-m.statedAt)
-	default:
-		// The first window began at or before the first request, which
-		// was sent a round trip before the first response; the stated
-		// end is late by the rounding of Retry-After and the trip back.
-		// Less a second for these, the time from the first response to
-		// the end is about the length, too short rather than too long:
-		// a look at an early end meets one refusal and teaches the
-		// length, one at a late end wastes the time between, every
-		// window, and is never refused to learn better.
-		m.guess = end.Sub(m.start)
-		if m.whole {
-			m.guess -= time.Second
-		}
-		m.guess = max(m.guess, end.Sub(m.start)/2)
 	}
 	m.stated, m.reset, m.ok, m.predicted = end, end, 0, false
 	m.statedAt = m.windows
 	return quota.Report{Limit: m.limit, Reset: end, Window: m.window}, true
+}
+
+// guessWindow takes the first stated end: the first window began at or
+// before the first request, a round trip before the first response, and the
+// end is late by a Retry-After's rounding and the trip back. The guess errs
+// short: a look at an early end meets one refusal and teaches the length;
+// one at a late end wastes time every window.
+func (m *Model) guessWindow(end time.Time) {
+	m.guess = end.Sub(m.start)
+	if m.whole {
+		m.guess -= time.Second
+	}
+	m.guess = max(m.guess, end.Sub(m.start)/2)
+}
+
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // learnWindow takes d, the time between two stated ends. A multiple of the
@@ -236,15 +213,8 @@ func (m *Model) learnWindow(d time.Duration, early bool, begun int) {
 	if base := cmp.Or(m.window, m.guess); base > 0 {
 		k := max(math.Round(float64(d)/float64(base)), 1)
 		if early && m.window == 0 {
-			// But a guess is a lower bound, and an early refusal has just
-			// shown it short: the window the refusal came in had not
-			// begun where the guess said. d spans at most the windows
-			// seen begin before it; k counted by the guess alone, a 1 s
-			// window first guessed at 0.5 s, whose stated ends came
-			// 1.51 s apart (whole seconds, rounded up), was learned as
-			// 0.5 s: every other window then refused its look, until
-			// the model gave the server up as one that is no fixed
-			// window.
+			// A guess is a lower bound, and an early refusal just showed it
+			// short: d spans at most the windows seen begin before it.
 			k = max(min(k, float64(begun-1)), 1)
 		}
 		d /= time.Duration(k)
@@ -253,12 +223,9 @@ func (m *Model) learnWindow(d time.Duration, early bool, begun int) {
 	case m.whole && d >= 2*time.Second:
 		d = d.Round(time.Second)
 	case m.whole && d > time.Second:
-		// Ends stated in whole seconds, each late by up to one, are
-		// between 0 and 2 s apart for a window of one second: one
-		// learned longer would hold back up to half of every window
-		// (a token bucket of 10 a second, its ends 1.5 s apart, was
-		// spent at 0.62 of its rate), where one too short costs a
-		// refusal that corrects it.
+		// Whole-second ends, each late by up to one, are 0 to 2 s apart
+		// for a window of a second; one learnt longer holds back up to
+		// half of every window, one too short costs a refusal.
 		d = time.Second
 	}
 	if w := m.window; w > 0 {
@@ -314,17 +281,12 @@ func (m *Model) quota(now time.Time) (quota.Report, bool) {
 	return quota.Report{Limit: m.limit, Remaining: left, Reset: m.reset, Window: m.window}, true
 }
 
-// Capacity is what the server admitted per second: the rate the probe
-// starts from when the model gives up. When the model gives up soon after
-// the first refusal (within twice the time the first window took to run
-// out), the server refills as it goes and what it admitted since that
-// refusal is its refill: the first window held what the server had saved
-// up, a token bucket's whole burst (600 in a second from one that refills
-// 10 a second), and the probe started from the whole history ran twenty
-// times too fast, a refusal for each request in flight on its first
-// cycle. When it gives up later (a sliding window closed for most of a
-// window after its first burst), the whole history since the first
-// response spans about a window, and is the rate.
+// Capacity is what the server admitted per second, the rate the probe
+// starts from when the model gives up. Given up soon after the first
+// refusal (within twice the time the first window took), the server
+// refills as it goes: what it admitted since that refusal is its refill,
+// the first window having held a bucket's saved-up burst. Given up later,
+// the whole history since the first response spans about a window.
 func (m *Model) Capacity(now time.Time) (rate float64, span time.Duration) {
 	from, ok := m.start, m.total
 	if first := m.refused.Sub(m.start); !m.refused.IsZero() && m.total > m.before && now.Sub(m.refused) <= 2*first {

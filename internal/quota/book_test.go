@@ -39,11 +39,11 @@ func read(b *Book, pages []page) (spent bool, p Plan) {
 	for _, g := range pages {
 		now := t0.Add(g.at)
 		if g.plan {
-			p = *b.Plan(now, &g.counts, g.unit)
+			p = b.Advance(now, g.counts, g.unit)
 			continue
 		}
 		c, seen := g.counts, g.seen
-		spent = b.Observe(g.reports, now, &c, &seen)
+		spent = b.Observe(g.reports, now, c, seen)
 	}
 	return spent, p
 }
@@ -64,8 +64,8 @@ type quotaState struct {
 
 func quotaStates(b *Book) []quotaState {
 	var qs []quotaState
-	for _, w := range b.windows {
-		qs = append(qs, quotaState{w.name, w.Units(), w.reset, w.shared, w.drift, w.inferred})
+	for _, w := range b.states {
+		qs = append(qs, quotaState{w.cfg.Name, w.Units(), w.win.reset, w.shared(), w.drift.rate, (w.mods&Inferred != 0)})
 	}
 	return qs
 }
@@ -77,12 +77,12 @@ func planEqual(t *testing.T, want, got Plan, why string) {
 		name      string
 		want, got float64
 	}{
-		{"ReqRate", want.ReqRate, got.ReqRate}, {"ReqBudget", want.ReqBudget, got.ReqBudget},
-		{"TokRate", want.TokRate, got.TokRate}, {"TokBudget", want.TokBudget, got.TokBudget},
+		{"Req.Rate", want.Req.Rate, got.Req.Rate}, {"Req.Budget", want.Req.Budget, got.Req.Budget},
+		{"Tok.Rate", want.Tok.Rate, got.Tok.Rate}, {"Tok.Budget", want.Tok.Budget, got.Tok.Budget},
 	} {
 		rateEqual(t, f.want, f.got, f.name+"; why: "+why)
 	}
-	want.ReqRate, want.ReqBudget, want.TokRate, want.TokBudget = got.ReqRate, got.ReqBudget, got.TokRate, got.TokBudget
+	want.Req.Rate, want.Req.Budget, want.Tok.Rate, want.Tok.Budget = got.Req.Rate, got.Req.Budget, got.Tok.Rate, got.Tok.Budget
 	assert.Equal(t, want, got, "plan; why: %s", why)
 }
 
@@ -187,7 +187,7 @@ func TestBook(t *testing.T) {
 				said(61300*time.Millisecond, Counts{}, Seen{}, req("a", 100, 100, reset(2*time.Minute))),
 			},
 			quotas: []quotaState{{name: "a", units: 100, reset: reset(2 * time.Minute)}},
-			plan:   Plan{ReqRate: inf, ReqBudget: 1, TokRate: inf, TokBudget: inf, Known: 2, Blind: true},
+			plan:   Plan{Req: Pace{Rate: inf, Budget: 1}, Tok: Pace{Rate: inf, Budget: inf}, Known: 2, Blind: true},
 		},
 		{
 			name: "a rolled quota with room the response does not mention is kept",
@@ -200,7 +200,7 @@ func TestBook(t *testing.T) {
 				said(61300*time.Millisecond, Counts{}, Seen{}, req("a", 100, 100, reset(2*time.Minute))),
 			},
 			quotas: []quotaState{{name: "a", units: 100, reset: reset(2 * time.Minute)}, {name: "b", units: 48}},
-			plan:   Plan{ReqRate: inf, ReqBudget: 1, TokRate: inf, TokBudget: inf, Known: 2, Blind: true},
+			plan:   Plan{Req: Pace{Rate: inf, Budget: 1}, Tok: Pace{Rate: inf, Budget: inf}, Known: 2, Blind: true},
 		},
 		{
 			name: "a fleet's quotas start shared and measure no drift",
@@ -214,7 +214,7 @@ func TestBook(t *testing.T) {
 				planAt(10*time.Second, 1),
 			},
 			quotas: []quotaState{{name: "requests", units: 520, reset: minute, shared: true}},
-			plan:   Plan{ReqRate: 0.9 * 520 / 50, ReqBudget: 520, TokRate: inf, TokBudget: inf, Known: 1, Next: minute.Add(RollGuard)},
+			plan:   Plan{Req: Pace{Rate: 0.9 * 520 / 50, Budget: 520}, Tok: Pace{Rate: inf, Budget: inf}, Known: 1, Next: minute.Add(RollGuard)},
 		},
 		{
 			name: "the inferred quota never reads others in its books",
@@ -255,7 +255,7 @@ func TestBook(t *testing.T) {
 				{name: "b", units: 5, reset: reset(30 * time.Second)},
 				{name: "tokens", units: 5000, reset: reset(2 * time.Minute)},
 			},
-			plan: Plan{ReqRate: inf, ReqBudget: 5, TokRate: inf, TokBudget: 4000, Known: 3, Tokens: true, Next: reset(30 * time.Second).Add(RollGuard)},
+			plan: Plan{Req: Pace{Rate: inf, Budget: 5}, Tok: Pace{Rate: inf, Budget: 4000}, Known: 3, Tokens: true, Next: reset(30 * time.Second).Add(RollGuard)},
 		},
 	}
 	for _, c := range cases {
@@ -287,7 +287,7 @@ func TestBookCharge(t *testing.T) {
 		name    string
 		why     string
 		reports []Named
-		drop    func(*Window) bool // dropped after the Plan
+		drop    func(name string) bool // dropped after the Plan
 		cost    float64
 		refund  bool   // the charged request is not sent
 		short   string // the quota that could not take it
@@ -334,7 +334,7 @@ func TestBookCharge(t *testing.T) {
 			name:    "a dropped quota is no longer charged",
 			why:     "Drop forgets a quota for good, also for the admissions the last Plan set up",
 			reports: []Named{{Name: "gone", Report: Report{Limit: 100, Remaining: 0, Reset: minute}}, requests},
-			drop:    func(w *Window) bool { return w.Name() == "gone" },
+			drop:    func(name string) bool { return name == "gone" },
 			cost:    1,
 			units:   []float64{9},
 		},
@@ -342,22 +342,19 @@ func TestBookCharge(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			b := NewBook(bookConfig())
-			b.Observe(c.reports, t0, &Counts{}, &Seen{Horizon: horizon})
-			b.Plan(t0.Add(time.Second), &Counts{}, 100)
+			b.Observe(c.reports, t0, Counts{}, Seen{Horizon: horizon})
+			b.Advance(t0.Add(time.Second), Counts{}, 100)
 			if c.drop != nil {
 				b.Drop(c.drop)
 			}
-			short := b.Charge(c.cost, sinceLoaded(t0.Add(time.Second)), 0, 0)
-			if c.short == "" {
-				assert.Nil(t, short, "why: %s", c.why)
-			} else if assert.NotNil(t, short, "why: %s", c.why) {
-				assert.Equal(t, c.short, short.Name(), "why: %s", c.why)
-			}
+			short, ok := b.Charge(c.cost, t0.Add(time.Second), 0, 0)
+			assert.Equal(t, c.short == "", ok, "why: %s", c.why)
+			assert.Equal(t, c.short, short, "why: %s", c.why)
 			if c.refund {
 				b.Refund(c.cost)
 			}
 			var units []float64
-			for _, w := range b.windows {
+			for _, w := range b.states {
 				units = append(units, w.Units())
 			}
 			assert.Equal(t, c.units, units, "why: %s", c.why)
@@ -378,20 +375,20 @@ func TestBookUntil(t *testing.T) {
 			name:    "SpentUntil is the wake-up of a spent quota",
 			why:     "the owner refuses at once a request whose wait for the reset is too long",
 			reports: []Named{{Name: "requests", Report: Report{Limit: 100, Remaining: 0, Reset: reset(30 * time.Second)}}},
-			query:   func(b *Book) time.Time { return b.SpentUntil(1, 0, 0, time.Time{}) },
+			query:   func(b *Book) time.Time { return b.SpentUntil(1, 0, t0.Add(time.Second)) },
 			want:    reset(30 * time.Second).Add(RollGuard),
 		},
 		{
 			name:    "SpentUntil is zero while every quota affords the cost",
 			why:     "nothing to wait for: the request goes at once",
 			reports: []Named{{Name: "requests", Report: Report{Limit: 100, Remaining: 10, Reset: minute}}},
-			query:   func(b *Book) time.Time { return b.SpentUntil(1, 0, 0, time.Time{}) },
+			query:   func(b *Book) time.Time { return b.SpentUntil(1, 0, t0.Add(time.Second)) },
 		},
 		{
 			name:    "SpentUntil counts a token quota by the request's cost",
 			why:     "50 tokens left do not take a request costing 200: it waits for the reset",
 			reports: []Named{{Name: "tokens", Tokens: true, Report: Report{Limit: 1000, Remaining: 50, Reset: reset(30 * time.Second)}}},
-			query:   func(b *Book) time.Time { return b.SpentUntil(200, 0, 0, time.Time{}) },
+			query:   func(b *Book) time.Time { return b.SpentUntil(200, 0, t0.Add(time.Second)) },
 			want:    reset(30 * time.Second).Add(RollGuard),
 		},
 		{
@@ -433,8 +430,8 @@ func TestBookUntil(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			b := NewBook(bookConfig())
-			b.Observe(c.reports, t0, &Counts{}, &Seen{Horizon: horizon})
-			b.Plan(t0.Add(time.Second), &Counts{}, 100)
+			b.Observe(c.reports, t0, Counts{}, Seen{Horizon: horizon})
+			b.Advance(t0.Add(time.Second), Counts{}, 100)
 			assert.Equal(t, c.want, c.query(b), "why: %s", c.why)
 		})
 	}
@@ -445,17 +442,17 @@ func TestBookUntil(t *testing.T) {
 // book no longer follows.
 func TestAForgottenQuotaIsNotCharged(t *testing.T) {
 	b := NewBook(BookConfig{Safety: 0.9, MaxDelay: time.Hour, Horizon: time.Hour})
-	b.Observe([]Named{{Name: "a", Report: Report{Limit: 100, Remaining: 0, Reset: t0.Add(time.Minute)}}}, t0, &Counts{}, &Seen{})
-	b.Plan(t0.Add(60010*time.Millisecond), &Counts{}, 1)
-	b.Plan(t0.Add(61210*time.Millisecond), &Counts{}, 1)
-	if short := b.Charge(1, sinceLoaded(t0.Add(61210*time.Millisecond)), 0, 0); short != nil {
+	b.Observe([]Named{{Name: "a", Report: Report{Limit: 100, Remaining: 0, Reset: t0.Add(time.Minute)}}}, t0, Counts{}, Seen{})
+	b.Advance(t0.Add(60010*time.Millisecond), Counts{}, 1)
+	b.Advance(t0.Add(61210*time.Millisecond), Counts{}, 1)
+	if short, ok := b.Charge(1, t0.Add(61210*time.Millisecond), 0, 0); !ok {
 		t.Fatalf("the look was refused by %v", short)
 	}
-	b.Observe(nil, t0.Add(61300*time.Millisecond), &Counts{}, &Seen{})
+	b.Observe(nil, t0.Add(61300*time.Millisecond), Counts{}, Seen{})
 	if b.Len() != 0 {
 		t.Fatalf("a blind-rolled quota the response did not mention is forgotten: %v", b)
 	}
-	if short := b.Charge(1, sinceLoaded(t0.Add(61300*time.Millisecond)), 0, 0); short != nil {
+	if short, ok := b.Charge(1, t0.Add(61300*time.Millisecond), 0, 0); !ok {
 		t.Errorf("a forgotten quota refused a charge: %v", short)
 	}
 }

@@ -22,7 +22,7 @@ func TestCharge(t *testing.T) {
 	cases := []struct {
 		name    string
 		why     string
-		w       func() *Window // requests() when nil
+		w       func() *State // requests() when nil
 		events  []event
 		entries []entry
 		budget  int64 // Milli-units left
@@ -97,25 +97,25 @@ func TestCharge(t *testing.T) {
 			for _, e := range c.entries {
 				for i := range e.n {
 					if e.refund {
-						w.Refund(w.Amount(e.cost))
+						w.refund(e.cost)
 						continue
 					}
-					before := w.Budget()
-					if ok := w.Charge(w.Amount(e.cost), sinceLoaded(t0.Add(e.at)), 0, 0); ok != e.ok {
+					before := w.budget.have
+					if ok := w.charge(w.amount(e.cost), t0.Add(e.at), 0, 0); ok != e.ok {
 						t.Fatalf("charge %d of cost %v at %v: ok = %v, want %v; why: %s", i+1, e.cost, e.at, ok, e.ok, c.why)
 					}
 					if !e.ok {
-						assert.Equal(t, before, w.Budget(), "a refused charge takes nothing; why: %s", c.why)
+						assert.Equal(t, before, w.budget.have, "a refused charge takes nothing; why: %s", c.why)
 					}
 				}
 			}
-			assert.Equal(t, c.budget, w.Budget(), "why: %s", c.why)
+			assert.Equal(t, c.budget, w.budget.have, "why: %s", c.why)
 		})
 	}
 }
 
 func TestAmount(t *testing.T) {
-	saying := func(q Report) *Window {
+	saying := func(q Report) *State {
 		w := tokenQuota()
 		w.Observe(q, t0, Seen{Horizon: horizon})
 		return w
@@ -124,14 +124,14 @@ func TestAmount(t *testing.T) {
 	cases := []struct {
 		name string
 		why  string
-		w    *Window
+		w    *State
 		cost float64
 		want int64
 	}{
 		{
 			name: "a request quota takes one unit whatever the cost",
 			why:  "a request quota counts requests: its cost in tokens is another quota's",
-			w: func() *Window {
+			w: func() *State {
 				w := requests()
 				w.Observe(Report{Limit: 100, Remaining: 50, Reset: minute}, t0, Seen{Horizon: horizon})
 				return w
@@ -165,7 +165,7 @@ func TestAmount(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			assert.Equal(t, c.want, c.w.Amount(c.cost), "why: %s", c.why)
+			assert.Equal(t, c.want, c.w.amount(c.cost), "why: %s", c.why)
 		})
 	}
 }
@@ -176,19 +176,15 @@ func TestAmount(t *testing.T) {
 // less the amount charged.
 func TestAFullQuotaTakesAChargeNearHalfItsLimit(t *testing.T) {
 	w := tokenQuota()
-	w.known, w.limit, w.kind, w.most = true, 30000, kindSmooth, ToMilli(30000)
+	w.known, w.size.limit, w.kind, w.size.most = true, 30000, Sliding, milli(30000)
 	now := t0.Add(time.Second)
 	refused := 0
 	for amount := int64(13_500_000); amount < 15_000_000; amount += 997 {
-		w.budget = ToMilli(30000)
-		w.Plan(now, float64(amount)/Milli)
-		if !w.Charge(amount, sinceLoaded(now), 0, 0) {
+		w.budget.have = milli(30000)
+		w.Advance(now, 0, float64(amount)/Milli, 0)
+		if !w.charge(amount, now, 0, 0) {
 			refused++
 		}
 	}
 	assert.Zero(t, refused, "charges a full quota refused")
 }
-
-// sinceLoaded reads t on the charges' clock of a Window whose Config.Epoch
-// is zero.
-func sinceLoaded(t time.Time) int64 { return int64(t.Sub(loaded)) }

@@ -18,13 +18,13 @@ func TestBlindCostIsLearntFromTheQuotasFigures(t *testing.T) {
 		blind, unseen, cost float64
 		refused             bool
 	}
-	fixed := func(w *Window) { w.kind = kindRefill }
-	bucket := func(w *Window) { w.kind, w.toFull, w.drift = kindSmooth, true, 100 }
-	known := func(w *Window) { fixed(w); w.addSample(1000, 8) } // later samples span 8
+	fixed := func(w *State) { w.kind = Fixed }
+	bucket := func(w *State) { w.kind, w.drift.rate = ToFull, 100 }
+	known := func(w *State) { fixed(w); w.cost.add(1000, 8) } // later samples span 8
 	for _, tc := range []struct {
 		name  string
 		why   string
-		setup func(*Window)
+		setup func(*State)
 		resps []resp
 		want  float64
 	}{{
@@ -112,7 +112,7 @@ func TestBlindCostIsLearntFromTheQuotasFigures(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := New(Config{Name: "tokens", Tokens: true, Safety: 0.9, MaxDelay: time.Hour})
-			w.known, w.limit, w.window = true, 40000, time.Minute
+			w.known, w.size.limit, w.win.length = true, 40000, time.Minute
 			tc.setup(w)
 			first := t0.Add(time.Minute)
 			for _, r := range tc.resps {
@@ -134,15 +134,15 @@ func TestBlindCostIsLearntFromTheQuotasFigures(t *testing.T) {
 // is charged it plus two deviations of one request's cost.
 func TestBlindChargeCoversCostsAboveTheMean(t *testing.T) {
 	w := New(Config{Name: "tokens", Tokens: true, Safety: 0.9, MaxDelay: time.Hour})
-	w.limit, w.most = 40000, ToMilli(40000)
-	assert.Zero(t, w.Amount(0), "nothing learnt: a blind request is charged to request quotas only")
-	w.addSample(2000, 8)
+	w.size.limit, w.size.most = 40000, milli(40000)
+	assert.Zero(t, w.amount(0), "nothing learnt: a blind request is charged to request quotas only")
+	w.cost.add(2000, 8)
 	assert.InDelta(t, 2000.0, w.Estimate(), 1e-9)
-	assert.InDelta(t, 4000.0, float64(w.Amount(0))/Milli, 1, "the first sample: a deviation of half the mean assumed")
-	w.addSample(2400, 8) // off by 400 over 8 requests, from an estimate over 8: one request's deviation about 800
+	assert.InDelta(t, 4000.0, float64(w.amount(0))/Milli, 1, "the first sample: a deviation of half the mean assumed")
+	w.cost.add(2400, 8) // off by 400 over 8 requests, from an estimate over 8: one request's deviation about 800
 	keep := math.Exp(-8.0 / costMemory)
 	assert.InDelta(t, (2000*8*keep+2400*8)/(8*keep+8), w.Estimate(), 1e-9, "weighted by requests, the older decayed")
-	assert.InDelta(t, 1000.0*1000+0.25*(8*8/(8+8)*400*400-1000.0*1000), w.estVar, 1e-6)
-	assert.InDelta(t, w.Estimate()+2*w.Deviation(), float64(w.Amount(0))/Milli, 1)
-	assert.Equal(t, ToMilli(1500), w.Amount(1500), "a stated cost is charged as stated")
+	assert.InDelta(t, 1000.0*1000+0.25*(8*8/(8+8)*400*400-1000.0*1000), w.cost.variance, 1e-6)
+	assert.InDelta(t, w.Estimate()+2*w.cost.deviation(), float64(w.amount(0))/Milli, 1)
+	assert.Equal(t, milli(1500), w.amount(1500), "a stated cost is charged as stated")
 }

@@ -26,30 +26,30 @@ func TestDriftFromASkewedBaselineIsBoundedByTheQuotasRate(t *testing.T) {
 	w.Observe(q(571), now, Seen{Admitted: 28, Horizon: 10 * time.Millisecond})
 
 	// Others can spend at most what a window leaves us: (600 − 3) / 60 s.
-	require.Less(t, w.drift, 0.0, "a fall beyond our own spending is others' spending")
-	assert.GreaterOrEqual(t, w.drift, -(600.0-3)/60, "others' spending rate, units per second")
+	require.Less(t, w.drift.rate, 0.0, "a fall beyond our own spending is others' spending")
+	assert.GreaterOrEqual(t, w.drift.rate, -(600.0-3)/60, "others' spending rate, units per second")
 }
 
 // A consistent drift within the bound is kept as measured.
 func TestDriftWithinTheQuotasRateIsKept(t *testing.T) {
 	epoch := t0
 	w := New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Hour})
-	w.window, w.stated = time.Minute, true
+	w.win.length, w.win.stated = time.Minute, true
 	reset := epoch.Add(time.Minute)
 	q := func(rem float64) Report { return Report{Limit: 600, Remaining: rem, Reset: reset} }
 
 	w.Observe(q(600), epoch, Seen{Admitted: 0, Horizon: 10 * time.Millisecond})
 	// 10 s later: we spent 50, others 30 (3 a second).
 	w.Observe(q(520), epoch.Add(10*time.Second), Seen{Admitted: 50, Horizon: 10 * time.Millisecond})
-	assert.InDelta(t, -3.0, w.drift, 1e-9)
+	assert.InDelta(t, -3.0, w.drift.rate, 1e-9)
 }
 
 func TestMaxDrainIsTheLongRunRateLeftToOthers(t *testing.T) {
 	w := New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Hour})
-	w.limit, w.window = 600, time.Minute
+	w.size.limit, w.win.length = 600, time.Minute
 	assert.InDelta(t, 590.0/60, w.maxDrain(time.Second, 10), 1e-9, "within a window: limit − ours per window")
 	assert.InDelta(t, (1200.0-900)/120, w.maxDrain(2*time.Minute, 900), 1e-9, "over two windows")
 	assert.Zero(t, w.maxDrain(time.Second, 700), "we spent the whole quota: nothing is left to others")
-	w.window = 0
+	w.win.length = 0
 	assert.Equal(t, math.Inf(1), w.maxDrain(time.Second, 10), "no window, no reset: unbounded")
 }

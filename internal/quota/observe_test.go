@@ -20,7 +20,7 @@ type observed struct {
 	probing bool
 	reset   time.Time
 	length  time.Duration
-	kind    windowKind
+	kind    Kind
 	shared  bool
 	drift   float64
 	rate    float64
@@ -32,7 +32,7 @@ func TestObserve(t *testing.T) {
 	cases := []struct {
 		name   string
 		why    string
-		w      func() *Window // requests() when nil
+		w      func() *State // requests() when nil
 		events []event
 		want   observed
 	}{
@@ -104,7 +104,7 @@ func TestObserve(t *testing.T) {
 				obs(50*time.Millisecond, 0, Report{Limit: 40, Remaining: 20}, Seen{Unseen: 14, Admitted: 16}),
 				obs(50*time.Millisecond, 0, Report{Limit: 40, Remaining: 29}, Seen{Unseen: 0, Admitted: 16}),
 			},
-			want: observed{units: 14, known: true, kind: kindSmooth, rate: 0.9 * 13},
+			want: observed{units: 14, known: true, kind: Leaky, rate: 0.9 * 13},
 		},
 		{
 			name: "a bucket's higher figure during a burst stays stale",
@@ -116,7 +116,7 @@ func TestObserve(t *testing.T) {
 				obs(50*time.Millisecond, 16, Report{Limit: 40, Remaining: 14}, Seen{Unseen: 15, Admitted: 16}),
 				obs(50*time.Millisecond, 0, Report{Limit: 40, Remaining: 20}, Seen{Unseen: 1, Admitted: 16}),
 			},
-			want: observed{units: 0, known: true, kind: kindSmooth, rate: inf},
+			want: observed{units: 0, known: true, kind: Leaky, rate: inf},
 		},
 		{
 			name: "a policy-only report sets limit and window, not a budget",
@@ -176,7 +176,7 @@ func TestObserve(t *testing.T) {
 				obs(0, 0, Report{Limit: L, Remaining: 5, Reset: minute}, Seen{}),
 				obs(61*time.Second, 0, Report{Limit: L, Remaining: 99, Reset: reset(2 * time.Minute)}, Seen{}),
 			},
-			want: observed{units: 99, known: true, reset: reset(2 * time.Minute), length: time.Minute, kind: kindRefill, rate: inf},
+			want: observed{units: 99, known: true, reset: reset(2 * time.Minute), length: time.Minute, kind: Fixed, rate: inf},
 		},
 		{
 			name: "a new window that did not jump back is smooth",
@@ -189,7 +189,7 @@ func TestObserve(t *testing.T) {
 			},
 			// drift: 15 more than the 5 predicted, over 61 s; rate: the
 			// floor of one look per reprobe (1 s) beats 0.9 × (19 + 15/61 × 59) / 59.
-			want: observed{units: 20, known: true, reset: reset(2 * time.Minute), kind: kindSmooth, drift: 15.0 / 61, rate: 1},
+			want: observed{units: 20, known: true, reset: reset(2 * time.Minute), kind: Sliding, drift: 15.0 / 61, rate: 1},
 		},
 		{
 			name: "a higher figure of a quota that refills is stale within Horizon",
@@ -201,7 +201,7 @@ func TestObserve(t *testing.T) {
 				obs(10*time.Millisecond, 0, Report{Limit: 40, Remaining: 35}, Seen{}),
 			},
 			// spread over noResetSpan, keeping a unit: 0.9 × 29 / 1 s.
-			want: observed{units: 30, known: true, kind: kindSmooth, rate: 0.9 * 29},
+			want: observed{units: 30, known: true, kind: Leaky, rate: 0.9 * 29},
 		},
 		{
 			name: "a higher figure of a quota that refills is believed after Horizon",
@@ -210,7 +210,7 @@ func TestObserve(t *testing.T) {
 				obs(0, 0, Report{Limit: 40, Remaining: 30}, Seen{}),
 				obs(30*time.Millisecond, 0, Report{Limit: 40, Remaining: 35}, Seen{}),
 			},
-			want: observed{units: 35, known: true, kind: kindSmooth, rate: 0.9 * 34},
+			want: observed{units: 35, known: true, kind: Leaky, rate: 0.9 * 34},
 		},
 		{
 			name: "a higher figure from a request admitted before the budget was set is stale, however old the budget",
@@ -221,7 +221,7 @@ func TestObserve(t *testing.T) {
 				obs(0, 0, Report{Limit: 40, Remaining: 30}, Seen{Seq: 1, Admissions: 3}),
 				obs(500*time.Millisecond, 0, Report{Limit: 40, Remaining: 35}, Seen{Seq: 2, Admissions: 3}),
 			},
-			want: observed{units: 30, known: true, kind: kindSmooth, rate: 0.9 * 29},
+			want: observed{units: 30, known: true, kind: Leaky, rate: 0.9 * 29},
 		},
 		{
 			name: "a higher figure from a request admitted after the budget was set is news at once",
@@ -231,7 +231,7 @@ func TestObserve(t *testing.T) {
 				obs(0, 0, Report{Limit: 40, Remaining: 30}, Seen{Seq: 1, Admissions: 3}),
 				obs(5*time.Millisecond, 0, Report{Limit: 40, Remaining: 35}, Seen{Seq: 4, Admissions: 4}),
 			},
-			want: observed{units: 35, known: true, kind: kindSmooth, rate: 0.9 * 34},
+			want: observed{units: 35, known: true, kind: Leaky, rate: 0.9 * 34},
 		},
 		{
 			name: "a 429 with budget left marks the quota shared",
@@ -245,7 +245,7 @@ func TestObserve(t *testing.T) {
 				obs(61*time.Second, 0, Report{Limit: L, Remaining: L, Reset: reset(2 * time.Minute)}, Seen{}),
 			},
 			// 0.9 × 100 spread over the 59 s to the reset.
-			want: observed{units: 100, known: true, reset: reset(2 * time.Minute), length: time.Minute, kind: kindRefill, shared: true, rate: 0.9 * 100 / 59},
+			want: observed{units: 100, known: true, reset: reset(2 * time.Minute), length: time.Minute, kind: Fixed, shared: true, rate: 0.9 * 100 / 59},
 		},
 		{
 			name: "a 429 of the look after a reset does not mark the quota shared",
@@ -295,7 +295,7 @@ func TestObserve(t *testing.T) {
 				adv(2*time.Minute+RollGuard, Seen{Admitted: 50}),
 				obs(120020*time.Millisecond, 0, Report{Limit: L, Remaining: 45, Reset: reset(120500 * time.Millisecond)}, Seen{Admitted: 50}),
 			},
-			want: observed{units: 48, known: true, rolled: true, reset: reset(3 * time.Minute), length: time.Minute, kind: kindRefill, rate: inf},
+			want: observed{units: 48, known: true, rolled: true, reset: reset(3 * time.Minute), length: time.Minute, kind: Fixed, rate: inf},
 		},
 		{
 			name: "a look answered from a window that has not ended goes back to it",
@@ -309,7 +309,7 @@ func TestObserve(t *testing.T) {
 				adv(2*time.Minute+RollGuard, Seen{Admitted: L}),
 				obs(120020*time.Millisecond, 1, Report{Limit: L, Remaining: 0, Reset: reset(120500 * time.Millisecond)}, Seen{Refused: true, Admitted: L + 1}),
 			},
-			want: observed{known: true, reset: reset(120500 * time.Millisecond), length: time.Minute, kind: kindRefill, rate: inf},
+			want: observed{known: true, reset: reset(120500 * time.Millisecond), length: time.Minute, kind: Fixed, rate: inf},
 		},
 		{
 			name: "a reset that moves later as the quota is spent marks a token bucket",
@@ -327,7 +327,7 @@ func TestObserve(t *testing.T) {
 				obs(350*time.Millisecond, 3, Report{Limit: 1200, Remaining: 986, Reset: reset(11050 * time.Millisecond)}, Seen{Admitted: 21, Horizon: time.Second}),
 			},
 			// spread with its refill, keeping a unit: 0.9 × (985 + 20 × 10.7) / 10.7.
-			want: observed{units: 986, known: true, reset: reset(11050 * time.Millisecond), kind: kindSmooth, drift: 20, rate: 0.9 * (985 + 20*10.7) / 10.7},
+			want: observed{units: 986, known: true, reset: reset(11050 * time.Millisecond), kind: ToFull, drift: 20, rate: 0.9 * (985 + 20*10.7) / 10.7},
 		},
 		{
 			name: "a reset that stays put as the quota is spent is no bucket",
@@ -433,8 +433,8 @@ func TestObserve(t *testing.T) {
 			}
 			replay(t, w, c.events)
 			got := observed{
-				units: w.Units(), known: w.Known(), rolled: w.Rolled(), probing: w.Probing(),
-				reset: w.Reset(), length: w.Length(), kind: w.kind, shared: w.shared, drift: w.drift,
+				units: w.Units(), known: w.Known(), rolled: w.rolled, probing: w.look.out,
+				reset: w.Reset(), length: w.win.length, kind: w.kind, shared: w.shared(), drift: w.drift.rate,
 			}
 			assert.InDelta(t, c.want.drift, got.drift, 1e-9, "drift; why: %s", c.why)
 			got.drift = c.want.drift
@@ -448,25 +448,25 @@ func TestObserve(t *testing.T) {
 
 // A reset that moved later with Remaining above the budget by no more than
 // the requests in flight: the budget subtracted them, the server may have
-// counted none, so the "jump" is no new window (kindRefill); the quota,
+// counted none, so the "jump" is no new window (Fixed); the quota,
 // with no jump to show, is read as one that refills as it goes.
 func TestAJumpNoLargerThanTheRequestsInFlightIsNoNewWindow(t *testing.T) {
 	w := New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Hour})
 	w.Observe(Report{Limit: 60, Remaining: 59, Reset: reset(time.Second)}, t0, Seen{Horizon: horizon})
 	for range 4 {
-		require.True(t, w.Charge(w.Amount(1), sinceLoaded(t0), 0, 0))
+		require.True(t, w.charge(w.amount(1), t0, 0, 0))
 	}
 	now := t0.Add(50 * time.Millisecond)
 	w.Observe(Report{Limit: 60, Remaining: 58, Reset: now.Add(1950 * time.Millisecond)}, now, Seen{Unseen: 3, Admitted: 4, Horizon: horizon})
-	assert.Equal(t, kindSmooth, w.kind, "58 against a budget of 55 with 3 in flight is no jump")
+	assert.Equal(t, ToFull, w.kind, "58 against a budget of 55 with 3 in flight is no jump")
 
 	// A jump beyond them is one: a window of 60 that started afresh.
 	w = New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Hour})
 	w.Observe(Report{Limit: 60, Remaining: 20, Reset: reset(time.Second)}, t0, Seen{Horizon: horizon})
 	for range 4 {
-		require.True(t, w.Charge(w.Amount(1), sinceLoaded(t0), 0, 0))
+		require.True(t, w.charge(w.amount(1), t0, 0, 0))
 	}
 	now = t0.Add(1100 * time.Millisecond)
 	w.Observe(Report{Limit: 60, Remaining: 59, Reset: now.Add(time.Minute)}, now, Seen{Unseen: 3, Admitted: 4, Horizon: horizon})
-	assert.Equal(t, kindRefill, w.kind, "59 against a budget of 16 with 3 in flight is a new window")
+	assert.Equal(t, Fixed, w.kind, "59 against a budget of 16 with 3 in flight is a new window")
 }

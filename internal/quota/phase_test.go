@@ -27,11 +27,11 @@ func TestPhaseWaitsForAConfirmedWindowLength(t *testing.T) {
 	for i := range 100 {
 		obs(0.72+float64(i)/1000, float64(99-i), 6.72)
 	}
-	w.Roll(at(6.73), 0, 1, 100)
+	w.roll(at(6.73), 0, 1, 100)
 	// Window [5.7, 10.7): reset 11, read late by 0.72 s, then by 0.03 s.
 	obs(6.87, 99, 11.72)
 	obs(7.03, 0, 11.03)
-	w.Roll(at(11.04), 0, 1, 200)
+	w.roll(at(11.04), 0, 1, 200)
 	// Window [10.7, 15.7): reset 16, read late by 0.03 s.
 	obs(11.06, 99, 16.03)
 	assert.False(t, w.Reset().Before(at(15.7)), "the window ends at 15.7 s; believed to end at %v",
@@ -40,14 +40,14 @@ func TestPhaseWaitsForAConfirmedWindowLength(t *testing.T) {
 	// last does not confirm 4.31 s: the stated reset stands, and the
 	// length is learnt again.
 	obs(15.73, 0, 16.03) // the last response of the window before
-	w.Roll(at(16.04), 0, 1, 300)
+	w.roll(at(16.04), 0, 1, 300)
 	obs(16.06, 99, 21.03)
 	assert.Equal(t, at(21.03), w.Reset())
-	assert.Equal(t, 5*time.Second, w.Length())
-	assert.False(t, w.cadenced)
+	assert.Equal(t, 5*time.Second, w.win.length)
+	assert.False(t, w.win.cadenced)
 	// Window [20.7, 25.7): 5 s on again confirms it.
-	w.Roll(at(21.04), 0, 1, 400)
+	w.roll(at(21.04), 0, 1, 400)
 	obs(21.06, 99, 26.03)
-	assert.True(t, w.cadenced)
+	assert.True(t, w.win.cadenced)
 	assert.Equal(t, at(26.03), w.Reset(), "bounded by the first response (26.06 s), the stated is earlier")
 }

@@ -7,11 +7,11 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// planned is where the last Advance of a timeline left a window: its Step
+// advanced is where the last Advance of a timeline left a window: its Step
 // (and ok), the budget and what a charge must keep of it (units), whether a
 // look is out, whether the window rolled blind, and its reset, wake-up and
 // due look.
-type planned struct {
+type advanced struct {
 	step    Step
 	ok      bool
 	units   float64
@@ -29,22 +29,22 @@ func TestAdvance(t *testing.T) {
 	cases := []struct {
 		name   string
 		why    string
-		w      func() *Window // requests() when nil
+		w      func() *State // requests() when nil
 		events []event
-		want   planned
+		want   advanced
 	}{
 		{
 			name:   "a window nothing has described plans nothing",
 			why:    "an unknown budget says nothing: the window must not gate or pace anything",
 			events: []event{obs(0, 0, Report{Limit: L, Remaining: L, Window: time.Minute}, Seen{}), adv(time.Second, Seen{})},
-			want:   planned{},
+			want:   advanced{},
 		},
 		{
 			name: "a budget above a unit is the gate: no rate",
 			why: "what the quota affords goes at once: pacing it would make a job below its " +
 				"quota slower than no limiter; the window is looked at again at its roll",
 			events: []event{obs(0, 0, Report{Limit: L, Remaining: 50, Reset: minute}, Seen{}), adv(time.Second, Seen{})},
-			want: planned{
+			want: advanced{
 				step: Step{Rate: inf, Avail: 50, Next: minute.Add(RollGuard)}, ok: true,
 				units: 50, reset: minute,
 			},
@@ -54,7 +54,7 @@ func TestAdvance(t *testing.T) {
 			why: "nothing is left before the reset; RollGuard keeps the first request of the " +
 				"next window from landing in the end of this one (a 429)",
 			events: []event{obs(0, 0, Report{Limit: L, Remaining: 0, Reset: reset(30 * time.Second)}, Seen{}), adv(time.Second, Seen{})},
-			want: planned{
+			want: advanced{
 				step: Step{Rate: inf, Next: reset(30 * time.Second).Add(RollGuard)}, ok: true,
 				reset: reset(30 * time.Second), wakeAt: reset(30 * time.Second).Add(RollGuard),
 			},
@@ -64,7 +64,7 @@ func TestAdvance(t *testing.T) {
 			why: "a 10-minute reset with no window stated or learned may be a server's error: " +
 				"after MaxDelay (a minute) one request looks rather than waiting it out",
 			events: []event{obs(0, 0, Report{Limit: L, Remaining: 0, Reset: reset(10 * time.Minute)}, Seen{}), adv(time.Second, Seen{})},
-			want: planned{
+			want: advanced{
 				step: Step{Rate: inf, Next: reset(61 * time.Second)}, ok: true,
 				reset: reset(10 * time.Minute), wakeAt: reset(61 * time.Second), probeAt: reset(61 * time.Second),
 			},
@@ -78,7 +78,7 @@ func TestAdvance(t *testing.T) {
 				adv(time.Second, Seen{}),
 				adv(61*time.Second, Seen{}),
 			},
-			want: planned{
+			want: advanced{
 				step: Step{Rate: inf, Avail: 1, Next: reset(10 * time.Minute).Add(RollGuard)}, ok: true,
 				units: 1, probing: true, reset: reset(10 * time.Minute),
 			},
@@ -88,7 +88,7 @@ func TestAdvance(t *testing.T) {
 			why: "an hourly quota's reset 40 minutes away is no error: the caller waits for it " +
 				"(or is refused at once), and no look spends a request into a spent window",
 			events: []event{obs(0, 0, Report{Limit: 5000, Remaining: 0, Reset: reset(40 * time.Minute), Window: time.Hour}, Seen{}), adv(time.Second, Seen{})},
-			want: planned{
+			want: advanced{
 				step: Step{Rate: inf, Next: reset(40 * time.Minute).Add(RollGuard)}, ok: true,
 				reset: reset(40 * time.Minute), wakeAt: reset(40 * time.Minute).Add(RollGuard),
 			},
@@ -101,7 +101,7 @@ func TestAdvance(t *testing.T) {
 				obs(0, 0, Report{Limit: L, Remaining: 50, Reset: minute, Window: time.Minute}, Seen{}),
 				adv(time.Minute+RollGuard/2, Seen{}),
 			},
-			want: planned{
+			want: advanced{
 				step: Step{Rate: inf, Avail: 50, Next: minute.Add(RollGuard)}, ok: true,
 				units: 50, reset: minute,
 			},
@@ -117,7 +117,7 @@ func TestAdvance(t *testing.T) {
 				obs(90*time.Second, L, Report{Limit: L, Remaining: 0, Reset: reset(2 * time.Minute)}, Seen{Admitted: L}),
 				adv(2*time.Minute+RollGuard, Seen{Admitted: L}),
 			},
-			want: planned{
+			want: advanced{
 				step: Step{Rate: inf, Avail: 1, Next: reset(3 * time.Minute).Add(RollGuard), Rolled: true}, ok: true,
 				units: 1, probing: true, rolled: true, reset: reset(3 * time.Minute),
 			},
@@ -131,7 +131,7 @@ func TestAdvance(t *testing.T) {
 				obs(0, 0, Report{Limit: L, Remaining: 50, Reset: minute, Window: time.Minute}, Seen{}),
 				adv(time.Minute+RollGuard, Seen{}),
 			},
-			want: planned{
+			want: advanced{
 				step: Step{Rate: inf, Avail: 48, Next: reset(2 * time.Minute).Add(RollGuard), Rolled: true}, ok: true,
 				units: 48, rolled: true, reset: reset(2 * time.Minute),
 			},
@@ -145,7 +145,7 @@ func TestAdvance(t *testing.T) {
 				obs(0, 0, Report{Limit: L, Remaining: 0, Reset: minute}, Seen{}),
 				adv(time.Minute+RollGuard, Seen{}),
 			},
-			want: planned{
+			want: advanced{
 				step: Step{Rate: inf, Next: reset(61 * time.Second), Rolled: true}, ok: true,
 				rolled: true, wakeAt: reset(61 * time.Second), probeAt: reset(61 * time.Second),
 			},
@@ -158,7 +158,7 @@ func TestAdvance(t *testing.T) {
 				obs(0, 0, Report{Limit: L, Remaining: 0, Reset: minute}, Seen{}),
 				adv(time.Minute+30*time.Second, Seen{}),
 			},
-			want: planned{
+			want: advanced{
 				step: Step{Rate: inf, Avail: 1, Rolled: true}, ok: true,
 				rolled: true, probing: true, units: 1,
 			},
@@ -169,7 +169,7 @@ func TestAdvance(t *testing.T) {
 				"that fall short until the server's next figure corrects them",
 			w:      tokenQuota,
 			events: []event{obs(0, 0, Report{Limit: 10000, Remaining: 5000, Reset: minute}, Seen{}), {at: time.Second, advance: true, unit: 100}},
-			want: planned{
+			want: advanced{
 				step: Step{Rate: inf, Avail: 4000, Next: minute.Add(RollGuard)}, ok: true,
 				units: 5000, keep: 1000, reset: minute,
 			},
@@ -182,7 +182,7 @@ func TestAdvance(t *testing.T) {
 				obs(0, 0, Report{Limit: 10000, Remaining: 5000, Reset: minute, Window: time.Minute}, Seen{}),
 				{at: time.Minute + RollGuard, advance: true, unit: 100},
 			},
-			want: planned{
+			want: advanced{
 				step: Step{Rate: inf, Avail: 3800, Next: reset(2 * time.Minute).Add(RollGuard), Rolled: true}, ok: true,
 				units: 4800, keep: 1000, rolled: true, reset: reset(2 * time.Minute),
 			},
@@ -191,9 +191,9 @@ func TestAdvance(t *testing.T) {
 			name: "a shared quota is spread to its reset",
 			why: "others may take what is left at once too: two clients each taking it take it " +
 				"twice, so 0.9 × 60 is spread over the 50 s to the reset",
-			w:      func() *Window { return New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Minute, Shared: true}) },
+			w:      func() *State { return New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Minute, Mods: Fleet}) },
 			events: []event{obs(0, 0, Report{Limit: L, Remaining: 60, Reset: minute}, Seen{}), adv(10*time.Second, Seen{})},
-			want: planned{
+			want: advanced{
 				step: Step{Rate: 0.9 * 60 / 50, Avail: 60, Next: minute.Add(RollGuard)}, ok: true,
 				units: 60, reset: minute,
 			},
@@ -209,7 +209,7 @@ func TestAdvance(t *testing.T) {
 				obs(time.Second, 10, Report{Limit: 40, Remaining: 12}, Seen{Admitted: 10}),
 				adv(time.Second, Seen{Admitted: 10}),
 			},
-			want: planned{
+			want: advanced{
 				step: Step{Rate: 0.9 * (11 + 2*1), Avail: 12, AtOnce: 11}, ok: true,
 				units: 12, keep: 1,
 			},
@@ -224,7 +224,7 @@ func TestAdvance(t *testing.T) {
 				obs(time.Second, 10, Report{Limit: 40, Remaining: 12}, Seen{Admitted: 10}),
 				adv(2*time.Second, Seen{Admitted: 10}),
 			},
-			want: planned{
+			want: advanced{
 				step: Step{Rate: 0.9 * (11.9 + 1*1), Avail: 12.9, AtOnce: 11}, ok: true,
 				units: 12.9, keep: 1,
 			},
@@ -239,17 +239,15 @@ func TestAdvance(t *testing.T) {
 				obs(time.Second, 4, Report{Limit: 40, Remaining: 10}, Seen{Admitted: 4}),
 				adv(time.Second, Seen{Admitted: 4}),
 			},
-			want: planned{
+			want: advanced{
 				step: Step{Rate: 0.9 * (9 - 6*1), Avail: 10, AtOnce: 0}, ok: true,
 				units: 10, keep: 1,
 			},
 		},
 		{
-			name: "a look a spent bucket refused makes the next look wait twice as long",
-			why: "a leaky bucket with no reset, spent, is looked at after a second; the server " +
-				"refused the look (it refills slower than that), so the next look waits two " +
-				"seconds: looking every second at a bucket that refills once a minute and a " +
-				"half met a 429 for every success",
+			name: "a spent leaky bucket whose look was refused is looked at a second later",
+			why: "a bucket with no reset, spent, is looked at once a second (R46), whatever " +
+				"the last look met: only an answer says it refilled",
 			events: []event{
 				obs(0, 0, Report{Limit: 40, Remaining: 0}, Seen{}),
 				adv(0, Seen{}),
@@ -257,9 +255,9 @@ func TestAdvance(t *testing.T) {
 				obs(time.Second+50*time.Millisecond, 1, Report{Limit: 40, Remaining: 0}, Seen{Refused: true}),
 				adv(time.Second+50*time.Millisecond, Seen{}),
 			},
-			want: planned{
-				step: Step{Rate: inf, Avail: 0, Next: reset(3050 * time.Millisecond)}, ok: true,
-				keep: 1, wakeAt: reset(3050 * time.Millisecond), probeAt: reset(3050 * time.Millisecond),
+			want: advanced{
+				step: Step{Rate: inf, Avail: 0, Next: reset(2050 * time.Millisecond)}, ok: true,
+				keep: 1, wakeAt: reset(2050 * time.Millisecond), probeAt: reset(2050 * time.Millisecond),
 			},
 		},
 		{
@@ -271,7 +269,7 @@ func TestAdvance(t *testing.T) {
 				obs(time.Second, 20, Report{Limit: 40, Remaining: 1}, Seen{Admitted: 20}),
 				adv(time.Second, Seen{Admitted: 20}),
 			},
-			want: planned{
+			want: advanced{
 				step: Step{Rate: 0.9, Avail: 1, Next: reset(2 * time.Second)}, ok: true,
 				units: 1, keep: 1, wakeAt: reset(2 * time.Second), probeAt: reset(2 * time.Second),
 			},
@@ -284,10 +282,10 @@ func TestAdvance(t *testing.T) {
 				w = c.w()
 			}
 			st, ok := replay(t, w, c.events)
-			got := planned{
-				step: st, ok: ok, units: w.Units(), keep: float64(w.Keep()) / Milli,
-				probing: w.Probing(), rolled: w.Rolled(),
-				reset: w.Reset(), wakeAt: w.WakeAt(), probeAt: w.ProbeAt(),
+			got := advanced{
+				step: st, ok: ok, units: w.Units(), keep: float64(w.budget.keep) / Milli,
+				probing: w.look.out, rolled: w.rolled,
+				reset: w.Reset(), wakeAt: w.look.wake, probeAt: w.look.due,
 			}
 			rateEqual(t, c.want.step.Rate, st.Rate, "rate; why: "+c.why)
 			got.step.Rate = c.want.step.Rate
@@ -329,11 +327,12 @@ func TestPlanSharesASharedQuotasSurplus(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			w := New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Minute, Shared: true})
+			w := New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Minute, Mods: Fleet})
 			w.Observe(Report{Limit: 1000, Remaining: c.left, Reset: reset(10 * time.Second)}, t0, Seen{Horizon: horizon})
-			w.drift, w.measuredAt, w.driftAt = -5, t0, t0
-			w.spread = c.prev
-			rateEqual(t, c.want, w.Plan(t0, 1), c.why)
+			w.drift.rate, w.drift.measured, w.drift.at = -5, t0, t0
+			w.pace.rate = c.prev
+			st, _ := w.Advance(t0, 0, 1, 0)
+			rateEqual(t, c.want, st.Rate, c.why)
 		})
 	}
 }
@@ -360,7 +359,8 @@ func TestSpareOfAQuotaOthersSpendFrom(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			w := New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Hour})
 			w.Observe(Report{Limit: 600, Remaining: c.left, Reset: reset(305 * time.Second)}, t0, Seen{Horizon: horizon})
-			w.shared, w.drift, w.measuredAt, w.driftAt = true, -c.drain, t0, t0
+			w.mods |= Shared
+			w.drift.rate, w.drift.measured, w.drift.at = -c.drain, t0, t0
 			st, ok := w.Advance(t0, 0, 1, 0)
 			assert.True(t, ok)
 			assert.InDelta(t, c.want, st.Spare, 1e-6, c.why)
@@ -377,7 +377,8 @@ func TestAQuotaFirstSeenSharedLetsItsSpareGoOnce(t *testing.T) {
 	w.Observe(Report{Limit: 600, Remaining: 589, Reset: reset(305 * time.Second)}, t0, Seen{Horizon: horizon})
 	st, _ := w.Advance(t0, 0, 1, 0)
 	assert.Zero(t, st.AtOnce, "not shared: the budget is the gate")
-	w.shared, w.drift, w.measuredAt, w.driftAt = true, -0.1, t0, t0
+	w.mods |= Shared
+	w.drift.rate, w.drift.measured, w.drift.at = -0.1, t0, t0
 	st, _ = w.Advance(t0, 0, 1, 0)
 	assert.InDelta(t, 589-30.5-58.9, st.AtOnce, 1e-6, "the first plan since others were seen")
 	st, _ = w.Advance(t0, 0, 1, 0)

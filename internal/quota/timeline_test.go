@@ -52,12 +52,12 @@ func adv(at time.Duration, seen Seen) event {
 func reset(d time.Duration) time.Time { return t0.Add(d) }
 
 // replay runs the events on w and returns the last Advance's result.
-func replay(t *testing.T, w *Window, events []event) (st Step, ok bool) {
+func replay(t *testing.T, w *State, events []event) (st Step, ok bool) {
 	t.Helper()
 	for _, e := range events {
 		now := t0.Add(e.at)
 		for range e.charge {
-			require.True(t, w.Charge(w.Amount(1), sinceLoaded(now), 0, 0), "admission at %v", e.at)
+			require.True(t, w.charge(w.amount(1), now, 0, 0), "admission at %v", e.at)
 		}
 		switch {
 		case e.report != nil:
@@ -84,11 +84,11 @@ func rateEqual(t *testing.T, want, got float64, msg string) {
 
 // requests is a request quota as the limiter configures it by default, with
 // a MaxDelay of a minute.
-func requests() *Window {
+func requests() *State {
 	return New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Minute})
 }
 
 // tokenQuota is a token quota as the limiter configures it by default.
-func tokenQuota() *Window {
+func tokenQuota() *State {
 	return New(Config{Name: "tokens", Tokens: true, Safety: 0.9, MaxDelay: time.Minute})
 }

@@ -50,15 +50,15 @@ func TestResetReadsAsTimeToFull(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := New(Config{Name: "tokens", Tokens: true, Safety: 0.9, MaxDelay: time.Hour})
-			w.kind = kindSmooth
+			w.kind = Sliding
 			for _, r := range tc.resps {
 				now := t0.Add(time.Duration(r.at * float64(time.Second)))
 				w.Observe(Report{Limit: 40000, Remaining: r.rem,
 					Reset: now.Add(time.Duration(r.left * float64(time.Second)))}, now, Seen{Horizon: time.Millisecond})
 			}
-			assert.Equal(t, tc.toFull, w.toFull, tc.why)
+			assert.Equal(t, tc.toFull, (w.kind == ToFull), tc.why)
 			if tc.toFull {
-				assert.InDelta(t, tc.rate, w.drift, 1e-6, "the stated refill: %s", tc.why)
+				assert.InDelta(t, tc.rate, w.drift.rate, 1e-6, "the stated refill: %s", tc.why)
 			}
 		})
 	}
@@ -68,12 +68,12 @@ func TestResetReadsAsTimeToFull(t *testing.T) {
 // when nothing confirms it, as others' measured spending is.
 func TestStatedRefillDoesNotAge(t *testing.T) {
 	w := New(Config{Name: "tokens", Tokens: true, Safety: 0.9, MaxDelay: time.Hour})
-	w.kind, w.toFull, w.drift, w.measuredAt, w.window = kindSmooth, true, 666, t0, 4*time.Second
-	w.AgeDrift(t0.Add(time.Minute))
-	assert.InDelta(t, 666.0, w.drift, 1e-9)
-	w.toFull = false
-	w.AgeDrift(t0.Add(time.Minute))
-	assert.Less(t, w.drift, 1.0, "a measured drift halves each window")
+	w.kind, w.drift.rate, w.drift.measured, w.win.length = ToFull, 666, t0, 4*time.Second
+	w.ageDrift(t0.Add(time.Minute))
+	assert.InDelta(t, 666.0, w.drift.rate, 1e-9)
+	w.kind = Sliding
+	w.ageDrift(t0.Add(time.Minute))
+	assert.Less(t, w.drift.rate, 1.0, "a measured drift halves each window")
 }
 
 // A reset that moves later before the old one passed is a new window or a
@@ -138,7 +138,7 @@ func TestResetMovingInStepWithSpendingIsABucket(t *testing.T) {
 				}
 				w.Observe(q, now, Seen{Horizon: time.Millisecond})
 			}
-			assert.Equal(t, tc.toFull, w.toFull, tc.why)
+			assert.Equal(t, tc.toFull, (w.kind == ToFull), tc.why)
 		})
 	}
 }

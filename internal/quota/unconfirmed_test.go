@@ -121,31 +121,36 @@ func TestChargeLeavesRoomForStatedCostsInFlight(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			b := NewBook(bookConfig())
-			var flight int64 // the owner's count of stated costs in flight
+			var flight float64 // the owner's count of stated costs in flight
 			for _, s := range c.steps {
 				now := t0.Add(s.at)
 				if s.report != nil {
-					flight = ToMilli(s.inflight)
+					flight = s.inflight
 					counts := Counts{InflightCost: s.inflight}
-					b.Observe([]Named{*s.report}, now, &counts, &Seen{Horizon: horizon})
-					b.Plan(now, &counts, 1000)
+					b.Observe([]Named{*s.report}, now, counts, Seen{Horizon: horizon})
+					b.Advance(now, counts, 1000)
 					if s.probe {
-						b.Find(s.report.Name).StartProbe(1000)
+						b.find(s.report.Name).startLook(1000)
 					}
 					// As Plan keeps others' measured spending until the
 					// reset of a quota they drain.
-					b.Find(s.report.Name).keep += ToMilli(s.others)
+					b.find(s.report.Name).budget.keep += milli(s.others)
 				}
 				if s.cost == 0 {
 					continue
 				}
 				admitted := 0
-				for (s.n == 0 || admitted < s.n) && b.Charge(s.cost, sinceLoaded(now), 0, flight) == nil {
+				for (s.n == 0 || admitted < s.n) && chargeOK(b, s.cost, now, flight) {
 					admitted++
-					flight += ToMilli(s.cost)
+					flight += s.cost
 				}
 				assert.Equal(t, s.admitted, admitted, "requests of %v admitted at %v; why: %s", s.cost, s.at, c.why)
 			}
 		})
 	}
+}
+
+func chargeOK(b *Book, cost float64, now time.Time, flight float64) bool {
+	_, ok := b.Charge(cost, now, 0, flight)
+	return ok
 }

@@ -1,0 +1,199 @@
+package quota
+
+import (
+	"math"
+	"time"
+)
+
+// The classify step: what a quota does by itself, read from the evidence
+// its answers bring (R18-R23).
+
+// setKind classifies the quota as k; a fixed window with a learnt phase is
+// Phased (R17).
+func (s *State) setKind(k Kind) {
+	if k.fixed() {
+		k = Fixed
+		if !s.win.phase.IsZero() {
+			k = Phased
+		}
+	}
+	s.kind = k
+}
+
+// classifyAtReset reads whether the quota jumped back at a reset (R19):
+// asked at every boundary that leaves room to tell, so one misreading does
+// not stick. Remaining is compared, not the budget: requests sent into the
+// new window before its first answer would hide the jump; a jump no larger
+// than those in flight is no proof.
+func (s *State) classifyAtReset(q *Report, seen *Seen, boundary bool) {
+	before := s.Units()
+	if s.rolled {
+		before = s.carry
+	}
+	limit := s.Limit()
+	if !s.known || !boundary || seen.Refused || s.kind == ToFull || s.kind != Unknown && limit-before < jumpRoom*limit {
+		return
+	}
+	switch {
+	case q.Remaining-before > max(0.5*(limit-before), seen.Unseen):
+		s.setKind(Fixed)
+	case !s.shared():
+		s.setKind(Sliding)
+	}
+	// Shared: others may have emptied the new window before our look.
+}
+
+// jumpRoom is the least share of the limit spent in a window for its reset
+// to tell a jump from none (R19).
+const jumpRoom = 0.1
+
+// fills reports whether q says the window is a bucket that refills as it
+// goes rather than one that counts down (R21): its stated reset moved later
+// since the window's first response by at least least, with at least
+// spentLeast units spent since, and, with a window stated, by about what
+// that spending takes to refill at the stated limit per window.
+func (s *State) fills(q *Report, least time.Duration, spentLeast float64) bool {
+	moved := q.Reset.Sub(s.first.reset)
+	spent := s.first.remaining - q.Remaining
+	if s.first.reset.IsZero() || spent < spentLeast || moved < least {
+		return false
+	}
+	limit := s.Limit()
+	if limit <= 0 || moved <= 0 {
+		return false
+	}
+	if s.win.stated && s.win.length > 0 {
+		perUnit := s.win.length.Seconds() / limit // a bucket's time to full grows so per unit spent
+		got := moved.Seconds() / spent
+		return got > perUnit/2 && got < 2*perUnit
+	}
+	return true
+}
+
+// wanders is how far a reset may move by rounding and latency alone (R21).
+func (s *State) wanders() time.Duration { return max(4*s.win.jitter, time.Second) }
+
+// fillsInStep reports whether q's reset moved as a bucket's time to full
+// does (R20): it fills, the window's first response and q state one refill
+// rate ((Limit − Remaining) over the time to reset, within the resets'
+// rounding and fullAgree), and the move is what the spending since takes to
+// refill at that rate. A fixed window's restated reset fails the last test,
+// its next window the second.
+func (s *State) fillsInStep(q *Report, now time.Time) bool {
+	if !s.fills(q, resetResolution, 1) {
+		return false
+	}
+	limit, tol := s.Limit(), max(s.tolerance(), resetResolution)
+	deficit, left := limit-q.Remaining, q.Reset.Sub(now)
+	firstDeficit, firstLeft := limit-s.first.remaining, s.first.reset.Sub(s.first.at)
+	if deficit <= 0 || left <= 0 || firstDeficit <= 0 || firstLeft <= 0 {
+		return false
+	}
+	lo, hi := refillBounds(deficit, left, tol)
+	firstLo, firstHi := refillBounds(firstDeficit, firstLeft, tol)
+	if lo*(1-fullAgree) > firstHi || firstLo*(1-fullAgree) > hi {
+		return false
+	}
+	moved := q.Reset.Sub(s.first.reset)
+	predicted := time.Duration((s.first.remaining - q.Remaining) / deficit * float64(left))
+	return (predicted - moved).Abs() <= time.Duration(fullAgree*float64(moved))+tol
+}
+
+// refillBounds is the range of refill rates (units a second) a deficit over
+// a time to full states, the time known within tol.
+func refillBounds(deficit float64, left, tol time.Duration) (lo, hi float64) {
+	lo, hi = deficit/(left+tol).Seconds(), math.Inf(1)
+	if left > tol {
+		hi = deficit / (left - tol).Seconds()
+	}
+	return lo, hi
+}
+
+const (
+	// fullAgree is how closely a reset must fall where a time to full
+	// predicts it, as a share of the time to it: wider than Anthropic's
+	// token figures' rounding (to the thousand), far narrower than a
+	// sliding window's reset that stays put (R20, R22).
+	fullAgree = 0.25
+	// resetResolution is the rounding allowed a stated reset: most APIs
+	// state them to the second (R14, R20, R22).
+	resetResolution = time.Second
+	// restateAhead is how far ahead a window's reset must be for a later
+	// one within its rounding to be the same reset restated (R14): a few
+	// roundings, for a bucket of a second states its time to full a second
+	// ahead on every answer.
+	restateAhead = 3 * resetResolution
+	// fullRuns is how many moved resets in a row must fall where predicted
+	// (R22): one may by chance, a sliding window's first after its step.
+	fullRuns = 2
+	// fullKeep is the weight the refill's sums keep per response: about ten
+	// responses count (R22).
+	fullKeep = 0.9
+)
+
+// fullReader reads a bucket's reset as its time to full (R22).
+type fullReader struct {
+	ref, at time.Time // the last moved reset compared with, when it was seen
+	rate    float64   // the refill it implied
+	d, t    float64   // decayed sums of deficits and times to full
+	runs    int       // moved resets in a row that fit
+}
+
+// readsToFull reports the refill rate q states when the quota's reset is
+// its time to full (R22): (Limit − Remaining) over the time to the reset,
+// averaged over the last responses. It classifies the quota ToFull once
+// fullRuns moved resets in a row fell where the last one's rate predicts,
+// and undoes that at one that does not, or at a reset that stays while
+// time passes. A reset closer than resets wander says too little: the last
+// rate stands. A coordinated quota not known to refill is not read so (R23).
+func (s *State) readsToFull(q *Report, now time.Time, timed bool) (float64, bool) {
+	limit := s.Limit()
+	left := q.Reset.Sub(now)
+	tol := max(s.tolerance(), resetResolution)
+	if !s.kind.refills() && s.mods&Coordinated != 0 || !timed || !(q.Remaining < limit) || left < 4*tol {
+		return 0, false
+	}
+	f := &s.full
+	deficit := limit - q.Remaining
+	if f.ref.IsZero() {
+		rate := deficit / left.Seconds()
+		f.ref, f.at, f.rate = q.Reset, now, rate
+		return rate, s.kind == ToFull
+	}
+	predicted := time.Duration(deficit / f.rate * float64(time.Second))
+	fits := (left - predicted).Abs() <= time.Duration(fullAgree*float64(left))+tol
+	switch moved := q.Reset.Sub(f.ref); {
+	case moved.Abs() > tol:
+		if !s.kind.refills() && (moved.Seconds() > limit/f.rate/2 || s.win.length > 0 && moved > s.win.length/2) {
+			fits = false // a fixed window's next one, not a move
+		}
+		if fits {
+			f.runs++
+		} else {
+			f.runs = 0
+			s.unsetToFull()
+		}
+		if f.runs >= fullRuns {
+			s.setKind(ToFull)
+		}
+		f.ref, f.at, f.rate = q.Reset, now, deficit/left.Seconds()
+	case !fits && now.Sub(f.at) > tol:
+		f.runs = 0 // time passed, the reset stayed
+		s.unsetToFull()
+	}
+	if s.kind != ToFull {
+		f.d, f.t = 0, 0
+		return 0, false
+	}
+	f.d = f.d*fullKeep + deficit
+	f.t = f.t*fullKeep + left.Seconds()
+	return f.d / f.t, true
+}
+
+// unsetToFull undoes a reading of the reset as a time to full: the quota
+// still refills as it goes, by a refill measured (R22).
+func (s *State) unsetToFull() {
+	if s.kind == ToFull {
+		s.kind = Sliding
+	}
+}

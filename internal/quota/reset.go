@@ -1,0 +1,124 @@
+package quota
+
+import "time"
+
+// When a quota's window ends, and how long windows are (R13-R17).
+
+// tolerance is how far apart two stated resets may be and still name the
+// same window (R13): four times the jitter seen, 10 ms to a second, and,
+// with a known window, at most a quarter of it unless the jitter is larger.
+func (s *State) tolerance() time.Duration {
+	tol := min(max(4*s.win.jitter, 10*time.Millisecond), time.Second)
+	if s.win.length > 0 {
+		tol = min(tol, max(s.win.length/4, 2*s.win.jitter))
+	}
+	return tol
+}
+
+// sameWindowReset folds in the reset of a response of the current window
+// (R15): the stamp keeps the latest; a fixed window rolls at the earliest
+// stated, when the response is surely of the same window (its figure did
+// not rise, its reset is less than half a window later, the jitter small
+// against the window); otherwise the latest is kept.
+func (s *State) sameWindowReset(q *Report, timed bool, eff float64) {
+	if !timed {
+		return
+	}
+	w := &s.win
+	w.stamp = later(w.stamp, q.Reset)
+	if s.kind.fixed() && !w.reset.IsZero() && eff <= s.Units() &&
+		w.length > 0 && q.Reset.Sub(w.reset) < w.length/2 && 2*w.jitter < w.length {
+		w.reset = earlier(w.reset, q.Reset)
+	} else {
+		w.reset = later(w.reset, q.Reset)
+	}
+}
+
+// learnLength learns the window's length from the advance of a new
+// window's reset over the last (R16): unless a policy states it, for a
+// quota that does not refill as it goes, once the old reset passed, an
+// advance beyond twice the jitter and within half to one and a half of the
+// length known.
+func (s *State) learnLength(reset, now time.Time) {
+	w := &s.win
+	d := reset.Sub(w.stamp)
+	if w.stated || s.kind.refills() || w.stamp.IsZero() || !s.rolled && now.Before(w.stamp) || d <= 2*w.jitter {
+		return
+	}
+	if w.length == 0 || d < w.length+w.length/2 && d > w.length/2 {
+		w.length = d
+	}
+}
+
+const (
+	// phaseGrain is the coarsest rounding of a stated reset learnPhase
+	// allows: whole seconds (R17).
+	phaseGrain = time.Second
+	// phaseJitter is the most one window's stated resets may wander for
+	// learnPhase to apply (R17): servers that state one rounded instant.
+	phaseJitter = 10 * time.Millisecond
+	// cadenceSlack is the most a window's advance may be off a whole
+	// number of windows for the cadence to hold (R17), and at most a
+	// fiftieth of the window.
+	cadenceSlack = 20 * time.Millisecond
+)
+
+// checkCadence reads whether a new window's reset advanced from the last by
+// a whole number of the known window (R17); a phase is carried only while
+// it does.
+func (s *State) checkCadence(reset time.Time) {
+	w := &s.win
+	w.cadenced = false
+	if w.stamp.IsZero() || w.length <= 0 {
+		return
+	}
+	d := reset.Sub(w.stamp)
+	n := (d + w.length/2) / w.length
+	if off := (d - n*w.length).Abs(); n < 1 || off > min(w.length/50, cadenceSlack) {
+		s.setPhase(time.Time{})
+		return
+	}
+	w.cadenced = true
+}
+
+// learnPhase tightens the end of a fixed window whose stated resets are
+// rounded up (R17): a response of the window ending at stated came at now,
+// so the window ends by now + its length (stated, or learnt and confirmed
+// by the cadence). The bound is carried whole windows on, and dropped when
+// it falls a second or more before a stated reset (the length is wrong).
+func (s *State) learnPhase(now, stated time.Time) {
+	w := &s.win
+	if !s.kind.fixed() || w.length <= 0 || !w.stated && !w.cadenced || w.jitter > phaseJitter || stated.Sub(w.stamp).Abs() > s.tolerance() {
+		return
+	}
+	b := now.Add(w.length)
+	if !w.phase.IsZero() {
+		n := (stated.Sub(w.phase) + w.length/2) / w.length
+		b = earlier(b, w.phase.Add(n*w.length))
+	}
+	b = earlier(b, stated)
+	if stated.Sub(b) >= phaseGrain {
+		s.setPhase(time.Time{})
+		return
+	}
+	s.setPhase(b)
+	if w.reset.Sub(stated).Abs() < w.length/2 {
+		w.reset = earlier(w.reset, b)
+	}
+}
+
+// setPhase sets the learnt phase, and with it whether a fixed window is
+// Phased.
+func (s *State) setPhase(t time.Time) {
+	s.win.phase = t
+	if s.kind.fixed() {
+		s.setKind(Fixed)
+	}
+}
+
+// explains reports whether the window's length accounts for the time to its
+// reset, within 5% and a second (R32): such a reset is believed however far.
+func (s *State) explains(now time.Time) bool {
+	w := s.win
+	return w.length > 0 && w.reset.Sub(now) <= w.length+w.length/20+time.Second
+}

@@ -1,0 +1,288 @@
+package quota
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Kind is what a quota does by itself over time, as its answers show it
+// (see the rule table): set by the classify step of Observe, one at a time,
+// from the evidence a response brings.
+type Kind uint8
+
+const (
+	// Unknown: not seen to pass a reset yet.
+	Unknown Kind = iota
+	// Fixed: a window that jumps back to its limit at its reset (R19).
+	Fixed
+	// Phased: a Fixed window whose end is learnt tighter than its stated
+	// resets, which are rounded up (R17).
+	Phased
+	// Sliding: refills as it goes and states a reset that does not say how
+	// fast (a sliding window, a bucket read by its drift; R19).
+	Sliding
+	// ToFull: a bucket whose reset is the time until it is full again, and
+	// so states its refill (OpenAI's, Anthropic's; R20-R22).
+	ToFull
+	// Leaky: a bucket that states no reset at all (Shopify's; R18).
+	Leaky
+)
+
+// fixed reports whether the quota jumps back to its limit at its reset.
+func (k Kind) fixed() bool { return k == Fixed || k == Phased }
+
+// refills reports whether the quota refills as it goes: it has no reset
+// to wait for.
+func (k Kind) refills() bool { return k >= Sliding }
+
+func (k Kind) String() string {
+	return [...]string{"unknown", "fixed", "phased", "sliding", "to-full", "leaky"}[k]
+}
+
+// Mods are what modifies a quota of any kind.
+type Mods uint8
+
+const (
+	// Shared: others are seen spending from the quota (R35); it is spread
+	// to its reset, not taken at once (R43).
+	Shared Mods = 1 << iota
+	// Inferred: the quota is the limiter's own count of a server that
+	// states none (package infer): it never shows others (R39).
+	Inferred
+	// Coordinated: others' spending is accounted for by a shared store's
+	// budget: not read as unseen clients' (R39).
+	Coordinated
+	// Fleet: spent together by a fleet through a store of buckets: spread
+	// from the start (Shared), no drift measured (R39).
+	Fleet
+)
+
+// Config describes a quota before anything is said about it.
+type Config struct {
+	// Name is the quota's name in the server's responses.
+	Name string
+	// Tokens marks a quota counted in tokens: charged a request's cost, not
+	// 1, and keeping back 1 − Safety of its limit (R3, R4).
+	Tokens bool
+	// Safety is the share of an estimated refill that is believed, in (0, 1].
+	Safety float64
+	// MaxDelay is the longest wait for a reset nothing explains (R32).
+	MaxDelay time.Duration
+	// Mods are the quota's modifiers from the start (Fleet implies Shared).
+	Mods Mods
+}
+
+// State follows one quota across responses: what new requests may still
+// spend of it (the budget), what it does by itself (its Kind, and the drift:
+// others' spending or its refill), when its window ends and how long windows
+// are. Its transitions take the time as an argument and change only the
+// State: Observe (a response), Advance (time passing), Charge and Refund
+// (admissions). Its queries change nothing.
+//
+// Invariants: a fixed window is Phased exactly when it has a learnt phase
+// (setKind, setPhase); a look is out (look.out) only while known.
+type State struct {
+	cfg  Config
+	kind Kind
+	mods Mods
+
+	budget budget
+	size   size
+	win    window
+	look   look
+	full   fullReader   // the time-to-full reading (R20-R22)
+	cost   costEstimate // a blind request's cost (R47-R50)
+	drift  drift
+	first  firstFigure // the window's first response: what fills measures from
+	low    lows
+	pace   pace
+
+	setAt  time.Time // when a response last set the budget
+	setSeq int64     // Seen.Admissions then (R12)
+	known  bool      // the budget describes the current window
+	rolled bool      // the reset passed with no answer from the new window yet
+	carry  float64   // the budget when the last reset passed (R19)
+}
+
+// budget is what new requests may still spend, in milli-units (fixed
+// point: charges and refunds of whole requests cancel exactly).
+type budget struct {
+	have   int64 // the budget
+	credit int64 // what of have the refill added since the last figure (R44)
+	keep   int64 // what a charge must leave of it besides the debt (R41)
+	// drain is others' spending, milli-units a second, deducted by
+	// admission since from (R37); room is what it may still take before a
+	// response confirms it.
+	drain, room int64
+	from        time.Time
+}
+
+// size is how much the quota holds.
+type size struct {
+	limit float64 // per window as last stated; 0 unknown
+	peak  float64 // the highest Remaining seen: the limit's stand-in
+	most  int64   // the largest single charge, milli-units (R3)
+}
+
+// window is when the quota's window ends and how long it is.
+type window struct {
+	length   time.Duration // stated by policy (stated) or learnt (R16); 0 unknown
+	stated   bool
+	reset    time.Time     // the end of the current window as believed; zero unknown
+	stamp    time.Time     // the latest reset a response stated: the cadence's last beat
+	jitter   time.Duration // how far one window's stated resets wander (R13)
+	phase    time.Time     // a learnt bound of the window's end (R17); zero unknown
+	cadenced bool          // the last advance was whole windows of the length known (R17)
+}
+
+// look is the one request let through to learn what the budget cannot say.
+type look struct {
+	out  bool
+	due  time.Time // when a look is due; zero none
+	wake time.Time // when a spent budget can next take a request
+}
+
+// lows are the lowest figures a window and a burst of ours stated.
+type lows struct {
+	window  float64
+	burst   float64 // of the answers of requests out together (R12)
+	inBurst bool
+}
+
+// firstFigure is the window's first response: its reset and Remaining, and
+// when it came.
+type firstFigure struct {
+	reset     time.Time
+	remaining float64
+	at        time.Time
+}
+
+// pace is what the last plan spread a shared quota at (R43) and whether it
+// saw the quota shared (R45).
+type pace struct {
+	rate   float64
+	shared bool
+}
+
+// New returns the state of a quota nothing has been said about yet.
+func New(c Config) *State {
+	if c.Mods&Fleet != 0 {
+		c.Mods |= Shared
+	}
+	return &State{cfg: c, mods: c.Mods, win: window{jitter: initialJitter}}
+}
+
+// initialJitter is the wander assumed between one window's stated resets
+// before any is seen: whole seconds from now and a round trip (R13).
+const initialJitter = 250 * time.Millisecond
+
+// Milli is the fixed-point scale of budgets.
+const Milli = 1000
+
+// milli is v in milli-units, rounded up; 0 for v ≤ 0 or NaN, and bounded
+// far below overflow.
+func milli(v float64) int64 {
+	switch {
+	case !(v > 0):
+		return 0
+	case v >= math.MaxInt64/(2*Milli):
+		return math.MaxInt64 / 2
+	}
+	return int64(math.Ceil(v * Milli))
+}
+
+// Name is the quota's name.
+func (s *State) Name() string { return s.cfg.Name }
+
+// Kind is what the quota was last classified as.
+func (s *State) Kind() Kind { return s.kind }
+
+// Known reports whether the budget describes the current window.
+func (s *State) Known() bool { return s.known }
+
+// Units is the budget in units.
+func (s *State) Units() float64 { return float64(s.budget.have) / Milli }
+
+// Limit is the quota per window as last stated, or the highest Remaining
+// seen when none was; 0 when unknown.
+func (s *State) Limit() float64 {
+	if s.size.limit > 0 {
+		return s.size.limit
+	}
+	return s.size.peak
+}
+
+// Reset is the end of the current window as believed; zero when unknown.
+func (s *State) Reset() time.Time { return s.win.reset }
+
+// String describes the state, for debugging.
+func (s *State) String() string {
+	return fmt.Sprintf("%s: kind=%v mods=%b drift=%.3f budget=%.1f window=%v reset=%v look=%v est=%.0f±%.0f",
+		s.cfg.Name, s.kind, s.mods, s.drift.rate, s.Units(), s.win.length, s.win.reset, s.look.out,
+		s.cost.mean(), s.cost.deviation())
+}
+
+func (s *State) shared() bool { return s.mods&Shared != 0 }
+
+// forgetsOthers reports whether the quota's books never show others (R39).
+func (s *State) forgetsOthers() bool { return s.mods&(Inferred|Coordinated) != 0 }
+
+// forgetOthers undoes what an inferred or coordinated quota's books read as
+// others' spending (R39).
+func (s *State) forgetOthers() {
+	s.mods &^= Shared
+	s.drift.rate = max(s.drift.rate, 0)
+	s.budget.drain = 0
+}
+
+// setBudget sets the budget from a response's figure, and the room others'
+// predicted spending has in it until the next (R37).
+func (s *State) setBudget(units float64) {
+	s.budget.have, s.budget.credit = milli(units), 0
+	s.budget.room = milli(othersMaxShare * units)
+}
+
+// reserve is what a token quota keeps back for estimates that fall short
+// (R4); 0 for a request quota, which counts exactly.
+func (s *State) reserve() float64 {
+	if !s.cfg.Tokens {
+		return 0
+	}
+	return (1 - s.cfg.Safety) * s.Limit()
+}
+
+// length is the window's length, or a lower bound while unlearnt: the time
+// from its first response to its reset; 0 when neither is known.
+func (s *State) length() time.Duration {
+	if s.win.length <= 0 && !s.first.at.IsZero() && s.win.reset.After(s.first.at) {
+		return s.win.reset.Sub(s.first.at)
+	}
+	return s.win.length
+}
+
+// reprobe is how long a spent quota that refills as it goes waits before a
+// look (R42, R46): a twentieth of its window, at least a second.
+func (s *State) reprobe() time.Duration { return max(time.Second, s.win.length/20) }
+
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// earlierSet is the earlier of a and b, a zero time standing for none.
+func earlierSet(a, b time.Time) time.Time {
+	if !b.IsZero() && (a.IsZero() || b.Before(a)) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,554 @@
+package pacer
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/pacer-go/pacer/internal/header"
+	"github.com/pacer-go/pacer/internal/infer"
+	"github.com/pacer-go/pacer/internal/quota"
+	"github.com/pacer-go/pacer/internal/response"
+)
+
+// What a response teaches the limiter: its request settled, what it said of
+// the quotas folded into the model, a throttle's reaction, and the retune
+// that applies the decision to the buckets. The rules are package quota's
+// table (R52-R66).
+
+// doneWith is Done for a response read as m, which arrived at now; nil for
+// none.
+func (p *Permit) doneWith(m *response.Meaning, now time.Time) {
+	if !p.live {
+		return
+	}
+	p.live = false
+	untold := false
+	if p.a.fleet != nil {
+		untold = p.a.fleet.answered(p.fleet, m, now)
+	}
+	p.a.learn(m, p.seq, p.cost, now)
+	if untold {
+		p.a.tellInteractive(now)
+	}
+}
+
+// learnOther applies what a response meant, as Permit.Done does, for a
+// request another limiter that shares the server's bucket admitted: it
+// does not touch the in-flight count.
+func (a *Adaptive) learnOther(m *response.Meaning) {
+	a.learn(m, 0, 0, time.Time{})
+}
+
+// learnLate applies a refusal a response stated after it was settled (a
+// stream's first event, read as the caller reads the body): as another
+// limiter's response, less what that counts again, since the request was
+// answered and counted when its 200 came (R58).
+func (a *Adaptive) learnLate(m *response.Meaning) {
+	now := time.Now()
+	a.mu.Lock()
+	a.learnLocked(m, 0, 0, now)
+	a.requests--
+	a.admitted.Add(-1)
+	if c := a.avgCost.Load(); c > 0 {
+		a.admittedCost.Add(-min(c, a.admittedCost.Load()))
+	}
+	a.appliedLocked(false)
+	a.unlock()
+}
+
+// maxFeeders bounds the limiters feed remembers: the host limiters and
+// patterns whose routes the server put in one bucket, a handful.
+const maxFeeders = 8
+
+// feed records that from admits requests the server may count against this
+// limiter's quotas: the host's limiter sends a route's first requests
+// before a response names the route's bucket (R59).
+func (a *Adaptive) feed(from *Adaptive) {
+	if from == nil || from == a {
+		return
+	}
+	for {
+		old := a.feeders.Load()
+		var list []*Adaptive
+		if old != nil {
+			if slices.Contains(*old, from) || len(*old) >= maxFeeders {
+				return
+			}
+			list = slices.Clone(*old)
+		}
+		list = append(list, from)
+		if a.feeders.CompareAndSwap(old, &list) {
+			return
+		}
+	}
+}
+
+// fed is how many requests the feeding limiters have in flight.
+func (a *Adaptive) fed() int64 {
+	f := a.feeders.Load()
+	if f == nil {
+		return 0
+	}
+	var n int64
+	for _, b := range *f {
+		n += max(b.inflight.Load(), 0)
+	}
+	return n
+}
+
+// settle takes a settled permit's request of the stated cost out of the
+// in-flight count and returns how many are still out besides it.
+func (a *Adaptive) settle(cost float64) int64 {
+	others := a.inflight.Add(-1)
+	if others < 0 {
+		// A Permit copied before it was settled, which its doc forbids.
+		a.inflight.Add(1)
+		others = 0
+	}
+	if cost > 0 {
+		if a.hinted.Load() > 0 {
+			a.hinted.Add(-1)
+		}
+		if c := a.inflightCost.Load(); c > 0 {
+			a.inflightCost.Add(-min(thousandths(cost), c))
+		}
+	}
+	return others
+}
+
+// learn is Permit.Done's and learnOther's common part: m is what the
+// response meant, nil when none was obtained; seq is the request's place in
+// this limiter's admissions (of the given cost), 0 for one another limiter
+// admitted; now is when the response arrived, or zero to read the clock.
+// The request leaves the in-flight count under mu, with the response
+// applied: every admitted request is either unseen or applied (R1).
+func (a *Adaptive) learn(m *response.Meaning, seq int64, cost float64, now time.Time) {
+	if m != nil && m.Status != 0 && now.IsZero() {
+		now = time.Now()
+	}
+	a.mu.Lock()
+	a.learnLocked(m, seq, cost, now)
+	a.appliedLocked(seq > 0)
+	a.unlock()
+}
+
+// learnLocked is learn's body, with mu held.
+func (a *Adaptive) learnLocked(m *response.Meaning, seq int64, cost float64, now time.Time) {
+	own := seq > 0
+	a.applied.Add(1)
+	if m == nil || m.Status == 0 {
+		if own {
+			a.settle(cost)
+		}
+		return
+	}
+	others, fed := a.countAnswer(own, cost)
+	wasStarted := a.started.Load()
+	if !wasStarted {
+		a.started.Store(true)
+	}
+	a.requests++
+	a.trackRTT(now, others)
+	if m.Quotas.Len() > 0 || m.RetryAfter > 0 || m.Bucket != "" {
+		a.lastInfo, a.lastQuotas = m.Info, m.Quotas // converted by their readers
+	}
+	if !m.Counted() {
+		a.uncount(own, cost)
+	}
+	handoff, handoffSpan := a.readReports(m, now)
+	exhausted := a.observe(m, seq, now, others, fed)
+	status, sig := m.Status, m.Body
+	if m.RetryAfter > 0 && status >= 400 {
+		a.pauseLocked(now.Add(min(m.RetryAfter, a.cfg.MaxDelay))) // R54
+	}
+	if sig == response.Gone || sig == response.TooLarge {
+		// Gone for good, or larger than the whole limit: waiting cannot help.
+		a.retune(now)
+		return
+	}
+	engaged := a.probe.Engaged() // Meter may let go of a probe that measured nothing
+	a.probe.Meter(now, status < 400)
+	if status >= 400 {
+		a.probe.Refused(now, m.RetryAfter)
+	}
+	if sig == response.BodyLimit {
+		a.bodyLimitLocked(now, m.RetryAfter, exhausted, others)
+	}
+	if m.Throttled && sig != response.BodyLimit {
+		a.throttledLocked(m, now, exhausted, others, handoff, handoffSpan)
+	}
+	if wasStarted && status < http.StatusBadRequest && sig == response.None && a.book.Len() == 0 && !engaged && !a.probe.Engaged() && m.RetryAfter == 0 {
+		return // nothing the decision reads changed
+	}
+	a.retune(now)
+}
+
+// countAnswer counts an answer in: a request of ours leaves the in-flight
+// count; one another limiter admitted was charged to this quota, and is
+// ours for the drift (R58). It returns what is in flight besides it, and
+// what feeding limiters have out (R59).
+func (a *Adaptive) countAnswer(own bool, cost float64) (others, fed int64) {
+	fed = a.fed()
+	if own {
+		return a.settle(cost) + fed, fed
+	}
+	fed = max(fed-1, 0) // its own request is one of the feeders'
+	a.admitted.Add(1)
+	a.admittedCost.Add(a.avgCost.Load())
+	return a.inflight.Load() + fed, fed
+}
+
+// uncount takes back the admission of an answer the server did not count
+// (R58): the drift's books would read it as a refill.
+func (a *Adaptive) uncount(own bool, cost float64) {
+	a.admitted.Add(-1)
+	switch c := a.avgCost.Load(); {
+	case own && cost > 0:
+		a.hintedAdmits.Add(-1)
+		a.admittedCost.Add(-min(thousandths(cost), a.admittedCost.Load()))
+	case own:
+		// Blind: counted by admitted alone.
+	case c > 0 && a.admittedCost.Load() >= c:
+		a.admittedCost.Add(-c) // another limiter's, of a cost unknown here
+	}
+}
+
+// readReports sets a.reports to what the response said of the quotas, with
+// the stated quotas' and the inferred one's. When the inferred model gives
+// up, the rate it measured over span is handed to the probe.
+func (a *Adaptive) readReports(m *response.Meaning, now time.Time) (handoff float64, span time.Duration) {
+	nq := m.Quotas.Len()
+	a.reports = a.reports[:0]
+	derived := derivedQuota(&m.Quotas)
+	for i := range nq {
+		q := m.Quotas.At(i)
+		if derived != "" && q.Name == derived {
+			continue
+		}
+		a.reports = append(a.reports, quota.Named{Name: q.Name, Tokens: q.Unit == header.Tokens,
+			Report: quota.Report{Limit: q.Limit, Remaining: q.Remaining, Reset: q.Reset, Window: q.Window}})
+	}
+	if len(a.stated) > 0 {
+		a.reportStated(now, nq > 0, m.Counted())
+	}
+	switch {
+	case a.infer == nil:
+	case nq > 0:
+		a.stopInferring()
+	case m.Body == response.None:
+		r, ok := a.infer.Observe(now, m.Status, m.RetryAfter)
+		if a.infer.Off() {
+			handoff, span = a.infer.Capacity(now)
+			a.stopInferring()
+		} else if ok {
+			a.reports = append(a.reports, quota.Named{Name: infer.Name, Report: r})
+		}
+	}
+	return handoff, span
+}
+
+// observe folds a.reports into the model and reports whether one says a
+// quota is spent.
+func (a *Adaptive) observe(m *response.Meaning, seq int64, now time.Time, others, fed int64) bool {
+	if len(a.reports) == 0 && a.book.Len() == 0 {
+		return false // a server that states no quota
+	}
+	seen := quota.Seen{
+		Horizon: a.horizon(), Age: a.rtt(),
+		Seq: seq, Admissions: a.admissions.Load(),
+		Refused: m.Status == http.StatusTooManyRequests,
+		Fed:     float64(fed),
+	}
+	if a.feeders.Load() != nil {
+		seen.Fed = math.Inf(1) // requests charged elsewhere land here at any time
+	}
+	return a.book.Observe(a.reports, now, a.counts(float64(others)), seen)
+}
+
+// throttledLocked reacts to a throttle (R56): a 503 while the quotas show
+// room is overload, retried under a budget; one no spent quota explains
+// cuts the probe and holds new requests until its next look.
+func (a *Adaptive) throttledLocked(m *response.Meaning, now time.Time, exhausted bool, others int64, handoff float64, span time.Duration) {
+	a.throttled++
+	switch {
+	case m.Overloaded() && !exhausted && (len(a.reports) > 0 || a.quotasKnown()):
+	case len(a.reports) == 0 || !exhausted:
+		if hold := a.probe.Throttle(now, others, a.rtt()); !hold.IsZero() {
+			a.pauseLocked(hold)
+		}
+		a.probe.Adopt(handoff, span, now)
+	}
+	if l := a.cfg.Logger; l != nil {
+		key, retryAfter, status := a.cfg.Key, m.RetryAfter, m.Status
+		a.later(func() {
+			l.LogAttrs(context.Background(), slog.LevelWarn, "pacer: throttled",
+				slog.String("endpoint", key), slog.Int("status", status),
+				slog.Duration("retry_after", retryAfter))
+		})
+	}
+}
+
+// appliedLocked announces a response applied: the callers waiting for a
+// change look again, and, for a request of ours, one waiting at the gate.
+func (a *Adaptive) appliedLocked(own bool) {
+	a.changedLocked()
+	if own {
+		a.wakeGateLocked()
+	}
+}
+
+// stopInferring hands the endpoint over to the quotas its server states.
+func (a *Adaptive) stopInferring() {
+	a.infer = nil
+	a.book.DropInferred()
+}
+
+// state starts the quotas stated for the endpoint at now, as a server's
+// statement of them would (R51): slow start is over before it began.
+func (a *Adaptive) state(qs []Quota, now time.Time) {
+	a.mu.Lock()
+	a.stated = a.stated[:0]
+	for _, q := range qs {
+		a.stated = append(a.stated, statedQuota{name: q.Name, Stated: quota.Stated{Limit: q.Limit, Window: q.Window}})
+	}
+	a.reports = a.reports[:0]
+	for i := range a.stated {
+		s := &a.stated[i]
+		a.reports = append(a.reports, quota.Named{Name: s.name, Report: s.Start(now)})
+	}
+	a.book.Observe(a.reports, now, quota.Counts{}, quota.Seen{Horizon: a.horizon(), Age: a.rtt()})
+	a.started.Store(true)
+	a.retune(now)
+	a.changedLocked()
+	a.unlock()
+}
+
+// reportStated adds to a.reports what the stated quotas say after a
+// response (counted: one the server counted), or drops them for good when
+// the server states quotas of its own (R51).
+func (a *Adaptive) reportStated(now time.Time, serverStates, counted bool) {
+	if serverStates {
+		stated := a.stated
+		a.book.Drop(func(name string) bool {
+			return slices.ContainsFunc(stated, func(s statedQuota) bool { return s.name == name })
+		})
+		a.stated = nil
+		return
+	}
+	for i := range a.stated {
+		s := &a.stated[i]
+		a.reports = append(a.reports, quota.Named{Name: s.name, Report: s.Answered(now, counted)})
+	}
+}
+
+func (a *Adaptive) quotasKnown() bool { return a.book.Known() }
+
+// counts is what the model needs of the in-flight and admission counts,
+// with unseen requests in flight.
+func (a *Adaptive) counts(unseen float64) quota.Counts {
+	return quota.Counts{
+		Inflight: unseen, InflightCost: units(a.inflightCost.Load()),
+		Admitted: float64(a.admitted.Load()), AdmittedCost: units(a.admittedCost.Load()),
+		Blind:         float64(max(a.admitted.Load()-a.hintedAdmits.Load(), 0)),
+		BlindInflight: float64(max(a.inflight.Load()-a.hinted.Load(), 0)),
+	}
+}
+
+// derivedQuota names the quota that only restates others (R60): Anthropic's
+// tokens-* beside its input-tokens and output-tokens; "" when none does.
+func derivedQuota(qs *header.Quotas) string {
+	var in, out, all bool
+	for i := range qs.Len() {
+		switch qs.At(i).Name {
+		case "input-tokens":
+			in = true
+		case "output-tokens":
+			out = true
+		case "tokens":
+			all = true
+		}
+	}
+	if in && out && all {
+		return "tokens"
+	}
+	return ""
+}
+
+// trackRTT keeps smoothed figures for Little's law (R61): the round trip is
+// about the mean in-flight count times the mean interval between responses.
+func (a *Adaptive) trackRTT(now time.Time, others int64) {
+	if !a.lastObs.IsZero() {
+		a.interval = 0.9*a.interval + 0.1*now.Sub(a.lastObs).Seconds()
+	}
+	a.avgFlight = 0.9*a.avgFlight + 0.1*float64(others+1)
+	a.lastObs = now
+}
+
+// rtt is the estimated round trip.
+func (a *Adaptive) rtt() time.Duration {
+	return time.Duration(a.avgFlight * a.interval * float64(time.Second))
+}
+
+// horizon is how long a budget stands before a higher Remaining of unknown
+// order is believed (R12, R61).
+func (a *Adaptive) horizon() time.Duration {
+	return min(max(2*a.rtt(), 20*time.Millisecond), 2*time.Second)
+}
+
+func (a *Adaptive) pauseLocked(t time.Time) {
+	if t.After(a.paused) {
+		a.paused = t
+		a.req.PauseUntil(t)
+		if a.share != nil {
+			a.later(func() { a.share.paused(t) })
+		}
+	}
+}
+
+// bodyLimitLocked applies a limit a response stated only in its body (R57;
+// GitHub's secondary rate limits, as GitHub documents them).
+func (a *Adaptive) bodyLimitLocked(now time.Time, retryAfter time.Duration, exhausted bool, others int64) {
+	if !a.lastBodyLimit.IsZero() && now.Sub(a.lastBodyLimit) > bodyLimitMemory {
+		a.bodyStrikes = 0
+	}
+	a.lastBodyLimit = now
+	sameTrip := now.Before(a.bodyLimitUntil) // answers of requests out when it began
+	wait := retryAfter
+	if wait <= 0 && !exhausted && !sameTrip {
+		wait = min(bodyLimitWait<<min(a.bodyStrikes, 10), bodyLimitMaxWait)
+		a.bodyStrikes++
+	}
+	until := now
+	if wait > 0 {
+		until = now.Add(min(wait, a.cfg.MaxDelay))
+		a.pauseLocked(until)
+		a.bodyLimitUntil = laterTime(a.bodyLimitUntil, until)
+	}
+	a.throttled++
+	a.probe.Punished(now, until, others, a.rtt(), a.safety, bodyLimitCycle, bodyLimitMemory)
+}
+
+const (
+	// bodyLimitWait is the least wait after a body-stated limit with no
+	// Retry-After: GitHub documents at least a minute (R57).
+	bodyLimitWait = time.Minute
+	// bodyLimitMaxWait caps the doubling of repeated ones: four doublings.
+	bodyLimitMaxWait = 15 * time.Minute
+	// bodyLimitMemory is how long a body-stated limit counts towards the
+	// doubling, and how long the probe stays below what the server admitted.
+	bodyLimitMemory = time.Hour
+	// bodyLimitCycle is the least time the probe takes to climb back to what
+	// the server admitted: a trip costs a minute's pause or more.
+	bodyLimitCycle = 5 * time.Minute
+)
+
+// retune rolls windows whose reset passed, decides the request and token
+// rates and bursts from every source (quotas, probe, ceiling) and applies
+// them to the buckets. Called with mu held.
+func (a *Adaptive) retune(now time.Time) {
+	p := a.book.Advance(now, a.counts(float64(a.inflight.Load())), max(units(a.avgCost.Load()), 1))
+	next := int64(math.MaxInt64)
+	if !p.Next.IsZero() {
+		next = clockOf(p.Next)
+	}
+	if old := a.snap.Load(); old.checkAt != next || old.charged != (p.Known > 0) || old.tokens != p.Tokens {
+		a.snap.Store(&admission{charged: p.Known > 0, tokens: p.Tokens, checkAt: next})
+	}
+	if p.Rolled {
+		a.changedLocked()
+	}
+	in := decisionInput{
+		Started: a.started.Load(), Quotas: p.Known, Blind: p.Blind,
+		Req: p.Req, Tok: p.Tok,
+		ProbeRate: a.probe.Grow(now), ProbeEngaged: a.probe.Engaged(), ProbeClosed: a.probe.Closed(),
+		InferTrial: a.infer != nil && a.infer.Trial(), TrialGate: infer.TrialInFlight,
+		Ceiling: float64(a.cfg.Ceiling), CeilingBurst: float64(a.cfg.CeilingBurst),
+		MaxCost: units(a.maxCost.Load()), Safety: a.safety,
+	}
+	in.canonicalize()
+	if a.decided && in == a.lastDecision && a.share == nil {
+		return // decided and applied last time (with a Store, apply also publishes)
+	}
+	a.decided, a.lastDecision = true, in
+	d := makeDecision(in)
+	a.mode = d.Mode
+	a.apply(a.req, d.ReqLimit, d.ReqBurst, 1, min(float64(d.ReqBurst), in.Req.AtOnce), "requests", d.Reason)
+	a.apply(a.tok, d.TokLimit, d.TokBurst, d.TokNeed, min(float64(d.TokBurst), in.Tok.AtOnce), "tokens", "quota")
+	if !d.KeepGate {
+		a.setGateLocked(d.Gate)
+	}
+}
+
+// apply sets a bucket's limit and burst when they changed enough to matter
+// (R62): a limit 1% lower or 2% higher, a burst by a tenth, or below need
+// (the largest cost, R66). What may go at once (fill) is the bucket's level,
+// set with the limit (R65).
+func (a *Adaptive) apply(b *Bucket, rate float64, burst, need int, fill float64, what, reason string) {
+	limit := Inf
+	if !math.IsInf(rate, 1) {
+		limit = Limit(rate)
+	}
+	old := b.Limit()
+	setLimit, setBurst := keepLimit, keepBurst
+	if (old != Inf) != (limit != Inf) || float64(limit) < float64(old)*0.99 || float64(limit) > float64(old)*1.02 {
+		setLimit = limit
+		if l := a.cfg.Logger; l != nil && significant(old, limit) {
+			key, mode := a.cfg.Key, a.mode
+			a.later(func() {
+				l.LogAttrs(context.Background(), slog.LevelDebug, "pacer: retuned",
+					slog.String("endpoint", key), slog.String("quota", what),
+					slog.Float64("old", float64(old)), slog.Float64("new", float64(limit)),
+					slog.String("mode", mode.String()), slog.String("reason", reason))
+			})
+		}
+	}
+	if old := b.Burst(); old != burst && (old < need || old < 10 || burst < old*9/10 || burst > old*11/10) {
+		setBurst = burst
+	}
+	if fill > 0 {
+		b.setFillAt(useClock, setLimit, setBurst, fill)
+	} else {
+		if setLimit != keepLimit {
+			b.SetLimit(setLimit)
+		}
+		if setBurst != keepBurst {
+			b.SetBurst(setBurst)
+		}
+	}
+	if b == a.req && a.share != nil && !a.budgetPacedLocked() {
+		if limit, burst := b.Limit(), b.Burst(); a.share.learnedLocked(limit, burst) {
+			a.later(func() { a.share.publish(limit, burst) })
+		}
+	}
+}
+
+// significant reports a change worth a log record: 10% or more, or to or
+// from Inf.
+func significant(old, new Limit) bool {
+	if (old == Inf) != (new == Inf) {
+		return true
+	}
+	return math.Abs(float64(new-old)) >= 0.1*float64(old)
+}
+
+// nextAllowed is the earliest time a new request could start if Acquire
+// were called now (now when there is no wait), for the Transport's retry
+// decisions. It changes nothing: a window whose reset has passed shows free.
+func (a *Adaptive) nextAllowed() time.Time {
+	now := time.Now()
+	at := a.req.nextAt(1)
+	a.mu.Lock()
+	at = laterTime(at, a.heldUntilLocked())
+	a.unlock()
+	return laterTime(now, at)
+}
+
+// heldUntilLocked is when the pause and the spent request quotas let a
+// request go; called with mu held.
+func (a *Adaptive) heldUntilLocked() time.Time {
+	return laterTime(a.paused, a.book.HeldUntil())
+}
