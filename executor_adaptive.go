@@ -204,6 +204,7 @@ func (c *execCall) sample(start time.Time, resp *http.Response) concurrency.Samp
 // move, if any: the slots take the new limit (a rise grants queued calls at
 // once). e.mu must be held.
 func (e *Executor) observeLocked(s *concurrency.Sample) {
+	s.Answered = e.slots.held // the call's own slot still among them
 	limit, r := e.adapt.Observe(*s)
 	if limit != e.slots.limit {
 		e.slots.setLimit(limit)

@@ -64,9 +64,9 @@ func TestDecide(t *testing.T) {
 
 func TestDecideLearnsTheFloorFromTheLeastLoadedAnswers(t *testing.T) {
 	st, _ := Decide(State{Limit: 16, SlowStart: true}, window(12, 150*ms, 100*ms, 2*ms), cfg)
-	assert.Equal(t, 100*ms, st.Floor, "the first window's least loaded median, as is")
+	assert.Equal(t, 104*ms, st.Floor, "the first window's least loaded median, two standard errors high like any other")
 	st, _ = Decide(st, window(12, 150*ms, 90*ms, 2*ms), cfg)
-	assert.Equal(t, 94*ms, st.Floor, "a lower one, less two standard errors of allowance for the lowest of many")
+	assert.Equal(t, 94*ms, st.Floor, "a lower one, two standard errors high")
 	st2, _ := Decide(st, window(12, 150*ms, 95*ms, 2*ms), cfg)
 	assert.Equal(t, 94*ms, st2.Floor, "a higher one does not raise it")
 }
@@ -82,7 +82,7 @@ func TestALatencyCutThatLeftTheLatencyReadsTheFloorAgain(t *testing.T) {
 	st, r = Decide(st, window(cut, 110*ms, 109*ms, ms), cfg)
 	assert.Equal(t, Headroom, r, "no second cut: the first is undone")
 	assert.Equal(t, 32.0, st.Limit)
-	assert.Equal(t, 110*ms, st.Floor, "the floor is read again, one standard error high")
+	assert.Equal(t, 111*ms, st.Floor, "the floor is read again, two standard errors high")
 	assert.Zero(t, st.Knee, "the knee it found is forgotten")
 }
 
@@ -175,7 +175,7 @@ func TestAFloorProbeDipsForOneWindowAndReadsTheFloorAgain(t *testing.T) {
 	st, r = Decide(st, window(30, 100*ms, 100*ms, ms), cfg)
 	assert.Equal(t, Probe, r, "back")
 	assert.Equal(t, 40.0, st.Limit)
-	assert.Equal(t, 101*ms, st.Floor, "the probe's reading, one standard error high, though higher than the floor")
+	assert.Equal(t, 102*ms, st.Floor, "the probe's reading, two standard errors high, though higher than the floor")
 	assert.Zero(t, st.Calm)
 
 	st = State{Limit: 256, Floor: 90 * ms, Calm: floorProbe - 1}
