@@ -182,3 +182,68 @@ func TestAFloorProbeDipsForOneWindowAndReadsTheFloorAgain(t *testing.T) {
 	_, r = Decide(st, window(256, 95*ms, 95*ms, ms), cfg)
 	assert.NotEqual(t, Probe, r, "no probe at Max")
 }
+
+// Rule 7 at slow start's end: the floor slow start read (the first round's,
+// loosely bounded) is read again at the next calm window, at probeShare of
+// the limit, and the reading only lowers it.
+func TestSlowStartsEndReadsTheFloorAgainBelowTheKnee(t *testing.T) {
+	st := State{Limit: 32, Floor: 120 * ms, SlowStart: true}
+	st, r := Decide(st, window(32, 240*ms, 240*ms, ms), cfg)
+	assert.Equal(t, Latency, r)
+	assert.True(t, st.Reread, "slow start ended on a latency cut")
+	cut := st.Limit
+	st, r = Decide(st, window(cut, 125*ms, 125*ms, ms), cfg)
+	assert.Equal(t, Probe, r, "the next calm window dips")
+	assert.InDelta(t, cut*probeShare, st.Limit, 1e-9)
+	st, r = Decide(st, window(cut*probeShare, 100*ms, 100*ms, ms), cfg)
+	assert.Equal(t, Probe, r, "back")
+	assert.InDelta(t, cut, st.Limit, 1e-9)
+	assert.Equal(t, 102*ms, st.Floor, "the reading below the knee, two standard errors high")
+	assert.False(t, st.Reread)
+
+	st = State{Limit: 20, Floor: 100 * ms, Reread: true}
+	st, _ = Decide(st, window(20, 101*ms, 101*ms, ms), cfg)
+	st, _ = Decide(st, window(15, 130*ms, 130*ms, ms), cfg)
+	assert.Equal(t, 100*ms, st.Floor, "a reread reading higher does not raise the floor: the limit it dipped from may be past the knee")
+
+	st, _ = OnShed(State{Limit: 64, SlowStart: true}, 50, cfg)
+	assert.True(t, st.Reread, "slow start ended on a shed")
+}
+
+// Rule 3: the first window's reading is an upper bound like any other's, so
+// a first round read low by chance does not hold the limit under the knee.
+func TestAFirstRoundReadLowDoesNotHoldTheLimitUnderTheKnee(t *testing.T) {
+	// The first round reads the floor 8% low, give or take 4%: its upper
+	// bound is above the true 100 ms, and windows at the knee read as such
+	// are not queued.
+	st, _ := Decide(State{Limit: 16, SlowStart: true}, window(16, 92*ms, 92*ms, 4*ms), cfg)
+	assert.Equal(t, 100*ms, st.Floor)
+	st.SlowStart = false
+	_, r := Decide(st, window(st.Limit, 104*ms, 104*ms, 2*ms), cfg)
+	assert.NotEqual(t, Latency, r, "4% over the floor, within the noise, at the knee")
+}
+
+// A look at a window before it is full allows earlyConfidence standard
+// errors: with up to maxSamples/(2·minSamples) looks, two would close one
+// window in ten on noise alone.
+func TestAnEarlyLookAllowsMoreNoise(t *testing.T) {
+	w := window(24, 1200*ms, 1200*ms, 50*ms) // F·(1+2·queueHigh) = 1160 ms plus 0.8 errors
+	assert.True(t, queued(w, 1000*ms, 0, confidence))
+	assert.False(t, queued(w, 1000*ms, 2*queueHigh, earlyConfidence))
+	w.Median = 1400 * ms // 4.8 errors above it
+	assert.True(t, queued(w, 1000*ms, 2*queueHigh, earlyConfidence))
+}
+
+// Rule 2: calls granted together reach the server in any order, so a shed
+// counts the slots in use when its refusal came if they are more than when
+// its call started.
+func TestAShedCountsTheSlotsInUseWhenItsRefusalCame(t *testing.T) {
+	l := New(Config{Min: 1, Max: 256, Initial: 64})
+	t0 := time.Unix(0, 0)
+	s := sample(t0, 0, 5*ms, 33, Shed)
+	s.Answered = 50
+	limit, r := l.Observe(s)
+	assert.Equal(t, Overload, r)
+	assert.Equal(t, 49, limit, "the server had 49 in progress at most, not 32")
+	assert.Equal(t, 49.0, l.State().Ceiling)
+}
