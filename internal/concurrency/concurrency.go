@@ -72,8 +72,12 @@
 //     first cut (slow start), then by [growth] of itself, a slot at a
 //     time just past the last knee found.
 //     5b: a rate limiter held them for more: the server sees n̄·(1−held)
-//     of them (Little's law); the limit falls to that and [rateHeadroom]
-//     more, so that slots wait for the slot queue, not in the limiter.
+//     of them (Little's law); the limit falls toward that and
+//     [rateHeadroom] more, so that slots wait for the slot queue, not in
+//     the limiter, by [growth] of itself per window at most: a hold
+//     harms no server, and one window's can be a pause (a stated reset
+//     waited out), which reads the rate's share low (a cut to half on
+//     one such window cost the rate-limited bench 6% of its rate).
 //  6. Otherwise it holds.
 //  7. After [floorProbe] calm windows (every slot in use, no latency
 //     cut), and at the first calm window after slow start ends, one
@@ -369,12 +373,13 @@ func steer(st State, w Window, cfg Config) (State, Reason) {
 		// sent; the server sees MeanInUse·(1−Held) of them (Little's
 		// law), the rest only wait in the rate limiter. Keep the
 		// server's share and [rateHeadroom] of it, so that the rate
-		// limiter always has requests ready when it lets one go.
+		// limiter always has requests ready when it lets one go; a
+		// step of [growth] at most, as rule 5 grows.
 		target := w.MeanInUse * (1 - w.Held) * (1 + rateHeadroom)
 		if target >= st.Limit*(1-growth) {
 			return st, None
 		}
-		st.Limit = max(target, st.Limit/2)
+		st.Limit = max(target, st.Limit*(1-growth))
 		st = clamp(st, cfg)
 		return st, moved(old, st, Rate)
 	case float64(w.Median-w.MedianErr) <= float64(st.Floor)*(1+queueLow) && w.Peak >= int(st.Limit) && w.Held < heldMost:
