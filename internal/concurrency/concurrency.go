@@ -39,8 +39,10 @@
 //
 // # The rules
 //
-// Every comparison allows for the noise of a median: [confidence] standard
-// errors for a cut, one for growth. Rules, in order:
+// Every comparison allows for the noise of a median: a cut needs the
+// latency [confidence] standard errors above its threshold; the floor is
+// itself an upper bound (rule 3), so growth needs no allowance of its own.
+// Rules, in order:
 //
 //  1. A stated concurrency quota (IETF qu="concurrent-requests") is a hard
 //     cap from the answer that states it: the limit drops to it at once.
@@ -66,7 +68,9 @@
 //     4a: if the last cut, or a series of cuts, took [unresponsive] of the
 //     load away and the latency stayed, the floor was read too low: it is read again, the
 //     knee the series found is forgotten, and the series undone.
-//  5. m ≤ F·(1+[queueLow]), every slot was in use (demand fills the
+//  5. m ≤ F (no queue shows: F already allows for the floor's noise,
+//     and a window whose m reads high by chance only waits for the
+//     next), every slot was in use (demand fills the
 //     limit) and a rate limiter held the requests for less than
 //     [heldMost] of their time: the limit grows, doubling until the
 //     first cut (slow start), then by [growth] of itself, a slot at a
@@ -131,11 +135,10 @@ const (
 	// ten (a sequential test's repeated looks need a wider bound).
 	confidence      = 2
 	earlyConfidence = 3
-	// queueLow and queueHigh bound the latency ratio m/F that reads as no
-	// queue (≤ 1+queueLow: grow) and as a queue (> 1+queueHigh: cut);
-	// between them the limit holds. Chosen on bench/CONCURRENCY.md's
-	// servers: a window median's noise at the floor stays under queueLow.
-	queueLow  = 0.03
+	// queueHigh is the latency ratio m/F above which (beyond the noise) a
+	// window reads as a queue and the limit is cut; between 1 (rule 5's
+	// growth) and it the limit holds. Chosen on bench/CONCURRENCY.md's
+	// servers.
 	queueHigh = 0.08
 	// queueSlack is the queue a cut leaves, as a share of the knee it
 	// found: a little above the knee keeps the server busy through the
@@ -307,20 +310,13 @@ func Decide(st State, w Window, cfg Config) (State, Reason) {
 	if w.Served == 0 || w.Median <= 0 {
 		return st, None
 	}
+	prev, old := st.Floor, st.Limit
 	// Rule 3: the floor is the lowest upper bound a window gives of it.
 	if f := floorOf(w); st.Floor == 0 || f < st.Floor {
 		st.Floor = f
 	}
-	old := st.Limit
 	if st.ProbeFrom > 0 {
-		// Rule 7's probe window is over: its reading is the floor now,
-		// higher or lower, unless it was slow start's reread, which
-		// only lowers it (rule 3, above); back.
-		if !st.Reread {
-			st.Floor = floorOf(w)
-		}
-		st.Limit, st.ProbeFrom, st.Calm, st.Reread = st.ProbeFrom, 0, 0, false
-		st = clamp(st, cfg)
+		st = endProbe(st, w, prev, cfg)
 		return st, moved(old, st, Probe)
 	}
 	st, r := steer(st, w, cfg)
@@ -340,6 +336,26 @@ func Decide(st State, w Window, cfg Config) (State, Reason) {
 		return st, moved(old, st, Probe)
 	}
 	return st, r
+}
+
+// endProbe ends rule 7's probe window w: its reading is the floor now,
+// higher or lower, unless it was slow start's reread, which only lowers it
+// (rule 3, applied already to prev); and the limit goes back. A floor that
+// fell takes the knee found against it down in proportion (the knee is
+// in-use·floor/latency), and the limit back no higher than that knee and
+// [queueSlack]: the limit the probe dipped from was set by the knee read
+// against the higher floor.
+func endProbe(st State, w Window, prev time.Duration, cfg Config) State {
+	if !st.Reread {
+		st.Floor = floorOf(w)
+	}
+	back := st.ProbeFrom
+	if st.Knee > 0 && prev > 0 && st.Floor < prev {
+		st.Knee *= float64(st.Floor) / float64(prev)
+		back = min(back, max(st.Knee*(1+queueSlack), st.Limit))
+	}
+	st.Limit, st.ProbeFrom, st.Calm, st.Reread = back, 0, 0, false
+	return clamp(st, cfg)
 }
 
 // steer applies rules 4 to 6 to a window.
@@ -382,7 +398,7 @@ func steer(st State, w Window, cfg Config) (State, Reason) {
 		st.Limit = max(target, st.Limit*(1-growth))
 		st = clamp(st, cfg)
 		return st, moved(old, st, Rate)
-	case float64(w.Median-w.MedianErr) <= float64(st.Floor)*(1+queueLow) && w.Peak >= int(st.Limit) && w.Held < heldMost:
+	case w.Median <= st.Floor && w.Peak >= int(st.Limit) && w.Held < heldMost:
 		st.CutInUse = 0 // a series of cuts ends where the limit grows again
 		st = clamp(grow(st), cfg)
 		return st, moved(old, st, Headroom)

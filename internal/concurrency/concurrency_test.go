@@ -31,7 +31,9 @@ func TestDecide(t *testing.T) {
 		{why: "rule 5: with nothing learnt that bounds it, it doubles",
 			st: State{Limit: 16, Floor: 100 * ms}, w: window(16, 100*ms, 100*ms, ms), wantLimit: 32, wantReason: Headroom},
 		{why: "rule 5: after slow start, well past the knee a cut found, it grows by a tenth",
-			st: steady, w: window(32, 101*ms, 100*ms, ms), wantLimit: 32 * 1.1, wantReason: Headroom},
+			st: steady, w: window(32, 100*ms, 100*ms, ms), wantLimit: 32 * 1.1, wantReason: Headroom},
+		{why: "rule 5: a latency above the floor's upper bound, however little, does not raise it",
+			st: steady, w: window(32, 101*ms, 100*ms, ms), wantLimit: 32},
 		{why: "rule 5: just past the knee a cut found it grows a slot at a time",
 			st: State{Limit: 33, Floor: 100 * ms, Knee: 32}, w: window(33, 100*ms, 100*ms, ms), wantLimit: 34, wantReason: Headroom},
 		{why: "rule 5: demand that does not fill the limit does not raise it",
@@ -199,8 +201,9 @@ func TestSlowStartsEndReadsTheFloorAgainBelowTheKnee(t *testing.T) {
 	assert.InDelta(t, cut*probeShare, st.Limit, 1e-9)
 	st, r = Decide(st, window(cut*probeShare, 100*ms, 100*ms, ms), cfg)
 	assert.Equal(t, Probe, r, "back")
-	assert.InDelta(t, cut, st.Limit, 1e-9)
 	assert.Equal(t, 102*ms, st.Floor, "the reading below the knee, two standard errors high")
+	assert.InDelta(t, 16*102.0/120, st.Knee, 1e-9, "the knee found against the floor read high, down in proportion")
+	assert.InDelta(t, st.Knee*(1+queueSlack), st.Limit, 1e-9, "back, to that knee")
 	assert.False(t, st.Reread)
 
 	st = State{Limit: 20, Floor: 100 * ms, Reread: true}
