@@ -74,11 +74,12 @@ const (
 	// BoundQuota: the server stated a concurrency quota below it.
 	BoundQuota
 	// BoundRate: a pacer Transport held the requests for their rate
-	// limit before sending them, so it fell to what the rate lets reach
-	// the server, and a quarter more.
+	// limit before sending them, so it fell toward what the rate lets
+	// reach the server and as many again, by a tenth at most per step.
 	BoundRate
 	// BoundProbe: it dipped to three quarters for one window to read the
-	// server's latency floor again (every 128 calm windows), or came back.
+	// server's latency floor again (once after the first fall, then every
+	// 128 calm windows), or came back.
 	BoundProbe
 )
 
@@ -204,6 +205,7 @@ func (c *execCall) sample(start time.Time, resp *http.Response) concurrency.Samp
 // move, if any: the slots take the new limit (a rise grants queued calls at
 // once). e.mu must be held.
 func (e *Executor) observeLocked(s *concurrency.Sample) {
+	s.Answered = e.slots.held // the call's own slot still among them
 	limit, r := e.adapt.Observe(*s)
 	if limit != e.slots.limit {
 		e.slots.setLimit(limit)

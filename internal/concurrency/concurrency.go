@@ -34,46 +34,68 @@
 // filled the initial limit one at a time, so that it sees latency against
 // load (unless its answers spread too widely to judge so few). Every 32
 // answers a window is looked at early: one plainly queued (above twice
-// [queueHigh]) closes at once, so a slow start's overshoot costs part of
-// a round.
+// [queueHigh], by [earlyConfidence] standard errors) closes at once, so a
+// slow start's overshoot costs part of a round.
 //
 // # The rules
 //
-// Every comparison allows for the noise of a median: [confidence] standard
-// errors for a cut, one for growth. Rules, in order:
+// Every comparison allows for the noise of a median: a cut needs the
+// latency [confidence] standard errors above its threshold; the floor is
+// itself an upper bound (rule 3), so growth needs no allowance of its own.
+// Rules, in order:
 //
 //  1. A stated concurrency quota (IETF qu="concurrent-requests") is a hard
 //     cap from the answer that states it: the limit drops to it at once.
 //  2. A shed answer (503, 529) to a request sent after the last cut cuts
 //     at once: the server had no room with that request's n in progress,
 //     so the limit goes to at most n−1 (but not below half), and by
-//     [shedBackoff] at least (AIMD's multiplicative decrease). That is
-//     remembered as a ceiling
-//     the limit grows past only one slot per [ceilingProbe] windows.
-//  3. The floor F is the lowest window reading (the first as read, later
-//     ones plus [confidence] standard errors: the lowest of many noisy
-//     readings is lower than the floor they share).
+//     [shedBackoff] at least (AIMD's multiplicative decrease). n is the
+//     slots in use when the call started or when the refusal came,
+//     whichever is more: calls granted together reach the server in any
+//     order, so the first granted can be the one refused. n−1 is
+//     remembered as a ceiling the limit grows past only one slot per
+//     [ceilingProbe] windows.
+//  3. The floor F is the lowest upper bound of it a window reads: the
+//     less loaded half's median plus [confidence] standard errors, the
+//     first window's as well as later ones'. A floor read high is lowered
+//     by the next window that reads lower; one read low is not, and holds
+//     the limit under the knee, every window at the knee reading queued
+//     against it (the lowest of many noisy readings is lower than the
+//     floor they share, and a first window of one round is the noisiest).
 //  4. m > F·(1+[queueHigh]): the server queues. The limit goes to the
 //     knee that shows, n̄·F/m for n̄ the mean slots in use, plus
 //     [queueSlack] of it, but never below half the limit in one window.
 //     4a: if the last cut, or a series of cuts, took [unresponsive] of the
 //     load away and the latency stayed, the floor was read too low: it is read again, the
 //     knee the series found is forgotten, and the series undone.
-//  5. m ≤ F·(1+[queueLow]), every slot was in use (demand fills the
+//  5. m ≤ F (no queue shows: F already allows for the floor's noise,
+//     and a window whose m reads high by chance only waits for the
+//     next), every slot was in use (demand fills the
 //     limit) and a rate limiter held the requests for less than
 //     [heldMost] of their time: the limit grows, doubling until the
 //     first cut (slow start), then by [growth] of itself, a slot at a
 //     time just past the last knee found.
 //     5b: a rate limiter held them for more: the server sees n̄·(1−held)
-//     of them (Little's law); the limit falls to that and [rateHeadroom]
-//     more, so that slots wait for the slot queue, not in the limiter.
+//     of them (Little's law); the limit falls toward that and
+//     [rateHeadroom] more, so that slots wait for the slot queue, not in
+//     the limiter, by [growth] of itself per window at most: a hold
+//     harms no server, and one window's can be a pause (a stated reset
+//     waited out), which reads the rate's share low (a cut to half on
+//     one such window cost the rate-limited bench 6% of its rate).
 //  6. Otherwise it holds.
 //  7. After [floorProbe] calm windows (every slot in use, no latency
-//     cut), one window runs at [probeShare] of the limit to read the floor
-//     again, as BBR's ProbeRTT does, and its reading replaces the floor: a
-//     floor read past the knee, or before the server sped up, is never
-//     read lower at that load, and one read low (a lucky first round)
-//     never higher.
+//     cut), and at the first calm window after slow start ends, one
+//     window runs at [probeShare] of the limit to read the floor again,
+//     as BBR's ProbeRTT does, and its reading replaces the floor: a floor
+//     read past the knee, or before the server sped up, is never read
+//     lower at that load, and one read low is never read higher. Slow
+//     start reads the floor from its first round, one round of answers
+//     whose median is known to within several percent (a tenth at an
+//     LLM's spread), read high by rule 3: the limit would sit that far
+//     past the knee for good. The window after it, at three quarters of
+//     the knee the exit found, is below the knee and sized for
+//     [precision]; its reading only lowers the floor (rule 3), as the
+//     limit it dips from may still be past the knee.
 //
 // The limit stays within [Config.Min, Config.Max] and under a stated quota.
 // [Decide], [OnShed] and [OnQuota] are the rules as pure functions; [Limit]
@@ -105,13 +127,18 @@ const (
 	// which the first round's answers are too few to judge by.
 	roughFirst = 0.10
 	// confidence is how many standard errors of a window's median a
-	// decision allows for noise (two: about 95% one-sided).
-	confidence = 2
-	// queueLow and queueHigh bound the latency ratio m/F that reads as no
-	// queue (≤ 1+queueLow: grow) and as a queue (> 1+queueHigh: cut);
-	// between them the limit holds. Chosen on bench/CONCURRENCY.md's
-	// servers: a window median's noise at the floor stays under queueLow.
-	queueLow  = 0.03
+	// decision allows for noise (two: about 98% one-sided).
+	// earlyConfidence is what a look at a window before it is full allows:
+	// a window looked at every 2·minSamples answers is tested up to
+	// maxSamples/(2·minSamples) times, and at two standard errors each,
+	// its noise alone would pass one of the looks in about one window of
+	// ten (a sequential test's repeated looks need a wider bound).
+	confidence      = 2
+	earlyConfidence = 3
+	// queueHigh is the latency ratio m/F above which (beyond the noise) a
+	// window reads as a queue and the limit is cut; between 1 (rule 5's
+	// growth) and it the limit holds. Chosen on bench/CONCURRENCY.md's
+	// servers.
 	queueHigh = 0.08
 	// queueSlack is the queue a cut leaves, as a share of the knee it
 	// found: a little above the knee keeps the server busy through the
@@ -172,8 +199,8 @@ type Sample struct {
 	// dial lies between them); Done when its answer arrived.
 	Start, Admitted, Sent, Done time.Time
 	// InUse is how many slots were in use when the call started, its own
-	// included.
-	InUse int
+	// included; Answered how many when its answer came (0: not known).
+	InUse, Answered int
 	// Outcome is what the answer says.
 	Outcome Outcome
 	// Quota is the concurrency quota the answer stated; 0 if none.
@@ -255,9 +282,11 @@ type State struct {
 	Knee float64
 	// Calm counts the windows, every slot in use, since the last latency
 	// cut or probe; ProbeFrom is the limit a probe window dipped from (0:
-	// no probe under way).
+	// no probe under way). Reread: slow start ended, and the floor is
+	// read again at the next calm window, or is being read (rule 7).
 	Calm      int
 	ProbeFrom float64
+	Reread    bool
 	// CutInUse and CutMedian are the load and latency of the window that
 	// made the last latency cut; CutInUse 0 if none.
 	CutInUse  float64
@@ -281,24 +310,13 @@ func Decide(st State, w Window, cfg Config) (State, Reason) {
 	if w.Served == 0 || w.Median <= 0 {
 		return st, None
 	}
-	// The floor is an upper bound of a window's median ([confidence]
-	// standard errors above it): the lowest of many noisy medians is lower than
-	// the floor they share, and read as the floor it makes the floor
-	// itself look queued.
-	switch f := w.Least + confidence*w.LeastErr; {
-	case st.Floor == 0:
-		st.Floor = w.Least // one median: no lowest of many to allow for
-	case f < st.Floor:
+	prev, old := st.Floor, st.Limit
+	// Rule 3: the floor is the lowest upper bound a window gives of it.
+	if f := floorOf(w); st.Floor == 0 || f < st.Floor {
 		st.Floor = f
 	}
-	old := st.Limit
 	if st.ProbeFrom > 0 {
-		// Rule 7's probe window is over: its reading is the floor now,
-		// higher or lower (one standard error high, as rule 3 errs);
-		// back.
-		st.Floor = w.Least + w.LeastErr
-		st.Limit, st.ProbeFrom, st.Calm = st.ProbeFrom, 0, 0
-		st = clamp(st, cfg)
+		st = endProbe(st, w, prev, cfg)
 		return st, moved(old, st, Probe)
 	}
 	st, r := steer(st, w, cfg)
@@ -306,7 +324,7 @@ func Decide(st State, w Window, cfg Config) (State, Reason) {
 		st.Calm = 0
 		return st, r
 	}
-	if st.Calm++; st.Calm >= floorProbe && r == None && st.Limit < float64(cfg.Max) {
+	if st.Calm++; (st.Calm >= floorProbe || st.Reread) && r == None && st.Limit < float64(cfg.Max) {
 		// Rule 7: a floor read at a load past the knee (the first round
 		// too spread to judge, a shed before it closed) or before the
 		// server sped up is never read lower by windows at that load;
@@ -320,17 +338,37 @@ func Decide(st State, w Window, cfg Config) (State, Reason) {
 	return st, r
 }
 
+// endProbe ends rule 7's probe window w: its reading is the floor now,
+// higher or lower, unless it was slow start's reread, which only lowers it
+// (rule 3, applied already to prev); and the limit goes back. A floor that
+// fell takes the knee found against it down in proportion (the knee is
+// in-use·floor/latency), and the limit back no higher than that knee and
+// [queueSlack]: the limit the probe dipped from was set by the knee read
+// against the higher floor.
+func endProbe(st State, w Window, prev time.Duration, cfg Config) State {
+	if !st.Reread {
+		st.Floor = floorOf(w)
+	}
+	back := st.ProbeFrom
+	if st.Knee > 0 && prev > 0 && st.Floor < prev {
+		st.Knee *= float64(st.Floor) / float64(prev)
+		back = min(back, max(st.Knee*(1+queueSlack), st.Limit))
+	}
+	st.Limit, st.ProbeFrom, st.Calm, st.Reread = back, 0, 0, false
+	return clamp(st, cfg)
+}
+
 // steer applies rules 4 to 6 to a window.
 func steer(st State, w Window, cfg Config) (State, Reason) {
 	old := st.Limit
 	switch {
-	case queued(w, st.Floor, queueHigh):
+	case queued(w, st.Floor, queueHigh, confidence):
 		if unmoved(w, st.CutInUse, st.CutMedian) || unmoved(w, st.LastInUse, st.LastMedian) {
 			// Rule 4a: the last cut took load away and the latency
 			// stayed: it is not this client's queue, and the floor was
 			// read too low (a lucky window). Read it again here.
-			st.Floor, st.CutInUse, st.LastInUse, st.Knee = w.Least+w.LeastErr, 0, 0, 0 // one error high, as rule 3 errs
-			st.Limit = max(st.Limit, st.CutFrom)                                       // and the cut undone
+			st.Floor, st.CutInUse, st.LastInUse, st.Knee = floorOf(w), 0, 0, 0
+			st.Limit = max(st.Limit, st.CutFrom) // and the cut undone
 			st = clamp(st, cfg)
 			return st, moved(old, st, Headroom)
 		}
@@ -343,7 +381,7 @@ func steer(st State, w Window, cfg Config) (State, Reason) {
 		}
 		st.Knee = w.MeanInUse * float64(st.Floor) / float64(w.Median)
 		st.Limit = max(st.Knee*(1+queueSlack), st.Limit/2)
-		st.SlowStart = false
+		st = endSlowStart(st)
 		st = clamp(st, cfg)
 		return st, moved(old, st, Latency)
 	case w.Held >= heldMost && w.Peak >= int(st.Limit):
@@ -351,15 +389,16 @@ func steer(st State, w Window, cfg Config) (State, Reason) {
 		// sent; the server sees MeanInUse·(1−Held) of them (Little's
 		// law), the rest only wait in the rate limiter. Keep the
 		// server's share and [rateHeadroom] of it, so that the rate
-		// limiter always has requests ready when it lets one go.
+		// limiter always has requests ready when it lets one go; a
+		// step of [growth] at most, as rule 5 grows.
 		target := w.MeanInUse * (1 - w.Held) * (1 + rateHeadroom)
 		if target >= st.Limit*(1-growth) {
 			return st, None
 		}
-		st.Limit = max(target, st.Limit/2)
+		st.Limit = max(target, st.Limit*(1-growth))
 		st = clamp(st, cfg)
 		return st, moved(old, st, Rate)
-	case float64(w.Median-w.MedianErr) <= float64(st.Floor)*(1+queueLow) && w.Peak >= int(st.Limit) && w.Held < heldMost:
+	case w.Median <= st.Floor && w.Peak >= int(st.Limit) && w.Held < heldMost:
 		st.CutInUse = 0 // a series of cuts ends where the limit grows again
 		st = clamp(grow(st), cfg)
 		return st, moved(old, st, Headroom)
@@ -399,10 +438,18 @@ func grow(st State) State {
 	return st
 }
 
+// floorOf is the upper bound w gives of the floor (rule 3): its less
+// loaded half's median and [confidence] standard errors. An upper bound,
+// the first reading as well as later ones: a floor read high is lowered by
+// the next window that reads lower, one read low only by rules 4a and 7,
+// and meanwhile it holds the limit below the knee (every window at the
+// knee reads queued against it).
+func floorOf(w Window) time.Duration { return w.Least + confidence*w.LeastErr }
+
 // queued reports whether w's latency is above floor by more than a share
-// of it, beyond the noise of its median ([confidence] standard errors).
-func queued(w Window, floor time.Duration, share float64) bool {
-	return floor > 0 && float64(w.Median-confidence*w.MedianErr) > float64(floor)*(1+share)
+// of it, beyond the noise of its median (sigmas standard errors).
+func queued(w Window, floor time.Duration, share, sigmas float64) bool {
+	return floor > 0 && float64(w.Median)-sigmas*float64(w.MedianErr) > float64(floor)*(1+share)
 }
 
 // heldMost is the share of time before sending (Window.Held) above which
@@ -410,19 +457,28 @@ func queued(w Window, floor time.Duration, share float64) bool {
 // not see the slots the limit would add.
 const heldMost = 0.25
 
-// OnShed applies rule 2: the state after a shed answer to a request sent
-// with inUse slots in use.
+// OnShed applies rule 2: the state after a shed answer to a request that
+// met inUse slots in use.
 func OnShed(st State, inUse int, cfg Config) (State, Reason) {
 	old := st.Limit
-	// At most halved by one shed: answers can reach the server in
-	// another order than their calls started, so one shed with few in
-	// use need not mean room for few.
+	// At most halved by one shed, as TCP's window is by one loss: the
+	// load a request met is known only within the calls started with it.
 	st.Ceiling = max(1, float64(inUse-1), st.Limit/2)
 	st.Probe = 0
 	st.Limit = max(1, min(st.Limit*shedBackoff, st.Ceiling))
-	st.SlowStart = false
+	st = endSlowStart(st)
 	st = clamp(st, cfg)
 	return st, moved(old, st, Overload)
+}
+
+// endSlowStart ends slow start, if under way, and has the floor read
+// again (rule 7): the floor slow start read is the first round's, one
+// round of answers, or a window's at a load that may have queued.
+func endSlowStart(st State) State {
+	if st.SlowStart {
+		st.SlowStart, st.Reread = false, true
+	}
+	return st
 }
 
 // OnQuota applies rule 1: the state after an answer stating quota.
@@ -495,7 +551,7 @@ func (l *Limit) Observe(s Sample) (limit int, r Reason) {
 		if s.Sent.Before(l.cut) {
 			return l.Current(), None // sent before the last cut: already answered
 		}
-		l.st, r = OnShed(l.st, s.InUse, l.cfg)
+		l.st, r = OnShed(l.st, max(s.InUse, s.Answered), l.cfg)
 		l.cut = s.Done
 		if l.st.Floor != 0 {
 			// The first round goes on: the answers of its ramp, each at
@@ -538,16 +594,9 @@ func (l *Limit) Observe(s Sample) (limit int, r Reason) {
 		if n < 2*minSamples || (n < full && n%(2*minSamples) != 0) {
 			return l.Current(), None
 		}
-		if w = l.window(); n < full && !queued(w, l.st.Floor, 2*queueHigh) {
+		if w = l.window(); n < full && !queued(w, l.st.Floor, 2*queueHigh, earlyConfidence) {
 			return l.Current(), None
 		}
-	}
-	if l.st.Floor == 0 && l.roughStart {
-		// A first floor read from answers spread as widely as an LLM's:
-		// read low it would hold the limit under the knee until a probe
-		// (rule 7), which windows this long reach late; read high, the
-		// next windows' queue test corrects it at once. Err high.
-		w.Least += w.LeastErr
 	}
 	l.st, r = Decide(l.st, w, l.cfg)
 	l.reset()
