@@ -2,11 +2,9 @@ package pacer
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -168,55 +166,9 @@ func TestShutdownWithAMovingAdaptiveBoundLosesNoCall(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			srv := apisim.NewConcurrency(apisim.ConcurrencyConfig{Latency: 20 * time.Millisecond, Knee: 24, Ceiling: 30, Jitter: 0.1, Seed: 3}, nil)
 			e := NewExecutor(&http.Client{Transport: srv.Transport()}, WithAdaptiveConcurrency(1, 32))
-			const calls = 3000
-			var wg sync.WaitGroup
-			var responses, rejected, notStarted, aborted atomic.Int64
-			randDur := randDurations(1, 2)
-			for range calls {
-				start := randDur(time.Second)
-				wg.Go(func() {
-					time.Sleep(start)
-					resp, err := e.Do(t.Context(), newRequest(t))
-					switch {
-					case err == nil:
-						responses.Add(1)
-						drainAndClose(resp)
-					case errors.Is(err, ErrExecutorAborted):
-						aborted.Add(1)
-					case errors.Is(err, errNotStarted):
-						notStarted.Add(1)
-					case errors.Is(err, ErrExecutorClosed):
-						rejected.Add(1)
-					default:
-						t.Errorf("unexpected error: %v", err)
-					}
-				})
-			}
-			time.Sleep(700 * time.Millisecond)
-			ctx := context.Background()
-			if deadline > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, deadline)
-				defer cancel()
-			}
-			shutdownErr := e.Shutdown(ctx)
-			wg.Wait()
-
-			s := e.Stats()
-			assert.EqualValues(t, calls, s.Submitted+s.Rejected)
-			assert.Equal(t, s.Submitted, responses.Load()+notStarted.Load()+aborted.Load(), "every accepted call returned")
-			assert.Positive(t, s.Moves.Latency+s.Moves.Overload, "the bound fell during the run: %+v", s)
-			assert.Positive(t, s.Moves.Headroom, "and rose: %+v", s)
-			requireIdleStats(t, s)
-			requireSemaphoreFull(t, e)
-			if deadline == 0 {
-				require.NoError(t, shutdownErr)
-				assert.Zero(t, notStarted.Load()+aborted.Load())
-			} else {
-				var se *shutdownError
-				require.ErrorAs(t, shutdownErr, &se)
-				assert.EqualValues(t, se.waiting, notStarted.Load(), "exactly the counted waiters never started")
-			}
+			r := shutdownMidLoad(t, e, 3000, 700*time.Millisecond, deadline)
+			assert.Positive(t, r.stats.Moves.Latency+r.stats.Moves.Overload, "the bound fell during the run: %+v", r.stats)
+			assert.Positive(t, r.stats.Moves.Headroom, "and rose: %+v", r.stats)
 		})
 	}
 }

@@ -27,66 +27,89 @@ func TestShutdownDuringLoadLosesNoCall(t *testing.T) {
 				srv := &fakeServer{delay: func() time.Duration { return randDur(10 * time.Millisecond) }}
 				e := NewExecutor(&http.Client{Transport: srv}, WithMaxConcurrency(limit))
 
-				var wg sync.WaitGroup
-				var responses, rejected, notStarted, aborted atomic.Int64
-				for range calls {
-					start := randDur(time.Second)
-					wg.Go(func() {
-						time.Sleep(start)
-						resp, err := e.Do(t.Context(), newRequest(t))
-						switch {
-						case err == nil:
-							responses.Add(1)
-							drainAndClose(resp)
-						case errors.Is(err, ErrExecutorAborted):
-							assert.ErrorIs(t, err, context.Canceled)
-							aborted.Add(1)
-						case errors.Is(err, errNotStarted):
-							notStarted.Add(1)
-						case errors.Is(err, ErrExecutorClosed):
-							rejected.Add(1)
-						default:
-							t.Errorf("unexpected error: %v", err)
-						}
-					})
-				}
-
-				time.Sleep(500 * time.Millisecond)
-				ctx := context.Background()
+				r := shutdownMidLoad(t, e, calls, 500*time.Millisecond, deadline)
+				assert.Equal(t, r.stats.Rejected, r.rejected)
+				assert.Positive(t, r.rejected, "shutdown must land mid-load")
 				if deadline > 0 {
-					var cancel context.CancelFunc
-					ctx, cancel = context.WithTimeout(ctx, deadline)
-					defer cancel()
-				}
-				shutdownErr := e.Shutdown(ctx)
-				wg.Wait() // a hung call would make synctest report a deadlock
-
-				s := e.Stats()
-				accepted := s.Submitted
-				assert.EqualValues(t, calls, accepted+s.Rejected, "every call is accepted or rejected")
-				assert.Equal(t, s.Rejected, rejected.Load())
-				assert.Equal(t, accepted, responses.Load()+notStarted.Load()+aborted.Load(),
-					"every accepted call returned a response or an error")
-				assert.Positive(t, rejected.Load(), "shutdown must land mid-load")
-				requireIdleStats(t, s)
-				requireSemaphoreFull(t, e)
-
-				if deadline == 0 {
-					require.NoError(t, shutdownErr)
-					assert.Zero(t, notStarted.Load()+aborted.Load(), "without a deadline all accepted work runs")
-				} else {
+					assert.ErrorIs(t, r.err, context.DeadlineExceeded)
 					var se *shutdownError
-					require.ErrorAs(t, shutdownErr, &se)
-					assert.ErrorIs(t, shutdownErr, context.DeadlineExceeded)
-					assert.EqualValues(t, se.waiting, notStarted.Load(), "exactly the counted waiters never started")
-					assert.LessOrEqual(t, aborted.Load(), int64(se.running),
+					require.ErrorAs(t, r.err, &se)
+					assert.LessOrEqual(t, r.aborted, int64(se.running),
 						"only counted requests are aborted (one answering at the deadline may still succeed)")
-					assert.Positive(t, aborted.Load())
+					assert.Positive(t, r.aborted)
 					assert.Positive(t, se.waiting, "the deadline must catch queued calls")
 				}
 			})
 		})
 	}
+}
+
+// shutdownRun is what the calls of shutdownMidLoad got, and what Shutdown
+// returned.
+type shutdownRun struct {
+	responses, rejected, notStarted, aborted int64
+	err                                      error
+	stats                                    ExecutorStats
+}
+
+// shutdownMidLoad starts calls spread over a second, shuts e down after
+// after (with deadline, when positive), waits for every call, and checks
+// the guarantees every shutdown keeps: each call accepted or rejected, each
+// accepted call returned a response or an error, no slot held; without a
+// deadline every accepted call ran, with one exactly the counted waiters
+// never started.
+func shutdownMidLoad(t *testing.T, e *Executor, calls int, after, deadline time.Duration) shutdownRun {
+	t.Helper()
+	var wg sync.WaitGroup
+	var responses, rejected, notStarted, aborted atomic.Int64
+	randDur := randDurations(1, 2)
+	for range calls {
+		start := randDur(time.Second)
+		wg.Go(func() {
+			time.Sleep(start)
+			resp, err := e.Do(t.Context(), newRequest(t))
+			switch {
+			case err == nil:
+				responses.Add(1)
+				drainAndClose(resp)
+			case errors.Is(err, ErrExecutorAborted):
+				assert.ErrorIs(t, err, context.Canceled)
+				aborted.Add(1)
+			case errors.Is(err, errNotStarted):
+				notStarted.Add(1)
+			case errors.Is(err, ErrExecutorClosed):
+				rejected.Add(1)
+			default:
+				t.Errorf("unexpected error: %v", err)
+			}
+		})
+	}
+	time.Sleep(after)
+	ctx := context.Background()
+	if deadline > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, deadline)
+		defer cancel()
+	}
+	r := shutdownRun{err: e.Shutdown(ctx)}
+	wg.Wait() // a hung call would make synctest report a deadlock
+	r.responses, r.rejected, r.notStarted, r.aborted = responses.Load(), rejected.Load(), notStarted.Load(), aborted.Load()
+	r.stats = e.Stats()
+
+	assert.EqualValues(t, calls, r.stats.Submitted+r.stats.Rejected, "every call is accepted or rejected")
+	assert.Equal(t, r.stats.Submitted, r.responses+r.notStarted+r.aborted,
+		"every accepted call returned a response or an error")
+	requireIdleStats(t, r.stats)
+	requireSemaphoreFull(t, e)
+	if deadline == 0 {
+		require.NoError(t, r.err)
+		assert.Zero(t, r.notStarted+r.aborted, "without a deadline all accepted work runs")
+	} else {
+		var se *shutdownError
+		require.ErrorAs(t, r.err, &se)
+		assert.EqualValues(t, se.waiting, r.notStarted, "exactly the counted waiters never started")
+	}
+	return r
 }
 
 func TestShutdownDeadlineCancelsInFlightWorkAndCountsIt(t *testing.T) {
