@@ -154,14 +154,10 @@ type concurrencyTransport struct{ s *ConcurrencyServer }
 
 func (t concurrencyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	s := t.s
-	if req.Body != nil {
-		_, _ = io.Copy(io.Discard, req.Body)
-		req.Body.Close()
-	}
-	ctx := req.Context()
-	if err := ctx.Err(); err != nil {
+	if err := consume(req); err != nil {
 		return nil, err
 	}
+	ctx := req.Context()
 	trace := httptrace.ContextClientTrace(ctx)
 	if trace != nil && trace.WroteRequest != nil {
 		trace.WroteRequest(httptrace.WroteRequestInfo{})

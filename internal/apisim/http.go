@@ -35,15 +35,21 @@ func (s *Server) Transport() http.RoundTripper { return transport{s} }
 
 type transport struct{ s *Server }
 
-func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
+// consume reads and closes the request's body, as a server does, and
+// returns the request context's error if it has ended.
+func consume(req *http.Request) error {
 	if req.Body != nil {
 		_, _ = io.Copy(io.Discard, req.Body)
 		req.Body.Close()
 	}
-	ctx := req.Context()
-	if err := ctx.Err(); err != nil {
+	return req.Context().Err()
+}
+
+func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if err := consume(req); err != nil {
 		return nil, err
 	}
+	ctx := req.Context()
 	r := t.s.render(t.s.admit(req.URL.Path, usageOf(req.Header)))
 	if err := sleep(ctx, t.s.cfg.Latency); err != nil {
 		return nil, err
