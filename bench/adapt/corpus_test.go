@@ -184,15 +184,17 @@ func corpusTargets(sit situation, r sitRun) []sitCheck {
 const corpusGapNote = `
 Why, on the GitLab-style job of the whole quota (issue 35): gitlab.com restates its reset as Date + 60 s on
 every answer, so the reset moves later a second a second, beyond any rounding. pacer's quota model cannot
-tell that from a window that refills as it goes (a sliding window, a bucket) and reads it so. What such a
-quota's last figure says is left goes at once when nobody else spends from it (rule R44), but a charge keeps
-a unit of a quota that refills (R41), which only a look a second later spends: the job's last requests wait
-for it (about 1.5× unpaced). Rarely the noise of overtaken answers reads the quota as shared, and its last
-unit is then spread to the reset (R43), a window's wait. A job of half the quota goes at once (1.05×).
-Reddit's and Mastodon's resets, which move only within a second (delta seconds rounded; an instant carrying
-the request's microseconds), are read as the same reset restated and meet their targets. The row holds
-pacer to 1.25× the job at the quota's long-run rate meanwhile (its last unit's wait for a window at most),
-so a collapse beyond it still fails.
+tell that from a window that refills as it goes (a sliding window, a bucket) and reads it so: it spreads
+what is left to the reset (rule R42) rather than spending it at once (about 2.2× unpaced), and in a few runs
+in a hundred the noise of overtaken answers reads the quota as shared, whose last unit is spread to the
+reset (R43): a window's wait. Letting what is left of any quota that refills go at once took this job to
+1.5× (the last unit, kept by R41, waits for a look), but a fixed window misread as sliding then spends its
+quota at once and looks every second until its reset (a stated quota beside GitHub's headers: 55 429s in a
+minute), so R44 stays with the buckets that state their time to full. A job of half the quota goes at once
+(1.05×). Reddit's and Mastodon's resets, which move only within a second (delta seconds rounded; an instant
+carrying the request's microseconds), are read as the same reset restated and meet their targets. The row
+holds pacer to 1.25× the job at the quota's long-run rate meanwhile (its last unit's wait for a window at
+most), so a collapse beyond it still fails.
 `
 
 // corpusHeader describes the corpus rows in SITUATIONS.md.

@@ -228,12 +228,13 @@ func (s *State) spanAt(now time.Time) float64 {
 }
 
 // atOnce is what may go at once beside the rate (R44): what the last figure
-// of a quota that refills said is left, less the refill credited since and
-// what a charge keeps; for a fixed window others spend from, its spare, on
-// the first plan that sees them (R45).
+// of a bucket that states its time to full, or of a leaky bucket, said is
+// left, less the refill credited since and what a charge keeps; for a fixed
+// window others spend from, its spare, on the first plan that sees them
+// (R45).
 func (s *State) atOnce(spare float64) float64 {
 	v := 0.0
-	if s.kind.refills() && !s.shared() && !s.look.out {
+	if s.kind.refills() && (s.kind == ToFull || s.win.reset.IsZero()) && !s.shared() && !s.look.out {
 		v = float64(max(s.budget.have-s.budget.credit-s.budget.keep, 0)) / Milli
 	}
 	if !s.pace.shared {

@@ -88,7 +88,7 @@
 //   - R41 A charge keeps the token reserve, a unit of a quota that refills, and others' drain until the reset (at most 0.9 of the budget): each client's floor is a tenth.
 //   - R42 A refilling quota is spread to its reset with what refills, at least a unit per span, and, its refill unstated, a unit per max(1 s, window/20): only answers show the refill.
 //   - R43 A shared quota is spread to its reset; past 5 times the last pace each claims its share of the surplus; a unit per max(1 s, window/20) while 2 are left: two clients taking what is left at once take it twice.
-//   - R44 A quota that refills (sliding, ToFull, leaky) nobody else spends from lets what its last figure said is left go at once, and paces only its refill: Remaining is what may go now whatever the kind (gitlab.com's reset, restated as Date + 60 s, reads as one that refills); credited at once, a shared refill is spent twice.
+//   - R44 A ToFull or leaky bucket nobody else spends from lets what its last figure said is left go at once, and paces only its refill: credited at once, a shared refill is spent twice.
 //   - R45 A fixed window others spend from builds what is left beyond their use and each client's tenth up as burst capacity (not level), in the bucket at once on its first spread.
 //   - R46 A spent quota wakes at a look due first, else when its refill holds a unit (looking sooner if that is a reprobe away), at its reset + 10 ms, or looks after a reprobe (1 s without a reset).
 //

@@ -1,7 +1,6 @@
 package quota
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -385,34 +384,4 @@ func TestAQuotaFirstSeenSharedLetsItsSpareGoOnce(t *testing.T) {
 	st, _ = w.Advance(t0, 0, 1, 0)
 	assert.Zero(t, st.AtOnce, "the next ones: it builds up at the pace")
 	assert.InDelta(t, 589-30.5-58.9, st.Spare, 1e-6)
-}
-
-// R44: what the last figure of a quota that refills said is left goes at
-// once when nobody else spends from it, whatever kind of refill it is. A
-// sliding window's Remaining is what may go now as much as a bucket's is;
-// spread to the reset, a job within it ended waiting a minute for its last
-// units (gitlab.com restates its reset as Date + 60 s, which reads as a
-// quota that refills). Shared, it is spread (R43).
-func TestAQuotaThatRefillsLetsWhatIsLeftGoAtOnce(t *testing.T) {
-	for _, c := range []struct {
-		kind   Kind
-		shared bool
-		want   float64
-	}{
-		{kind: Sliding, want: 11 - 1},
-		{kind: ToFull, want: 11 - 1},
-		{kind: Sliding, shared: true, want: 0},
-	} {
-		t.Run(fmt.Sprintf("%v shared=%v", c.kind, c.shared), func(t *testing.T) {
-			w := requests()
-			w.Observe(Report{Limit: 600, Remaining: 11, Reset: reset(time.Minute)}, t0, Seen{Horizon: horizon})
-			w.setKind(c.kind)
-			if c.shared {
-				w.mods |= Shared
-			}
-			st, ok := w.Advance(t0, 0, 1, 0)
-			assert.True(t, ok)
-			assert.InDelta(t, c.want, st.AtOnce, 1e-6, "what is left less the unit a quota that refills keeps (R41)")
-		})
-	}
 }
