@@ -352,19 +352,11 @@ func (p *parser) emit(q *quotaState, out *Quotas) {
 		return
 	}
 	p.found = true
-	if out.n == maxQuotas {
-		return
+	r := out.Append()
+	if r == nil {
+		return // as many as one response keeps
 	}
-	var r *Quota
-	if out.n < len(out.room) {
-		r = &out.room[out.n]
-	} else {
-		out.more = append(out.more, Quota{})
-		r = &out.more[len(out.more)-1]
-	}
-	out.n++
 	r.Name, r.Reset, r.Window, r.Unit = q.name, q.reset, q.window, q.unit
-	r.Limit = 0
 	if q.hasLimit {
 		r.Limit = q.limit
 	}
