@@ -766,7 +766,7 @@ func (t *Transport) peekLimiter(r *http.Request) *endpoint {
 	}
 	b := ep.boundBucket(&u)
 	if b.key == "" && ep.watch != nil && ep.watch.perRoute.Load() {
-		b = routeBinding(ep, routeTemplate(u.method, u.path))
+		b = routeBinding(ep, ep.watch.template(&u))
 	}
 	if b.key != "" {
 		if bep := t.eps.peek(b.key); bep != nil {

@@ -77,9 +77,8 @@ type routeWatch struct {
 	// answered; nil when none is out.
 	looking  chan struct{}
 	lookTmpl string
-	// lastMethod and lastPath are the route answered last, lastTmpl its
-	// template (see template).
-	lastMethod, lastPath, lastTmpl string
+	// last is the route whose template was folded last (see template).
+	last atomic.Pointer[routeMemo]
 	// perRoute mirrors state == routesPerRoute, and undecided state ==
 	// routesUndecided, for the request path, which reads them without the
 	// lock.
@@ -119,15 +118,19 @@ func figuresOf(m *response.Meaning, now time.Time, prev routeFigures) routeFigur
 	return f
 }
 
-// template is u's route template, kept for the path answered last: a
-// client that calls one route (nearly all) has it folded once. Called with
-// w.mu held.
+// routeMemo is a route and its template.
+type routeMemo struct{ method, path, tmpl string }
+
+// template is u's route template, kept for the route folded last: a client
+// that calls one route (nearly all) has it folded, and allocated, once,
+// however many requests it sends.
 func (w *routeWatch) template(u *urlParts) string {
-	if u.method != w.lastMethod || u.path != w.lastPath {
-		w.lastMethod, w.lastPath = strings.Clone(u.method), strings.Clone(u.path)
-		w.lastTmpl = routeTemplate(u.method, u.path)
+	if m := w.last.Load(); m != nil && m.method == u.method && m.path == u.path {
+		return m.tmpl
 	}
-	return w.lastTmpl
+	m := &routeMemo{method: strings.Clone(u.method), path: strings.Clone(u.path), tmpl: routeTemplate(u.method, u.path)}
+	w.last.Store(m)
+	return m.tmpl
 }
 
 // find returns the quota of f named name.
@@ -262,7 +265,7 @@ func (t *Transport) routeFor(ep *endpoint, u *urlParts) (b binding, ok bool) {
 	if !perRoute && tbl == nil {
 		return binding{}, false
 	}
-	tmpl := routeTemplate(u.method, u.path)
+	tmpl := w.template(u)
 	rk := routeKey{seg: tmpl}
 	if tbl != nil {
 		if b, ok := tbl.get(rk); ok {
@@ -301,7 +304,7 @@ func (t *Transport) awaitLook(ctx context.Context, ep *endpoint, u *urlParts) (l
 		if held := w.heldUntil.Load(); held == 0 || clockNow() >= held || !ep.lim.nextAllowed().After(time.Now()) {
 			return false, nil
 		}
-		wait, look := w.lookOrWait(ep, routeTemplate(u.method, u.path))
+		wait, look := w.lookOrWait(ep, w.template(u))
 		if wait == nil {
 			return look, nil
 		}
@@ -356,13 +359,9 @@ func (t *Transport) endLook(ep *endpoint) {
 // it. lim is the endpoint whose limiter admitted the request; look reports
 // that the request was the host's look.
 func (t *Transport) watchRoutes(ep, lim *endpoint, u *urlParts, m *response.Meaning, now time.Time, look bool) {
-	if ep.watch == nil || m.Quotas.Len() == 0 || m.Bucket != "" {
-		if look {
-			t.endLook(ep)
-		}
-		return
+	if ep.watch != nil && m.Quotas.Len() > 0 && m.Bucket == "" {
+		t.compareRoute(ep, lim, u, m, now, look)
 	}
-	t.compareRoute(ep, lim, u, m, now, look)
 	if look {
 		t.endLook(ep)
 	}
