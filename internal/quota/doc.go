@@ -57,7 +57,7 @@
 //
 // Kinds (the classify step):
 //   - R18 A quota that states no reset is a leaky bucket (Leaky): it refills as it goes.
-//   - R19 At a reset that left a tenth of the limit to tell, a jump of half the room and more than in flight is a fixed window, none a sliding one, unless shared: others may have emptied the new window.
+//   - R19 At a reset that left a tenth of the limit to tell, a jump of half the room and more than in flight is a fixed window, none a sliding one, unless shared: others may have emptied the new window. A window answering past its first stated reset, that reset moved on, is sliding: a fixed window's reset does not outrun itself.
 //   - R20 A reset that moved later before the old passed, by what the spending since refills at the rate both ends state, is a bucket's time to full (ToFull).
 //   - R21 So is a window's reset that moved later by 4 jitters (a second) with 2 units spent, in step with a stated window's rate.
 //   - R22 Two moved resets in a row where the last rate predicts make ToFull; one that does not, or a reset that stays while time passes, undoes it: one may fit by chance.

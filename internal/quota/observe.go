@@ -151,6 +151,9 @@ func (s *State) readFigure(q *Report, now time.Time, seen *Seen, eff float64) {
 	}
 	if !fresh {
 		s.low.window = min(s.low.window, q.Remaining)
+		if timed && !s.kind.refills() && s.outlived(q, now, tol) {
+			s.setKind(Sliding) // R19
+		}
 	}
 	countsDown := timed && !s.kind.refills()
 	switch {

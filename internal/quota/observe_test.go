@@ -470,3 +470,36 @@ func TestAJumpNoLargerThanTheRequestsInFlightIsNoNewWindow(t *testing.T) {
 	w.Observe(Report{Limit: 60, Remaining: 59, Reset: now.Add(time.Minute)}, now, Seen{Unseen: 3, Admitted: 4, Horizon: horizon})
 	assert.Equal(t, Fixed, w.kind, "59 against a budget of 16 with 3 in flight is a new window")
 }
+
+// A bucket of a second states its time to full rounded up to a second on
+// every answer, so its reset is always a second ahead and moves on with
+// every answer by less than resets wander. Spent at its refill, its
+// Remaining stays put, so the moves are not in step with the spending
+// (R21). Answered densely, its answers
+// went on past the reset the first stated: it refills as it goes (R19),
+// and a higher Remaining from a request admitted after the budget was set
+// raises the budget (R12), where a window that counts down would have read
+// it as overtaken (R11) and held the budget at the lowest figure until
+// nothing was sent for a second. A fixed window answered as densely to
+// its end, its reset wandering by rounding, is not so read.
+func TestAResetThatOutrunsItselfRefills(t *testing.T) {
+	const step = 20 * time.Millisecond
+	run := func(resetAt func(now time.Time) time.Time, remaining func(i int) float64) *State {
+		w := New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Hour})
+		for i := range 100 { // 2 s
+			now := t0.Add(time.Duration(i) * step)
+			w.Observe(Report{Limit: 300, Window: time.Second, Remaining: remaining(i), Reset: resetAt(now)},
+				now, Seen{Seq: int64(i + 1), Admissions: int64(i + 1), Admitted: float64(i + 1), Horizon: horizon})
+		}
+		return w
+	}
+	bucket := run(func(now time.Time) time.Time { return now.Add(time.Second) },
+		func(i int) float64 { return float64(min(290, 50+10*(i%3)+max(0, 10*(i-70)))) })
+	assert.True(t, bucket.Kind().refills(), "kind %v: its reset outran the first one stated", bucket.Kind())
+	assert.InDelta(t, 290.0, bucket.Units(), 1, "the last answer's Remaining, from the last request admitted")
+
+	end := t0.Add(2*time.Second + 5*time.Millisecond)
+	fixed := run(func(now time.Time) time.Time { return end.Add(time.Duration(now.Nanosecond()%3) * time.Millisecond) },
+		func(i int) float64 { return float64(299 - i) })
+	assert.False(t, fixed.Kind().refills(), "kind %v: a fixed window's reset wanders, it does not outrun itself", fixed.Kind())
+}
