@@ -40,8 +40,8 @@
 // # The rules
 //
 // Every comparison allows for the noise of a median: a cut needs the
-// latency [confidence] standard errors above its threshold; the floor is
-// itself an upper bound (rule 3), so growth needs no allowance of its own.
+// latency [confidence] standard errors above its threshold, growth that it
+// be within [growthConfidence] standard errors of the floor (rule 5).
 // Rules, in order:
 //
 //  1. A stated concurrency quota (IETF qu="concurrent-requests") is a hard
@@ -68,13 +68,18 @@
 //     4a: if the last cut, or a series of cuts, took [unresponsive] of the
 //     load away and the latency stayed, the floor was read too low: it is read again, the
 //     knee the series found is forgotten, and the series undone.
-//  5. m ≤ F (no queue shows: F already allows for the floor's noise,
-//     and a window whose m reads high by chance only waits for the
-//     next), every slot was in use (demand fills the
+//  5. m ≤ F plus [growthConfidence] of m's standard errors (no queue
+//     shows), every slot was in use (demand fills the
 //     limit) and a rate limiter held the requests for less than
 //     [heldMost] of their time: the limit grows, doubling until the
 //     first cut (slow start), then by [growth] of itself, a slot at a
-//     time just past the last knee found.
+//     time just past the last knee found. m's own noise needs its
+//     allowance although F is an upper bound: F is the lowest of every
+//     window's upper bound (rule 3), and the lowest of dozens sits at
+//     the floor or below it, where m ≤ F alone passes a window under the
+//     knee half the time or less: a cut that landed a slot under the
+//     knee, or a first round read low, then held the limit there for
+//     tens of windows, each of which read no queue.
 //     5b: a rate limiter held them for more: the server sees n̄·(1−held)
 //     of them (Little's law); the limit falls toward that and
 //     [rateHeadroom] more, so that slots wait for the slot queue, not in
@@ -135,6 +140,13 @@ const (
 	// ten (a sequential test's repeated looks need a wider bound).
 	confidence      = 2
 	earlyConfidence = 3
+	// growthConfidence is how many of m's standard errors rule 5 allows
+	// above the floor: one, so that a window at the floor grows with odds
+	// of at least five in six however low rule 3's minimum has read it,
+	// and a queue of three standard errors (a slot past a knee of 16)
+	// still holds. Two let the limit grow two slots past a knee of 8 or
+	// 16 (request p99 1.38× and 1.22× the best fixed bound's).
+	growthConfidence = 1
 	// queueHigh is the latency ratio m/F above which (beyond the noise) a
 	// window reads as a queue and the limit is cut; between 1 (rule 5's
 	// growth) and it the limit holds. Chosen on bench/CONCURRENCY.md's
@@ -398,7 +410,8 @@ func steer(st State, w Window, cfg Config) (State, Reason) {
 		st.Limit = max(target, st.Limit*(1-growth))
 		st = clamp(st, cfg)
 		return st, moved(old, st, Rate)
-	case w.Median <= st.Floor && w.Peak >= int(st.Limit) && w.Held < heldMost:
+	case float64(w.Median)-growthConfidence*float64(w.MedianErr) <= float64(st.Floor) &&
+		w.Peak >= int(st.Limit) && w.Held < heldMost:
 		st.CutInUse = 0 // a series of cuts ends where the limit grows again
 		st = clamp(grow(st), cfg)
 		return st, moved(old, st, Headroom)
