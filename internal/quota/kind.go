@@ -43,14 +43,14 @@ func (s *State) classifyAtReset(q *Report, seen *Seen, boundary bool) {
 	// Shared: others may have emptied the new window before our look.
 }
 
-// outlived reports whether one window's answers went on past the reset its
-// first answer stated, that reset moved on with them by more than resets
-// wander (R19): a fixed window's reset does not outrun itself, so the
-// quota refills as it goes, as a bucket of a second that states its time
-// to full (always a second ahead) does.
+// outlived reports whether answers went on past the first reset stated
+// since the window's boundary, that reset moved on with them by more than
+// resets wander, and no boundary came (R19): a fixed window's reset does not outrun
+// itself, so the quota refills as it goes, as a bucket of a second that
+// states its time to full (always a second ahead) does.
 func (s *State) outlived(q *Report, now time.Time, tol time.Duration) bool {
-	first := s.first.reset
-	return !first.IsZero() && now.Sub(first) >= tol && q.Reset.Sub(first) >= tol
+	origin := s.win.origin
+	return !origin.IsZero() && now.Sub(origin) >= tol && q.Reset.Sub(origin) >= tol
 }
 
 // jumpRoom is the least share of the limit spent in a window for its reset

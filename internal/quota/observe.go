@@ -201,6 +201,9 @@ func (s *State) newWindow(q *Report, now time.Time, seen *Seen, eff float64) {
 	if timed {
 		s.checkCadence(q.Reset)
 		s.learnLength(q.Reset, now)
+		if boundary || s.win.origin.IsZero() {
+			s.win.origin = q.Reset
+		}
 		s.win.reset, s.win.stamp = q.Reset, q.Reset
 		s.first = firstFigure{reset: q.Reset, remaining: q.Remaining, at: now}
 	}

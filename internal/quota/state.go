@@ -131,6 +131,7 @@ type window struct {
 	stated   bool
 	reset    time.Time     // the end of the current window as believed; zero unknown
 	stamp    time.Time     // the latest reset a response stated: the cadence's last beat
+	origin   time.Time     // the first reset stated since a window's boundary (R19)
 	jitter   time.Duration // how far one window's stated resets wander (R13)
 	phase    time.Time     // a learnt bound of the window's end (R17); zero unknown
 	cadenced bool          // the last advance was whole windows of the length known (R17)
