@@ -33,9 +33,10 @@
 // of the floor. The first window is the first round alone, the calls that
 // filled the initial limit one at a time, so that it sees latency against
 // load (unless its answers spread too widely to judge so few). Every 32
-// answers a window is looked at early: one plainly queued (above twice
-// [queueHigh], by [earlyConfidence] standard errors) closes at once, so a
-// slow start's overshoot costs part of a round.
+// answers a window is looked at early: one plainly queued, at the server
+// (above twice [queueHigh], by [earlyConfidence] standard errors) or in a
+// rate limiter (held for twice [heldMost] of its time), closes at once, so
+// a slow start's overshoot costs part of a round.
 //
 // # The rules
 //
@@ -86,7 +87,10 @@
 //     the limiter, by [growth] of itself per window at most: a hold
 //     harms no server, and one window's can be a pause (a stated reset
 //     waited out), which reads the rate's share low (a cut to half on
-//     one such window cost the rate-limited bench 6% of its rate).
+//     one such window cost the rate-limited bench 6% of its rate). In
+//     slow start it falls by up to half: the last doubling put its
+//     excess in the rate limiter, and the window before it, at half the
+//     limit, was held for less than [heldMost] of its time.
 //  6. Otherwise it holds.
 //  7. After [floorProbe] calm windows (every slot in use, no latency
 //     cut), and at the first calm window after slow start ends, one
@@ -403,11 +407,14 @@ func steer(st State, w Window, cfg Config) (State, Reason) {
 		// server's share and [rateHeadroom] of it, so that the rate
 		// limiter always has requests ready when it lets one go; a
 		// step of [growth] at most, as rule 5 grows.
-		target := w.MeanInUse * (1 - w.Held) * (1 + rateHeadroom)
+		target, most := w.MeanInUse*(1-w.Held)*(1+rateHeadroom), st.Limit*(1-growth)
+		if st.SlowStart {
+			most = st.Limit / 2 // the last doubling's excess waits in the rate limiter
+		}
 		if target >= st.Limit*(1-growth) {
 			return st, None
 		}
-		st.Limit = max(target, st.Limit*(1-growth))
+		st.Limit = max(target, most)
 		st = clamp(st, cfg)
 		return st, moved(old, st, Rate)
 	case float64(w.Median)-growthConfidence*float64(w.MedianErr) <= float64(st.Floor) &&
@@ -584,9 +591,10 @@ func (l *Limit) Observe(s Sample) (limit int, r Reason) {
 	l.server += s.Done.Sub(s.Admitted)
 	l.before += s.Admitted.Sub(s.Start)
 	// A window closes with enough answers for its medians' precision, or
-	// after a round (a slot's worth) when its latency is already plainly
-	// queued (checked every 2·minSamples answers): a slow start's
-	// overshoot costs part of a round, not a full window.
+	// after a round (a slot's worth) when its answers are already plainly
+	// queued, at the server or in a rate limiter (checked every
+	// 2·minSamples answers): a slow start's overshoot costs part of a
+	// round, not a full window.
 	// The first window is the first round alone: the calls that filled
 	// the initial limit one at a time, whose latency against the load
 	// they met is the first look at the floor and at any queue.
@@ -607,7 +615,7 @@ func (l *Limit) Observe(s Sample) (limit int, r Reason) {
 		if n < 2*minSamples || (n < full && n%(2*minSamples) != 0) {
 			return l.Current(), None
 		}
-		if w = l.window(); n < full && !queued(w, l.st.Floor, 2*queueHigh, earlyConfidence) {
+		if w = l.window(); n < full && !queued(w, l.st.Floor, 2*queueHigh, earlyConfidence) && w.Held < 2*heldMost {
 			return l.Current(), None
 		}
 	}
