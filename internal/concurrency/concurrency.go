@@ -132,6 +132,12 @@ const (
 	// needs about 390 for 2%, and gets 256.
 	precision  = 0.02
 	maxSamples = 256
+	// spreadKeep is what a window keeps of the largest spread read
+	// before it: one window's half reads its spread low by chance, and a
+	// window sized on that reading is judged on noise (a quarter of a
+	// knee of 16's windows were sized at 32 answers for 80, and rule 5
+	// grew on them past the knee). About ten windows' readings count.
+	spreadKeep = 0.9
 	// roughFirst is the standard error, as a share of the median, above
 	// which the first round's answers are too few to judge by.
 	roughFirst = 0.10
@@ -540,6 +546,7 @@ type Limit struct {
 	low, high      []point // split's halves of points
 	roughStart     bool    // the first round was too spread to judge alone
 	need           int     // samples a window needs for its medians' precision
+	spread         float64 // the spread (σ over the median) windows are sized for
 	peak           int
 	server, before time.Duration
 }
@@ -655,7 +662,8 @@ func (l *Limit) window() Window {
 	w.Least, sigma = median(low)
 	w.MedianErr, w.LeastErr = medianErr(sigmaHigh, len(high)), medianErr(sigma, len(low))
 	if cv := sigma / float64(w.Least); cv > 0 {
-		l.need = min(maxSamples, 2*int(math.Ceil(math.Pow(1.2533*cv/precision, 2))))
+		l.spread = max(cv, l.spread*spreadKeep)
+		l.need = min(maxSamples, 2*int(math.Ceil(math.Pow(1.2533*l.spread/precision, 2))))
 	}
 	if total := l.server + l.before; total > 0 {
 		w.Held = float64(l.before) / float64(total)
