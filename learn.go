@@ -263,9 +263,6 @@ func (a *Adaptive) observe(m *response.Meaning, seq int64, now time.Time, others
 		Refused: m.Status == http.StatusTooManyRequests,
 		Fed:     float64(fed),
 	}
-	if a.feeders.Load() != nil {
-		seen.Fed = math.Inf(1) // requests charged elsewhere land here at any time
-	}
 	return a.book.Observe(a.reports, now, a.counts(float64(others)), seen)
 }
 

@@ -75,7 +75,7 @@
 //   - R32 A reset no stated or learnt length explains (within 5% and a second) is believed only up to MaxDelay; then one request looks.
 //
 // Others' spending and refill (the drift):
-//   - R33 The drift is the gap between a figure and the baseline less our spending since, beyond the noise of what was in flight at either end, over at least 2 horizons, 250 ms and a tenth of the window (not for the first measure of a quota just seen shared).
+//   - R33 The drift is the gap between a figure and the baseline less our spending since, beyond the noise of what was in flight at either end, over at least 2 horizons, 250 ms and a tenth of the window (not for the first measure of a quota just seen shared); a refill only of a quota known to refill: a higher figure of one that counts down is overtaken (R11).
 //   - R34 A drain is at most what the quota's long-run rate leaves us: above it the baseline erred.
 //   - R35 A quota is shared when a drain is measured, a figure is a unit below the budget (beyond what feeding limiters have out), a request quota refuses with budget left, or a window's books show 2 units nobody of ours spent.
 //   - R36 A drift no response confirmed halves every window (a second at least); a stated refill does not age: others' old burst must not hold us back for ever.

@@ -65,9 +65,12 @@ func (s *State) measureDrift(now time.Time, eff, admitted, unseen float64, horiz
 		e := estimateError * max(admitted-d.base.admitted, 0) // costs are estimates
 		down, up = down+e, up+e
 	}
-	if gap < 0 {
+	switch {
+	case gap < 0:
 		gap = min(gap+down, 0)
-	} else {
+	case !s.kind.refills():
+		gap = 0 // a higher figure of a window that counts down is overtaken (R11)
+	default:
 		gap = max(gap-up, 0)
 	}
 	d.rate = gap / span.Seconds()

@@ -53,3 +53,23 @@ func TestMaxDrainIsTheLongRunRateLeftToOthers(t *testing.T) {
 	w.win.length = 0
 	assert.Equal(t, math.Inf(1), w.maxDrain(time.Second, 10), "no window, no reset: unbounded")
 }
+
+// A figure above the baseline less our spending is a refill only of a
+// quota known to refill; of one that counts down it is an answer the
+// server wrote before others of ours it had counted (R11, R33). Answers
+// of one instant applied out of order read as a refill of 16 a second,
+// which raised the budget past the next figure, and that read as others'
+// spending (R35): a lone client paced a GitHub job as if shared.
+func TestAQuotaThatCountsDownMeasuresNoRefill(t *testing.T) {
+	for _, k := range []Kind{Unknown, Fixed, Sliding} {
+		w := New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Hour})
+		w.kind = k
+		w.measureDrift(t0, 180, 100, 15, 10*time.Millisecond, false)
+		w.measureDrift(t0.Add(time.Second), 190, 110, 15, 10*time.Millisecond, false)
+		if k.refills() {
+			assert.InDelta(t, 5.0, w.drift.rate, 1e-9, "%v: 20 above the baseline less ours, beyond the 15 in flight", k)
+		} else {
+			assert.Zero(t, w.drift.rate, "%v: a window that counts down does not refill", k)
+		}
+	}
+}

@@ -25,8 +25,8 @@ type Seen struct {
 	// Unseen is what was admitted and not yet answered besides the
 	// response's own request: the server may not have counted it (R1).
 	Unseen float64
-	// Fed is what other limiters feeding this quota have in flight; +Inf
-	// when any may feed it at any time (R35, R59).
+	// Fed is what other limiters feeding this quota have in flight: the
+	// server may have counted those too (R35, R59).
 	Fed float64
 	// Admitted is the running total of admissions, ever (R33).
 	Admitted float64
