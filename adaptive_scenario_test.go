@@ -231,3 +231,46 @@ func TestABucketOfASecondIsSpentAtItsRate(t *testing.T) {
 		})
 	}
 }
+
+// The same bucket behind a server whose latency jitters and grows with
+// the requests in progress (past a knee of 64): its answers come with
+// gaps, so its stated reset, a second ahead on each, moves on by more
+// than resets wander between some of them. It must still be read as a
+// quota that refills (R19): read as a window counting down, its higher
+// figures were overtaken answers (R11), and the model misjudged it both
+// ways, holding admissions at the lowest figure (halving each second
+// behind an adaptive Executor) and, here, meeting 429s at its rolls.
+func TestABucketOfASecondIsSpentAtItsRateUnderJitteredLatency(t *testing.T) {
+	seeds := uint64(4)
+	if raceEnabled {
+		seeds = 1 // the race detector is slow; the mechanism is the same
+	}
+	for seed := range seeds {
+		synctest.Test(t, func(t *testing.T) {
+			q := apisim.New(apisim.Config{Style: apisim.StyleIETF, Algorithm: apisim.TokenBucket, Limit: 300, Window: time.Second})
+			srv := apisim.NewConcurrency(apisim.ConcurrencyConfig{Latency: 100 * time.Millisecond, Knee: 64, Jitter: 0.1,
+				ShedLatency: 10 * time.Millisecond, Seed: seed + 1}, q)
+			client := &http.Client{Transport: NewTransport(srv.Transport())}
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			for range 128 {
+				wg.Go(func() {
+					for ctx.Err() == nil {
+						req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/v1/x", nil)
+						if resp, err := client.Do(req); err == nil {
+							resp.Body.Close()
+						}
+					}
+				})
+			}
+			time.Sleep(time.Minute)
+			cancel()
+			wg.Wait()
+			st := q.Stats()
+			perSecond := float64(st.OK) / 60
+			t.Logf("seed %d: %.1f a second, %d refused", seed+1, perSecond, st.Throttled)
+			assert.GreaterOrEqual(t, perSecond, 0.9*300, "admitted a second, of the bucket's 300")
+			assert.LessOrEqual(t, st.Throttled, 1, "429s")
+		})
+	}
+}
