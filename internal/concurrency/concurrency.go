@@ -412,15 +412,17 @@ func steer(st State, w Window, cfg Config) (State, Reason) {
 		// law), the rest only wait in the rate limiter. Keep the
 		// server's share and [rateHeadroom] of it, so that the rate
 		// limiter always has requests ready when it lets one go; a
-		// step of [growth] at most, as rule 5 grows.
-		target, most := w.MeanInUse*(1-w.Held)*(1+rateHeadroom), st.Limit*(1-growth)
-		if st.SlowStart {
-			most = st.Limit / 2 // the last doubling's excess waits in the rate limiter
-		}
-		if target >= st.Limit*(1-growth) {
+		// step of [growth] at most, as rule 5 grows, but in slow start
+		// down to half: the last doubling's excess waits there.
+		target, step := w.MeanInUse*(1-w.Held)*(1+rateHeadroom), st.Limit*(1-growth)
+		if target >= step {
 			return st, None
 		}
-		st.Limit = max(target, most)
+		lowest := step
+		if st.SlowStart {
+			lowest = st.Limit / 2
+		}
+		st.Limit = max(target, lowest)
 		st = clamp(st, cfg)
 		return st, moved(old, st, Rate)
 	case float64(w.Median)-growthConfidence*float64(w.MedianErr) <= float64(st.Floor) &&

@@ -45,9 +45,9 @@ func (s *State) classifyAtReset(q *Report, seen *Seen, boundary bool) {
 
 // outlived reports whether answers went on past the first reset stated
 // since the window's boundary, that reset moved on with them by more than
-// resets wander, and no boundary came (R19): a fixed window's reset does not outrun
-// itself, so the quota refills as it goes, as a bucket of a second that
-// states its time to full (always a second ahead) does.
+// resets wander, and no boundary came (R19): a fixed window's reset does
+// not outrun itself, so the quota refills as it goes, as a bucket of a
+// second that states its time to full (always a second ahead) does.
 func (s *State) outlived(q *Report, now time.Time, tol time.Duration) bool {
 	origin := s.win.origin
 	return !origin.IsZero() && now.Sub(origin) >= tol && q.Reset.Sub(origin) >= tol
