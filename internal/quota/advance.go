@@ -194,7 +194,7 @@ func (s *State) planSpent(now time.Time, unit, avail float64) planned {
 			p.wake = earlier(p.wake, reset)
 		}
 		p.rate = max(s.cfg.Safety*s.drift.rate, minRate)
-	case !reset.IsZero() && !s.kind.refills():
+	case !reset.IsZero() && (!s.kind.refills() || s.look.refused):
 		p.wake = reset.Add(RollGuard)
 		if p.wake.Sub(now) > s.cfg.MaxDelay && !s.explains(now) { // R32
 			if due.IsZero() {
@@ -259,7 +259,7 @@ func (s *State) spare() float64 {
 func (s *State) roll(now time.Time, inflight, unit, admitted float64) {
 	s.applyDrift(now)
 	s.readBooks(inflight, admitted)
-	s.rolled = true
+	s.rolled, s.look.refused = true, false
 	s.carry = s.Units()
 	win, end := s.length(), s.win.reset
 	if s.win.length > 0 {

@@ -57,7 +57,7 @@
 //
 // Kinds (the classify step):
 //   - R18 A quota that states no reset is a leaky bucket (Leaky): it refills as it goes.
-//   - R19 At a reset that left a tenth of the limit to tell, a jump of half the room and more than in flight is a fixed window, none a sliding one, unless shared: others may have emptied the new window. A window answering past its first stated reset, that reset moved on, is sliding: a fixed window's reset does not outrun itself.
+//   - R19 At a reset that left a tenth of the limit to tell, a jump of half the room and more than in flight is a fixed window, none a sliding one, unless shared or nothing is left: others may have emptied the new window. A window answering past its first stated reset, that reset moved on, is sliding: a fixed window's reset does not outrun itself.
 //   - R20 A reset that moved later before the old passed, by what the spending since refills at the rate both ends state, is a bucket's time to full (ToFull).
 //   - R21 So is a window's reset that moved later by 4 jitters (a second) with 2 units spent, in step with a stated window's rate.
 //   - R22 Two moved resets in a row where the last rate predicts make ToFull; one that does not, or a reset that stays while time passes, undoes it: one may fit by chance.
@@ -90,7 +90,7 @@
 //   - R43 A shared quota is spread to its reset; past 5 times the last pace each claims its share of the surplus; a unit per max(1 s, window/20) while 2 are left: two clients taking what is left at once take it twice.
 //   - R44 A ToFull or leaky bucket nobody else spends from lets what its last figure said is left go at once, and paces only its refill: credited at once, a shared refill is spent twice.
 //   - R45 A fixed window others spend from builds what is left beyond their use and each client's tenth up as burst capacity (not level), in the bucket at once on its first spread.
-//   - R46 A spent quota wakes at a look due first, else when its refill holds a unit (looking sooner if that is a reprobe away), at its reset + 10 ms, or looks after a reprobe (1 s without a reset).
+//   - R46 A spent quota wakes at a look due first, else when its refill holds a unit (looking sooner if that is a reprobe away), at its reset + 10 ms (one that refills too once a refusal left it nothing: the refusal's reset is when it has room), or looks after a reprobe (1 s without a reset).
 //
 // What a request with no stated cost (a blind one) costs a token quota:
 //   - R47 Its cost is Remaining's fall between answers, plus the stated refill (never past the limit), less stated costs, over the blind requests answered: at least 8 (the first 2), and twice those in flight.

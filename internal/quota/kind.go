@@ -37,10 +37,11 @@ func (s *State) classifyAtReset(q *Report, seen *Seen, boundary bool) {
 	switch {
 	case q.Remaining-before > max(0.5*(limit-before), seen.Unseen):
 		s.setKind(Fixed)
-	case !s.shared():
+	case !s.shared() && q.Remaining >= 1:
 		s.setKind(Sliding)
 	}
-	// Shared: others may have emptied the new window before our look.
+	// Shared, or nothing left: others may have emptied the new window
+	// before our look.
 }
 
 // outlived reports whether answers went on past the first reset stated

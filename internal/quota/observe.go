@@ -94,6 +94,7 @@ func (s *State) read(q *Report, now time.Time, seen *Seen) {
 		return
 	}
 	s.readFigure(q, now, seen, eff)
+	s.look.refused = seen.Refused && q.Remaining < 1
 	if timed {
 		s.learnPhase(now, q.Reset)
 	}

@@ -139,9 +139,12 @@ type window struct {
 
 // look is the one request let through to learn what the budget cannot say.
 type look struct {
-	out  bool
-	due  time.Time // when a look is due; zero none
-	wake time.Time // when a spent budget can next take a request
+	out bool
+	// refused: the last answer was a refusal that left nothing, so its
+	// stated reset is when the quota has room, whatever its kind (R46).
+	refused bool
+	due     time.Time // when a look is due; zero none
+	wake    time.Time // when a spent budget can next take a request
 }
 
 // lows are the lowest figures a window and a burst of ours stated.
