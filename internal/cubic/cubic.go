@@ -1,12 +1,11 @@
 // Package cubic is the fallback limiter for servers that state no quota and
 // only answer 429 or 503 once it is exceeded: CUBIC (RFC 9438) as the AWS
 // SDK's adaptive retry mode applies it to a request rate, with its β = 0.7,
-// C = 0.4 and send rate (half-second slots smoothed by 0.8). It does not
-// limit before the first throttle. A throttle records lastMax, the rate it
-// was sending at (the smaller of its limit and the send rate), and cuts to
-// β·lastMax; the rate then climbs along a cubic that flattens at lastMax K
-// seconds later and probes beyond it, at most twice the send rate and at
-// least a floor (MinLimit). Three changes:
+// C = 0.4 and send rate (half-second slots smoothed by 0.8). Unlimited until
+// the first throttle, it then records lastMax, the smaller of its limit and
+// the send rate, cuts to β·lastMax and climbs along a cubic that flattens at
+// lastMax K seconds later and probes beyond, at most twice the send rate and
+// at least a floor (MinLimit). Three changes:
 //
 //  1. One cut per event: a throttle of a request sent before the last cut
 //     took effect (in flight then, or within a round trip), or while the
@@ -15,17 +14,15 @@
 //     (100 ms at least) doubling to a second or a quarter of the time closed,
 //     at most MaxLook.
 //  2. K holds 300 requests per 429 the last event cost, at most two minutes:
-//     a settled client meets under 1% 429s. The first event follows an
-//     unlimited burst: its lastMax is what the server admitted until it
-//     accepted again.
+//     under 1% 429s once settled. The first event's lastMax, after an
+//     unlimited burst, is what the server admitted until it accepted again.
 //  3. A refill the server's waits state ([Probe.Refused]) below the floor
-//     bounds lastMax, replaces the floor, and is cut by the safety factor,
-//     not β: a measured refill is no burst's overshoot.
+//     bounds lastMax and replaces the floor, cut by the safety factor, not β.
 //
 // A limit the server punishes tripping ([Probe.Punished]) is learnt as a
-// quota whose window is the wait: what the server admitted, spread evenly,
-// never probed beyond while remembered. A Probe takes the time as an
-// argument; it takes no lock and reads no clock.
+// quota whose window is the wait: what it admitted, spread evenly, never
+// probed beyond while remembered. A Probe takes the time as an argument; it
+// takes no lock and reads no clock.
 package cubic
 
 import (
@@ -35,18 +32,18 @@ import (
 
 // Probe is the CUBIC fallback's state for one endpoint.
 type Probe struct {
-	minLimit  float64 // the floor
-	refillCut float64 // the cut below a stated refill: the safety factor
+	minLimit float64 // the floor
+	safety   float64 // the cut below a stated refill; a punished limit's share (a tenth at least)
 
 	engaged           bool      // a throttle was seen; before it the limit is Inf
-	limit, lastMax, k float64   // the rate, the rate at the last throttle, K in seconds
+	limit, lastMax, k float64   // requests per second; K in seconds
 	since             time.Time // the climb's start
 
 	// Events (change 1): a throttle is the current event's while closed, or
 	// until observed, the requests completed, passes closeAt.
 	events, eventCount  int // events so far; throttles in the current one
 	observed, closeAt   int64
-	eventAt, firstEvent time.Time // when the current and the first event began
+	eventAt, firstEvent time.Time
 	closed              bool
 	backoff             time.Duration // between looks while closed
 
@@ -56,31 +53,28 @@ type Probe struct {
 	cycleOK   float64
 	fromBurst bool
 
-	// The send rate (measured) over slots, smoothed as the AWS SDK does; the
-	// goodput, successes per second over about a minute.
+	// The send rate (measured) over slots; the goodput, successes per
+	// second over about a minute.
 	slot                                 time.Time
 	slotCount, slotOK, measured, goodput float64
 
-	// A punished limit: below·lastMax until atMaxUntil, a climb of at least
-	// cycle, the trip remembered for memory.
+	// A punished limit: at most safety·lastMax until atMaxUntil, a climb of
+	// at least cycle, the trip remembered for memory.
 	punished      bool
-	below         float64
 	atMaxUntil    time.Time
 	cycle, memory time.Duration
 
-	// The stated refill (change 3): freeAt is the earliest end the last
-	// spell of refusals stated, freeOK the successes counted since (lastOK
-	// the last), lastEnd the earliest end stated since it; refill is what
-	// the server freed per second between two spells' ends (0: unknown).
+	// The stated refill (change 3): freeOK successes since freeAt, the
+	// earliest end the last spell of refusals stated; lastOK the last of
+	// them, lastEnd the earliest end stated since; refill, 0 until measured.
 	freeAt, lastOK, lastEnd time.Time
 	freeOK, refill          float64
 }
 
-// New returns a Probe that does not limit until the first throttle, and
-// never limits below minLimit requests per second after it; safety, in
-// (0, 1], is the share of a refill the server's waits state that it keeps to
-// (the limiter's safety factor).
-func New(minLimit, safety float64) *Probe { return &Probe{minLimit: minLimit, refillCut: safety} }
+// New returns a Probe that does not limit until the first throttle, nor
+// below minLimit requests per second after it; safety, in (0, 1], is the
+// limiter's safety factor.
+func New(minLimit, safety float64) *Probe { return &Probe{minLimit: minLimit, safety: safety} }
 
 // Engaged reports whether a throttle has been seen: before it the rate is
 // unlimited.
@@ -90,8 +84,7 @@ func (p *Probe) Engaged() bool { return p.engaged }
 // current throttling event began.
 func (p *Probe) Closed() bool { return p.closed }
 
-// Tuning. β, C and the slot (and the 0.8 smoothing in Meter) are the AWS
-// SDK's adaptive retry mode's; the rest serve the changes in the package doc.
+// Tuning: β, C and the slot are the AWS SDK's; the rest serve the changes.
 const (
 	probeBeta        = 0.7
 	probeC           = 0.4
@@ -105,12 +98,10 @@ const (
 	refillSample     = 8                      // its least successes: one more or less, an eighth
 	refillSlack      = 5 * time.Second        // a pause within it: a Retry-After's rounding and a trip,
 	refillGaps       = 3                      // or this many of the probe's intervals
+	// MaxLook caps the wait between looks at a server that keeps refusing:
+	// GitHub documents a minute for its secondary limits.
+	MaxLook = time.Minute
 )
-
-// MaxLook caps the wait between looks at an endpoint that keeps refusing
-// with nothing saying until when: GitHub documents a minute for its
-// secondary limits.
-const MaxLook = time.Minute
 
 // Meter counts one completed request at now; ok: the server accepted it.
 func (p *Probe) Meter(now time.Time, ok bool) {
@@ -146,9 +137,8 @@ func (p *Probe) Meter(now time.Time, ok bool) {
 }
 
 // countFree counts a success at now towards the refill if the client asked
-// all along: at an end a refusal since the last success stated (rounded up,
-// taken at the probe's pace), or within a few intervals of the last success.
-// Otherwise the client went idle, and the measure restarts at the next end.
+// all along: at an end a refusal stated since the last success, or within a
+// few intervals of it. Otherwise the measure restarts at the next end.
 func (p *Probe) countFree(now time.Time) {
 	last, end := p.lastOK, p.lastEnd
 	p.lastOK, p.lastEnd = now, time.Time{}
@@ -172,9 +162,8 @@ func (p *Probe) countFree(now time.Time) {
 
 // Refused takes a refusal at now whose Retry-After said the server would
 // accept again after wait: the successes between two such ends, over the
-// time between them, are what it frees per second, once they span
-// refillSpan and refillSample successes. Until the first success after an
-// end, the earliest end stated is kept: later ones are its rounding.
+// time between them, are what it frees per second (change 3). Until the
+// first success after an end, the earliest end stated is kept.
 func (p *Probe) Refused(now time.Time, wait time.Duration) {
 	if wait <= 0 {
 		return
@@ -206,13 +195,13 @@ func (p *Probe) stated() float64 {
 // beta is the cut a throttle makes (change 3).
 func (p *Probe) beta() float64 {
 	if p.stated() > 0 {
-		return p.refillCut
+		return p.safety
 	}
 	return probeBeta
 }
 
-// maxCycle is the longest K (change 2), at a stated refill probeCycleFactor
-// requests at it.
+// maxCycle is the longest K (change 2), longer at a stated refill: the
+// time probeCycleFactor requests take at it.
 func (p *Probe) maxCycle() float64 {
 	c := probeMaxCycle.Seconds()
 	if r := p.stated(); r > 0 {
@@ -234,15 +223,15 @@ func (p *Probe) setMax(rate float64) {
 	p.limit = math.Max(p.beta()*p.lastMax, p.floor())
 }
 
-// floor is the least rate: minLimit, or below it a stated refill's cut; for
-// a server that punishes tripping, down to one request per MaxLook (GitHub
-// documents 500 content-creating requests an hour, under the default floor).
+// floor is the least rate: minLimit, below it a stated refill's cut, or one
+// request per MaxLook for a server that punishes tripping (GitHub documents
+// 500 content-creating requests an hour, under the default floor).
 func (p *Probe) floor() float64 {
 	if p.punished {
 		return min(p.minLimit, 1/MaxLook.Seconds())
 	}
 	if r := p.stated(); r > 0 {
-		return p.refillCut * r
+		return p.safety * r
 	}
 	return p.minLimit
 }
@@ -254,18 +243,16 @@ func (p *Probe) sendRate(now time.Time) float64 {
 	return max(p.measured, partial)
 }
 
-// reopen ends a closed spell: the server accepted a request sent during it,
-// and the climb starts. A first event's lastMax becomes what the server
-// admitted over the cycle, its K as after an event that cost one 429, up to
-// three cycles (a lower bound when the server held time closed).
+// reopen ends a closed spell and starts the climb. A first event's lastMax
+// is what the server admitted over the cycle, its K as after an event of
+// one 429, up to three cycles (a lower bound if it held time closed).
 func (p *Probe) reopen(now time.Time) {
 	p.closed = false
 	if p.fromBurst {
 		p.fromBurst = false
 		if p.cycleOK <= 1 && !p.punished {
-			// Nothing admitted since the first response: the quota was spent
-			// before we came, and the cycle measured only the wait. Unlimited
-			// again, as before any throttle.
+			// Nothing admitted since the first response: the cycle measured
+			// a quota spent before we came. Unlimited again.
 			p.engaged, p.events = false, 0
 			p.limit, p.lastMax, p.k = 0, 0, 0
 			p.cycleFrom, p.cycleOK = now, 1
@@ -284,16 +271,14 @@ func (p *Probe) reopen(now time.Time) {
 	}
 	p.since = now
 	p.limit = math.Max(p.beta()*p.lastMax, p.floor())
-	// One request at a time looked while closed: that send rate must not
-	// cap the climb.
+	// The looks' send rate must not cap the climb.
 	p.measured = max(p.measured, p.limit)
 	p.cycleFrom, p.cycleOK = now, 1
 }
 
-// Adopt takes over from the model of a server's window (package infer) that
-// measured the server admitting rate per second over span: the climb
-// starts as after a measured first cycle, not from a burst's send rate.
-// Called just after the throttle that made the model give up.
+// Adopt takes over, just after the throttle, from a model of the server's
+// window (package infer) that gave up having measured it admit rate per
+// second over span: the climb starts as after a measured first cycle.
 func (p *Probe) Adopt(rate float64, span time.Duration, now time.Time) {
 	if rate <= 0 {
 		return
@@ -307,10 +292,9 @@ func (p *Probe) Adopt(rate float64, span time.Duration, now time.Time) {
 	p.stretch(1, 3*span.Seconds())
 }
 
-// Throttle reacts to a 429 or 503 at now, with inflight requests still out
-// and rtt the round trip, and returns when the next request may start
-// (zero: no change). It cuts the rate and begins an event unless the
-// throttle is the current event's; a look refused while closed backs off.
+// Throttle reacts to a 429 or 503 at now, with inflight requests out and
+// rtt the round trip, and returns when the next request may start (zero:
+// no change): it begins an event (change 1), or backs a refused look off.
 func (p *Probe) Throttle(now time.Time, inflight int64, rtt time.Duration) time.Time {
 	if p.engaged {
 		gap := max(rtt, time.Duration(float64(time.Second)/p.limit))
@@ -341,8 +325,7 @@ func (p *Probe) Throttle(now time.Time, inflight int64, rtt time.Duration) time.
 	}
 	p.setMax(rate) // nothing sent yet: the floor
 	if p.events > 1 {
-		// The first event's 429s follow an unlimited burst: the second's
-		// cycle does not count them.
+		// The first event's 429s, an unlimited burst's, do not count.
 		throttles := float64(p.eventCount)
 		if p.events == 2 {
 			throttles = 1
@@ -351,20 +334,18 @@ func (p *Probe) Throttle(now time.Time, inflight int64, rtt time.Duration) time.
 	}
 	p.since, p.eventAt, p.closed = now, now, true
 	p.closeAt, p.eventCount = p.observed+inflight, 1
-	// A round trip, at most the backoff's usual cap: Little's law reads a
-	// long pause with a caller holding its slot as a long round trip.
+	// At most the usual cap: Little's law reads a long pause as a long trip.
 	p.backoff = min(max(rtt, probeMinBackoff), probeMaxBackoff)
 	return now.Add(p.backoff)
 }
 
 // Punished reacts to a limit the server punishes tripping (GitHub's
-// secondary rate limits), met at now with requests paused until until: a
-// throttle, after which the rate resumes from the end of the pause below
-// what the server admitted (its goodput over about a minute, measured only
-// by a trip that begins an event), climbs back to it over at least cycle,
-// and stays below below·lastMax for memory, counted from the trip and again
-// from when the server accepts: each probe past the limit is a trip.
-func (p *Probe) Punished(now, until time.Time, inflight int64, rtt time.Duration, below float64, cycle, memory time.Duration) {
+// secondary limits), met at now and pausing requests until until: a
+// throttle that resumes after the pause below what the server admitted
+// (its goodput over about a minute, if the trip begins an event), climbs
+// back over at least cycle, and stays below safety·lastMax for memory from
+// the trip and again from when the server accepts.
+func (p *Probe) Punished(now, until time.Time, inflight int64, rtt time.Duration, cycle, memory time.Duration) {
 	fresh := !p.engaged || !p.closed
 	p.punished = true
 	p.Throttle(now, inflight, rtt)
@@ -373,7 +354,6 @@ func (p *Probe) Punished(now, until time.Time, inflight int64, rtt time.Duration
 	}
 	p.cycle = max(p.cycle, cycle)
 	p.k = max(p.k, cycle.Seconds())
-	p.below = min(max(below, 0.1), 1)
 	p.memory = memory
 	p.atMaxUntil = now.Add(memory)
 	if until.After(p.since) {
@@ -387,8 +367,7 @@ func (p *Probe) Grow(now time.Time) float64 {
 		return math.Inf(1)
 	}
 	if !p.atMaxUntil.IsZero() && !now.Before(p.atMaxUntil) {
-		// The trip is forgotten: probing beyond lastMax starts here, from
-		// the flat of the cubic, not where its clock ran on to while held.
+		// The trip is forgotten: probing starts from the flat of the cubic.
 		if at := p.atMaxUntil.Add(-time.Duration(p.k * float64(time.Second))); at.After(p.since) {
 			p.since = at
 		}
@@ -401,7 +380,7 @@ func (p *Probe) Grow(now time.Time) float64 {
 	c := p.lastMax * (1 - p.beta()) / (p.k * p.k * p.k) // from β·lastMax to lastMax in K
 	rate := p.lastMax + c*t*t*t
 	if now.Before(p.atMaxUntil) {
-		rate = math.Min(rate, p.below*p.lastMax)
+		rate = math.Min(rate, max(p.safety, 0.1)*p.lastMax)
 	}
 	if m := p.sendRate(now); m > 0 {
 		rate = math.Min(rate, 2*m)

@@ -95,7 +95,7 @@ type punishedCase struct {
 }
 
 const (
-	punishBelow  = 0.9
+	punishBelow  = 0.9 // the safety factor run gives New
 	punishCycle  = 5 * time.Minute
 	punishMemory = time.Hour
 )
@@ -109,11 +109,11 @@ func (c punishedCase) run(t *testing.T) (highest, last, beyond float64) {
 	burst := meter(p, start, 100*time.Millisecond, c.n)
 	trip := burst.Add(50 * time.Millisecond)
 	p.Meter(trip, false)
-	p.Punished(trip, trip.Add(time.Minute), 0, 50*time.Millisecond, punishBelow, punishCycle, punishMemory)
+	p.Punished(trip, trip.Add(time.Minute), 0, 50*time.Millisecond, punishCycle, punishMemory)
 	for _, d := range c.looks {
 		at := trip.Add(d)
 		p.Meter(at, false)
-		p.Punished(at, at.Add(2*time.Minute), 0, 50*time.Millisecond, punishBelow, punishCycle, punishMemory)
+		p.Punished(at, at.Add(2*time.Minute), 0, 50*time.Millisecond, punishCycle, punishMemory)
 	}
 	now := trip.Add(c.reopen)
 	p.Meter(now, true)

@@ -1,21 +1,18 @@
 // Package infer learns the quota of a server that states none and answers
 // 429 with a Retry-After once it is spent: a fixed window whose size and
-// length the server keeps to itself. A refusal's Retry-After says when the
-// window ends, the successes since the last end how much it holds, the time
-// between two ends how long windows are. A [Model] states that as the quota
-// the server would have stated ([quota.Report]), which the limiter spends
-// like a stated one.
+// length it keeps to itself. A refusal's Retry-After says when the window
+// ends, the successes since the last end how much it holds, the time between
+// two ends how long windows are. A [Model] states that as the quota the
+// server would have stated ([quota.Report]).
 //
-// Retry-After is in whole seconds (RFC 9110, section 10.2.3), which servers
-// round up: an end is known within a second, late, and lengths learnt from
+// Retry-After is in whole seconds (RFC 9110, section 10.2.3), rounded up by
+// servers: an end is known within a second, late, and lengths learnt from
 // whole-second ends are whole seconds. A window the model overestimates
-// refuses a request early, which corrects it. A server the model does not
-// fit (one that refills as it goes refuses early in every window) is given
-// up ([Model.Off]) to the CUBIC fallback, at the rate it admitted
-// ([Model.Capacity]).
-//
-// A Model is a state machine with explicit time; it takes no lock and reads
-// no clock.
+// refuses a request early, which corrects it. A server it does not fit (one
+// that refills as it goes refuses early in every window) is given up
+// ([Model.Off]) to the CUBIC fallback at the rate it admitted
+// ([Model.Capacity]). A Model takes the time as an argument; it takes no lock
+// and reads no clock.
 package infer
 
 import (
@@ -31,38 +28,35 @@ type Model struct {
 	limit     float64   // successes the last window a 429 closed admitted; 0: none yet
 	ok, total float64   // successes in the current window; since start
 	start     time.Time // the first response: the first window began no later
-	refused   time.Time // the first refusal,
-	before    float64   // and the successes up to it (Capacity)
+	refused   time.Time // the first refusal, and the successes before it
+	before    float64
 	reset     time.Time // the current window's end: stated, or predicted
 	stated    time.Time // the last end a Retry-After stated
 	window    time.Duration
 	guess     time.Duration // a lower bound on window until it is learnt
 	whole     bool          // Retry-After values come in whole seconds
-	off       bool          // the model did not fit the server
-	// confirmed: a window after a stated end held at least half the last, as
-	// a fixed window does; until then at most TrialInFlight requests go out
-	// at once, so a server the model misreads refuses that many.
+	off       bool
+	// confirmed: a window after a stated end held half the last or more, as
+	// a fixed window does; until then at most TrialInFlight requests go out.
 	confirmed bool
-	predicted bool // the current window began at a predicted end, not a stated one
+	predicted bool // the current window began at a predicted end
 	measured  bool // the last refusal's window counted the limit: its late answers add to it
 	// windows counts the windows seen begin, surprises the refusals of
 	// windows the count said had room, statedAt windows at the last stated end.
 	windows, surprises, statedAt int
 }
 
-// maxSurprises is how many early refusals the model allows before it gives
-// up, if they come in more than a quarter of windows: learning a window's
-// length costs one or two (an early first guess, a phase late by a second).
-const maxSurprises = 3
-
-// TrialInFlight caps the requests in flight while the model is on trial: a
-// misread window costs at most 8 refusals, and a real one of 100 is spent
-// in 13 round trips.
-const TrialInFlight = 8
-
-// Name names the quota the model states. A server's own quota cannot
-// collide: parsed names never contain a space.
-const Name = "inferred window"
+const (
+	// Name names the quota the model states. A server's own quota cannot
+	// collide: parsed names never contain a space.
+	Name = "inferred window"
+	// TrialInFlight caps the requests in flight while the model is on trial:
+	// a misread window costs 8 refusals at most, a real one of 100 13 trips.
+	TrialInFlight = 8
+	// maxSurprises is the early refusals the model allows, if they come in
+	// more than a quarter of windows: learning a length costs one or two.
+	maxSurprises = 3
+)
 
 // Off reports whether the model has no say: it did not fit the server.
 // (When the server states a quota, its owner drops the model.)
@@ -96,8 +90,7 @@ func (m *Model) Observe(now time.Time, status int, retryAfter time.Duration) (qu
 	return m.quota(now)
 }
 
-// refusal takes a 429 at now that asked for retryAfter; closed reports that
-// an end a refusal stated has not passed yet.
+// refusal takes a 429 at now; closed: a stated end has not passed yet.
 func (m *Model) refusal(now time.Time, retryAfter time.Duration, closed bool) (quota.Report, bool) {
 	if retryAfter <= 0 {
 		if m.limit == 0 {
@@ -110,8 +103,7 @@ func (m *Model) refusal(now time.Time, retryAfter time.Duration, closed bool) (q
 		m.refused, m.before = now, m.total
 	}
 	if closed {
-		// A request in flight when the window ran out: the earliest end is
-		// the tightest of upper bounds.
+		// In flight when the window ran out: the earliest end is the tightest.
 		if end.Before(m.stated) {
 			m.stated = end
 		}
@@ -121,32 +113,36 @@ func (m *Model) refusal(now time.Time, retryAfter time.Duration, closed bool) (q
 	if m.limit == 0 && m.ok == 0 {
 		return quota.Report{}, false // spent by others before we learned anything
 	}
+	if m.limit > 0 && m.ok < m.limit {
+		m.surprises++ // a fixed window refuses early only while its length is learnt
+	}
 	// A predicted window that refuses early is the old one still: the
 	// prediction was early, not the limit wrong. Any other that held less
 	// than half the last frees its quota as it goes, or others now spend it.
 	early := m.predicted && m.ok < m.limit/2
-	if !early && m.limit > 0 && m.ok > 0 && m.ok < m.limit/2 {
+	misfit := !early && m.limit > 0 && m.ok > 0 && m.ok < m.limit/2
+	if misfit || m.surprises >= maxSurprises && m.surprises*4 > m.windows {
 		m.off = true
 		return quota.Report{}, false
 	}
-	if m.limit > 0 && m.ok < m.limit {
-		m.surprises++ // a fixed window refuses early only while its length is learnt
-		if m.surprises >= maxSurprises && m.surprises*4 > m.windows {
-			m.off = true
-			return quota.Report{}, false
-		}
-	}
 	m.windows++
 	m.whole = retryAfter%time.Second == 0
-	// The window this refusal closed measured the limit, and confirmed the
-	// last, unless it was the early end of a prediction.
+	// The window closed measured the limit, unless it ended a prediction early.
 	m.measured = !early && m.ok > 0
 	if m.measured {
 		m.confirmed = m.confirmed || m.limit > 0
 		m.limit = m.ok
 	}
 	if m.stated.IsZero() {
-		m.guessWindow(end)
+		// The first end, late by a Retry-After's rounding, of a window begun
+		// by the first request. The guess errs short: a look at an early end
+		// costs one refusal and teaches the length, one at a late end time
+		// in every window.
+		m.guess = end.Sub(m.start)
+		if m.whole {
+			m.guess -= time.Second
+		}
+		m.guess = max(m.guess, end.Sub(m.start)/2)
 	} else {
 		m.learnWindow(end.Sub(m.stated), early, m.windows-1-m.statedAt)
 	}
@@ -155,29 +151,15 @@ func (m *Model) refusal(now time.Time, retryAfter time.Duration, closed bool) (q
 	return quota.Report{Limit: m.limit, Reset: end, Window: m.window}, true
 }
 
-// guessWindow takes the first stated end: the first window began at or
-// before the first request, and the end is late by a Retry-After's rounding
-// and the trip back. The guess errs short: a look at an early end meets one
-// refusal and teaches the length; one at a late end wastes time every window.
-func (m *Model) guessWindow(end time.Time) {
-	m.guess = end.Sub(m.start)
-	if m.whole {
-		m.guess -= time.Second
-	}
-	m.guess = max(m.guess, end.Sub(m.start)/2)
-}
-
 // learnWindow takes d > 0, the time between two stated ends: k windows of
-// the length known (or guessed) that went by without a refusal, or a new
-// length. early marks the refusal that stated the second end as the early
-// end of a prediction, begun the windows seen begin since the first end,
-// the one the refusal came in included.
+// the length known (or guessed) that passed with no refusal, or a new
+// length. early: the second end ended a prediction early; begun: the windows
+// seen begin since the first end, the refused one included.
 func (m *Model) learnWindow(d time.Duration, early bool, begun int) {
 	if base := cmp.Or(m.window, m.guess); base > 0 {
 		k := max(math.Round(float64(d)/float64(base)), 1)
 		if early && m.window == 0 {
-			// A guess is a lower bound, and an early refusal just showed it
-			// short: d spans at most the windows seen begin before it.
+			// A guess shown short: d spans at most the windows seen before.
 			k = max(min(k, float64(begun-1)), 1)
 		}
 		d /= time.Duration(k)
@@ -186,9 +168,8 @@ func (m *Model) learnWindow(d time.Duration, early bool, begun int) {
 	case m.whole && d >= 2*time.Second:
 		d = d.Round(time.Second)
 	case m.whole && d > time.Second:
-		// Whole-second ends, each late by up to one, are 0 to 2 s apart for
-		// a window of a second: one learnt longer holds back up to half of
-		// every window, one too short costs a refusal.
+		// Whole-second ends, each up to a second late, of a one-second
+		// window: one learnt longer holds back up to half of every window.
 		d = time.Second
 	}
 	if w := m.window; w > 0 {
@@ -215,13 +196,10 @@ func (m *Model) advance(now time.Time) {
 		return
 	}
 	if m.limit > 0 && m.ok >= m.limit/2 {
-		// Half the limit or more, and no refusal where the model said the
-		// window would end: a fixed window.
+		// Half the limit or more, and no refusal: a fixed window.
 		m.confirmed = true
 	}
 	n := now.Sub(m.reset)/step + 1
-	// The window now beginning began at a stated end, unless a predicted
-	// one passed since.
 	m.predicted = n > 1 || !m.reset.Equal(m.stated)
 	m.windows += int(n)
 	m.reset = m.reset.Add(n * step)
@@ -240,12 +218,11 @@ func (m *Model) quota(now time.Time) (quota.Report, bool) {
 	return quota.Report{Limit: m.limit, Remaining: left, Reset: m.reset, Window: m.window}, true
 }
 
-// Capacity is what the server admitted per second, the rate the probe
-// starts from when the model gives up. Given up soon after the first
-// refusal (within twice the time the first window took), the server
-// refills as it goes: what it admitted since that refusal is its refill,
-// the first window having held a bucket's saved-up burst. Given up later,
-// the whole history since the first response spans about a window.
+// Capacity is what the server admitted per second over span, for the probe
+// when the model gives up. Within twice the first window's time of the first
+// refusal, the server refills as it goes: what it admitted since is its
+// refill, the first window a bucket's saved-up burst. Later, the whole
+// history since the first response spans about a window.
 func (m *Model) Capacity(now time.Time) (rate float64, span time.Duration) {
 	from, ok := m.start, m.total
 	if first := m.refused.Sub(m.start); !m.refused.IsZero() && m.total > m.before && now.Sub(m.refused) <= 2*first {
