@@ -32,29 +32,26 @@ import (
 
 // Probe is the CUBIC fallback's state for one endpoint.
 type Probe struct {
-	minLimit float64 // the floor
-	safety   float64 // the cut below a stated refill; a punished limit's share (a tenth at least)
-
+	minLimit, safety  float64   // the floor; the safety factor (change 3, Punished)
 	engaged           bool      // a throttle was seen; before it the limit is Inf
 	limit, lastMax, k float64   // requests per second; K in seconds
 	since             time.Time // the climb's start
 
 	// Events (change 1): a throttle is the current event's while closed, or
-	// until observed, the requests completed, passes closeAt.
-	events, eventCount  int // events so far; throttles in the current one
+	// until observed (requests completed) passes closeAt.
+	events, eventCount  int
 	observed, closeAt   int64
 	eventAt, firstEvent time.Time
 	closed              bool
 	backoff             time.Duration // between looks while closed
 
-	// The cycle since the server last accepted again: the capacity a first
-	// event's lastMax awaits (fromBurst, change 2).
+	// The cycle since the server last accepted again (change 2); fromBurst:
+	// the first event's lastMax awaits its measure.
 	cycleFrom time.Time
 	cycleOK   float64
 	fromBurst bool
 
-	// The send rate (measured) over slots; the goodput, successes per
-	// second over about a minute.
+	// The send rate (measured) over slots; the goodput over about a minute.
 	slot                                 time.Time
 	slotCount, slotOK, measured, goodput float64
 
@@ -71,17 +68,14 @@ type Probe struct {
 	freeOK, refill          float64
 }
 
-// New returns a Probe that does not limit until the first throttle, nor
-// below minLimit requests per second after it; safety, in (0, 1], is the
-// limiter's safety factor.
+// New returns a Probe whose floor is minLimit requests per second; safety,
+// in (0, 1], is the limiter's safety factor.
 func New(minLimit, safety float64) *Probe { return &Probe{minLimit: minLimit, safety: safety} }
 
-// Engaged reports whether a throttle has been seen: before it the rate is
-// unlimited.
+// Engaged reports whether a throttle was seen: before one, nothing is limited.
 func (p *Probe) Engaged() bool { return p.engaged }
 
-// Closed reports whether the server has refused everything sent since the
-// current throttling event began.
+// Closed reports whether the server refused all sent since the event began.
 func (p *Probe) Closed() bool { return p.closed }
 
 // Tuning: β, C and the slot are the AWS SDK's; the rest serve the changes.
@@ -160,10 +154,10 @@ func (p *Probe) countFree(now time.Time) {
 	p.freeOK++
 }
 
-// Refused takes a refusal at now whose Retry-After said the server would
-// accept again after wait: the successes between two such ends, over the
-// time between them, are what it frees per second (change 3). Until the
-// first success after an end, the earliest end stated is kept.
+// Refused takes a refusal at now whose Retry-After said to wait: the
+// successes between two such ends, over the time between them, are what the
+// server frees per second (change 3), from a spell's earliest end (the
+// others are its rounding).
 func (p *Probe) Refused(now time.Time, wait time.Duration) {
 	if wait <= 0 {
 		return
@@ -192,48 +186,34 @@ func (p *Probe) stated() float64 {
 	return p.refill
 }
 
-// beta is the cut a throttle makes (change 3).
-func (p *Probe) beta() float64 {
-	if p.stated() > 0 {
-		return p.safety
-	}
-	return probeBeta
-}
-
-// maxCycle is the longest K (change 2), longer at a stated refill: the
-// time probeCycleFactor requests take at it.
-func (p *Probe) maxCycle() float64 {
-	c := probeMaxCycle.Seconds()
+// bounds are the cut a throttle makes, the least rate and the longest K:
+// β, minLimit and probeMaxCycle; below a stated refill (change 3) the
+// safety factor, its share of the refill and the time probeCycleFactor
+// requests take at it; for a punished limit, a floor of one request per
+// MaxLook (GitHub documents 500 content-creating requests an hour).
+func (p *Probe) bounds() (beta, floor, maxCycle float64) {
 	if r := p.stated(); r > 0 {
-		c = max(c, probeCycleFactor/r)
+		return p.safety, p.safety * r, max(probeMaxCycle.Seconds(), probeCycleFactor/r)
 	}
-	return c
+	if p.punished {
+		return probeBeta, min(p.minLimit, 1/MaxLook.Seconds()), probeMaxCycle.Seconds()
+	}
+	return probeBeta, p.minLimit, probeMaxCycle.Seconds()
 }
 
 // stretch makes K long enough for probeCycleFactor requests per throttle
-// at lastMax, up to bound seconds and maxCycle (change 2).
+// at lastMax, up to bound seconds and the longest K (change 2).
 func (p *Probe) stretch(throttles, bound float64) {
-	p.k = max(p.k, min(probeCycleFactor*throttles/p.lastMax, bound, p.maxCycle()))
+	_, _, longest := p.bounds()
+	p.k = max(p.k, min(probeCycleFactor*throttles/p.lastMax, bound, longest))
 }
 
 // setMax sets lastMax, the cut below it and its K.
 func (p *Probe) setMax(rate float64) {
-	p.lastMax = max(rate, p.floor())
-	p.k = math.Cbrt(p.lastMax * (1 - p.beta()) / probeC)
-	p.limit = math.Max(p.beta()*p.lastMax, p.floor())
-}
-
-// floor is the least rate: minLimit, below it a stated refill's cut, or one
-// request per MaxLook for a server that punishes tripping (GitHub documents
-// 500 content-creating requests an hour, under the default floor).
-func (p *Probe) floor() float64 {
-	if p.punished {
-		return min(p.minLimit, 1/MaxLook.Seconds())
-	}
-	if r := p.stated(); r > 0 {
-		return p.safety * r
-	}
-	return p.minLimit
+	beta, floor, _ := p.bounds()
+	p.lastMax = max(rate, floor)
+	p.k = math.Cbrt(p.lastMax * (1 - beta) / probeC)
+	p.limit = math.Max(beta*p.lastMax, floor)
 }
 
 // sendRate is the measured send rate, counting the slot in progress so that
@@ -269,8 +249,9 @@ func (p *Probe) reopen(now time.Time) {
 		p.k = max(p.k, p.cycle.Seconds())
 		p.atMaxUntil = now.Add(p.memory)
 	}
+	beta, floor, _ := p.bounds()
 	p.since = now
-	p.limit = math.Max(p.beta()*p.lastMax, p.floor())
+	p.limit = math.Max(beta*p.lastMax, floor)
 	// The looks' send rate must not cap the climb.
 	p.measured = max(p.measured, p.limit)
 	p.cycleFrom, p.cycleOK = now, 1
@@ -315,9 +296,9 @@ func (p *Probe) Throttle(now time.Time, inflight int64, rtt time.Duration) time.
 		if rate == 0 || p.limit < rate {
 			rate = p.limit
 		}
-		if p.goodput > 0 && now.Sub(p.firstEvent) >= probeGoodputSpan {
+		if _, floor, _ := p.bounds(); p.goodput > 0 && now.Sub(p.firstEvent) >= probeGoodputSpan {
 			// Never much more than the server admitted over the last minute.
-			rate = min(rate, max(p.goodput*1.5, p.floor()))
+			rate = min(rate, max(p.goodput*1.5, floor))
 		}
 	}
 	if r := p.stated(); r > 0 {
@@ -340,11 +321,10 @@ func (p *Probe) Throttle(now time.Time, inflight int64, rtt time.Duration) time.
 }
 
 // Punished reacts to a limit the server punishes tripping (GitHub's
-// secondary limits), met at now and pausing requests until until: a
-// throttle that resumes after the pause below what the server admitted
-// (its goodput over about a minute, if the trip begins an event), climbs
-// back over at least cycle, and stays below safety·lastMax for memory from
-// the trip and again from when the server accepts.
+// secondary limits), met at now and pausing requests until until: a throttle
+// to below what the server admitted (its goodput over about a minute, if the
+// trip begins an event), climbing back over at least cycle from the pause's
+// end, at most safety·lastMax for memory from the trip and the reopening.
 func (p *Probe) Punished(now, until time.Time, inflight int64, rtt time.Duration, cycle, memory time.Duration) {
 	fresh := !p.engaged || !p.closed
 	p.punished = true
@@ -376,8 +356,9 @@ func (p *Probe) Grow(now time.Time) float64 {
 	if !now.After(p.since) {
 		return p.limit
 	}
+	beta, floor, _ := p.bounds()
 	t := now.Sub(p.since).Seconds() - p.k
-	c := p.lastMax * (1 - p.beta()) / (p.k * p.k * p.k) // from β·lastMax to lastMax in K
+	c := p.lastMax * (1 - beta) / (p.k * p.k * p.k) // from β·lastMax to lastMax in K
 	rate := p.lastMax + c*t*t*t
 	if now.Before(p.atMaxUntil) {
 		rate = math.Min(rate, max(p.safety, 0.1)*p.lastMax)
@@ -385,6 +366,6 @@ func (p *Probe) Grow(now time.Time) float64 {
 	if m := p.sendRate(now); m > 0 {
 		rate = math.Min(rate, 2*m)
 	}
-	p.limit = math.Max(rate, p.floor())
+	p.limit = math.Max(rate, floor)
 	return p.limit
 }

@@ -340,11 +340,11 @@ func TestAStatedRefillBoundsTheRateAndItsCycle(t *testing.T) {
 	if want := 0.9 * p.refill; math.Abs(p.limit-want) > 1e-9 {
 		t.Errorf("cut to %v a second, want %v (the safety factor 0.9 of the refill, below the floor of 0.5)", p.limit, want)
 	}
-	if want := probeCycleFactor / p.refill; p.maxCycle() != want {
-		t.Errorf("longest cycle %v s, want %v", p.maxCycle(), want)
+	if _, _, longest := p.bounds(); longest != probeCycleFactor/p.refill {
+		t.Errorf("longest cycle %v s, want %v", longest, probeCycleFactor/p.refill)
 	}
 	p.punished = true
-	if p.stated() != 0 || p.maxCycle() != probeMaxCycle.Seconds() {
+	if _, _, longest := p.bounds(); p.stated() != 0 || longest != probeMaxCycle.Seconds() {
 		t.Error("a punished server's limit is its own measure")
 	}
 }

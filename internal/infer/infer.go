@@ -58,19 +58,16 @@ const (
 	maxSurprises = 3
 )
 
-// Off reports whether the model has no say: it did not fit the server.
-// (When the server states a quota, its owner drops the model.)
+// Off reports whether the model did not fit the server: from then on it has
+// no say, and its owner drops it (as when the server states a quota).
 func (m *Model) Off() bool { return m.off }
 
 // Trial reports whether the model states a quota it has not yet seen hold.
-func (m *Model) Trial() bool { return !m.off && m.limit > 0 && !m.confirmed }
+func (m *Model) Trial() bool { return m.limit > 0 && !m.confirmed }
 
 // Observe takes a response to a request sent to a server that stated no
 // quota and returns the quota it implies, if the model knows one yet.
 func (m *Model) Observe(now time.Time, status int, retryAfter time.Duration) (quota.Report, bool) {
-	if m.off {
-		return quota.Report{}, false
-	}
 	if m.start.IsZero() {
 		m.start = now
 	}
@@ -108,7 +105,7 @@ func (m *Model) refusal(now time.Time, retryAfter time.Duration, closed bool) (q
 			m.stated = end
 		}
 		m.reset = m.stated
-		return quota.Report{Limit: m.limit, Reset: m.reset, Window: m.window}, true
+		return m.quota(now)
 	}
 	if m.limit == 0 && m.ok == 0 {
 		return quota.Report{}, false // spent by others before we learned anything
@@ -148,7 +145,7 @@ func (m *Model) refusal(now time.Time, retryAfter time.Duration, closed bool) (q
 	}
 	m.stated, m.reset, m.ok, m.predicted = end, end, 0, false
 	m.statedAt = m.windows
-	return quota.Report{Limit: m.limit, Reset: end, Window: m.window}, true
+	return m.quota(now)
 }
 
 // learnWindow takes d > 0, the time between two stated ends: k windows of
@@ -195,10 +192,8 @@ func (m *Model) advance(now time.Time) {
 		m.reset = time.Time{}
 		return
 	}
-	if m.limit > 0 && m.ok >= m.limit/2 {
-		// Half the limit or more, and no refusal: a fixed window.
-		m.confirmed = true
-	}
+	// Half the limit or more, and no refusal: a fixed window.
+	m.confirmed = m.confirmed || m.limit > 0 && m.ok >= m.limit/2
 	n := now.Sub(m.reset)/step + 1
 	m.predicted = n > 1 || !m.reset.Equal(m.stated)
 	m.windows += int(n)
