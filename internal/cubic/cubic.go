@@ -267,8 +267,7 @@ func (p *Probe) Adopt(rate float64, span time.Duration, now time.Time) {
 	if r := p.stated(); r > 0 {
 		rate = r // the server's own stated ends, not a model that failed to fit
 	}
-	p.firstEvent = now.Add(-span) // the goodput over span is measured
-	p.fromBurst = false
+	p.firstEvent, p.fromBurst = now.Add(-span), false // the goodput over span is measured
 	p.setMax(rate)
 	p.stretch(1, 3*span.Seconds())
 }
@@ -280,7 +279,9 @@ func (p *Probe) Throttle(now time.Time, inflight int64, rtt time.Duration) time.
 	if p.engaged {
 		gap := max(rtt, time.Duration(float64(time.Second)/p.limit))
 		if p.closed || p.observed <= p.closeAt || now.Sub(p.eventAt) < gap {
-			p.eventCount++
+			if p.events > 1 { // the first event's 429s, an unlimited burst's, do not count
+				p.eventCount++
+			}
 			if p.closed && p.observed > p.closeAt {
 				p.backoff = min(2*p.backoff, max(probeMaxBackoff, now.Sub(p.eventAt)/4), MaxLook)
 				return now.Add(p.backoff)
@@ -304,18 +305,14 @@ func (p *Probe) Throttle(now time.Time, inflight int64, rtt time.Duration) time.
 	if r := p.stated(); r > 0 {
 		rate = min(rate, r)
 	}
-	p.setMax(rate) // nothing sent yet: the floor
+	p.setMax(rate) // a rate of 0, nothing sent yet, is the floor
 	if p.events > 1 {
-		// The first event's 429s, an unlimited burst's, do not count.
-		throttles := float64(p.eventCount)
-		if p.events == 2 {
-			throttles = 1
-		}
-		p.stretch(throttles, math.Inf(1))
+		p.stretch(float64(p.eventCount), math.Inf(1))
 	}
 	p.since, p.eventAt, p.closed = now, now, true
 	p.closeAt, p.eventCount = p.observed+inflight, 1
-	// At most the usual cap: Little's law reads a long pause as a long trip.
+	// A round trip, capped: Little's law reads a long pause with a caller
+	// holding its slot as a long round trip.
 	p.backoff = min(max(rtt, probeMinBackoff), probeMaxBackoff)
 	return now.Add(p.backoff)
 }
@@ -332,9 +329,8 @@ func (p *Probe) Punished(now, until time.Time, inflight int64, rtt time.Duration
 	if g := p.goodput; fresh && g > 0 && g < p.lastMax {
 		p.setMax(g)
 	}
-	p.cycle = max(p.cycle, cycle)
+	p.cycle, p.memory = max(p.cycle, cycle), memory
 	p.k = max(p.k, cycle.Seconds())
-	p.memory = memory
 	p.atMaxUntil = now.Add(memory)
 	if until.After(p.since) {
 		p.since = until

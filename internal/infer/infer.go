@@ -114,8 +114,9 @@ func (m *Model) refusal(now time.Time, retryAfter time.Duration, closed bool) (q
 		m.surprises++ // a fixed window refuses early only while its length is learnt
 	}
 	// A predicted window that refuses early is the old one still: the
-	// prediction was early, not the limit wrong. Any other that held less
-	// than half the last frees its quota as it goes, or others now spend it.
+	// prediction was early, not the limit wrong. Any other window that held
+	// less than half the last is a misfit: the server frees its quota as it
+	// goes, or others now spend it.
 	early := m.predicted && m.ok < m.limit/2
 	misfit := !early && m.limit > 0 && m.ok > 0 && m.ok < m.limit/2
 	if misfit || m.surprises >= maxSurprises && m.surprises*4 > m.windows {
@@ -124,7 +125,8 @@ func (m *Model) refusal(now time.Time, retryAfter time.Duration, closed bool) (q
 	}
 	m.windows++
 	m.whole = retryAfter%time.Second == 0
-	// The window closed measured the limit, unless it ended a prediction early.
+	// The window closed measured the limit and confirmed the last, unless it
+	// ended a prediction early.
 	m.measured = !early && m.ok > 0
 	if m.measured {
 		m.confirmed = m.confirmed || m.limit > 0
