@@ -166,13 +166,10 @@ func (p *Probe) Refused(now time.Time, wait time.Duration) {
 	if p.lastEnd.IsZero() || end.Before(p.lastEnd) {
 		p.lastEnd = end
 	}
-	if p.freeOK == 0 {
-		if p.freeAt.IsZero() || end.Before(p.freeAt) {
-			p.freeAt = end
-		}
-		return
-	}
-	if span := end.Sub(p.freeAt); span >= refillSpan && p.freeOK >= refillSample {
+	switch span := end.Sub(p.freeAt); {
+	case p.freeOK == 0 && (p.freeAt.IsZero() || span < 0):
+		p.freeAt = end
+	case p.freeOK >= refillSample && span >= refillSpan:
 		p.refill = p.freeOK / span.Seconds()
 		p.freeAt, p.freeOK = end, 0
 	}
@@ -219,8 +216,7 @@ func (p *Probe) setMax(rate float64) {
 // sendRate is the measured send rate, counting the slot in progress so that
 // a burst before the first full slot is not read as zero.
 func (p *Probe) sendRate(now time.Time) float64 {
-	partial := p.slotCount / max(now.Sub(p.slot).Seconds(), probeSlot.Seconds())
-	return max(p.measured, partial)
+	return max(p.measured, p.slotCount/max(now.Sub(p.slot).Seconds(), probeSlot.Seconds()))
 }
 
 // reopen ends a closed spell and starts the climb. A first event's lastMax
