@@ -78,7 +78,7 @@ func (p *Probe) Engaged() bool { return p.engaged }
 // Closed reports whether the server refused all sent since the event began.
 func (p *Probe) Closed() bool { return p.closed }
 
-// Tuning: β, C and the slot are the AWS SDK's; the rest serve the changes.
+// Tuning: β, C and the slot are the AWS SDK's; the rest serve the package doc's changes.
 const (
 	probeBeta        = 0.7
 	probeC           = 0.4
@@ -92,10 +92,11 @@ const (
 	refillSample     = 8                      // its least successes: one more or less, an eighth
 	refillSlack      = 5 * time.Second        // a pause within it: a Retry-After's rounding and a trip,
 	refillGaps       = 3                      // or this many of the probe's intervals
-	// MaxLook caps the wait between looks at a server that keeps refusing:
-	// GitHub documents a minute for its secondary limits.
-	MaxLook = time.Minute
 )
+
+// MaxLook caps the wait between looks at a server that keeps refusing:
+// GitHub documents a minute for its secondary limits.
+const MaxLook = time.Minute
 
 // Meter counts one completed request at now; ok: the server accepted it.
 func (p *Probe) Meter(now time.Time, ok bool) {
