@@ -176,33 +176,29 @@ func (p *Probe) Refused(now time.Time, wait time.Duration) {
 	}
 }
 
-// stated is the refill that bounds the rate (change 3), or 0.
-func (p *Probe) stated() float64 {
-	if p.punished || p.refill >= p.minLimit {
-		return 0
+// bounds are the cut a throttle makes, the least rate, and the refill the
+// server's waits state when it bounds the rate (0: none): β and minLimit;
+// below a stated refill (change 3) the safety factor and its share of the
+// refill; for a punished limit, no stated refill and a floor of one request
+// per MaxLook (GitHub documents 500 content-creating requests an hour).
+func (p *Probe) bounds() (beta, floor, stated float64) {
+	switch {
+	case p.punished:
+		return probeBeta, min(p.minLimit, 1/MaxLook.Seconds()), 0
+	case p.refill > 0 && p.refill < p.minLimit:
+		return p.safety, p.safety * p.refill, p.refill
 	}
-	return p.refill
+	return probeBeta, p.minLimit, 0
 }
 
-// bounds are the cut a throttle makes, the least rate and the longest K:
-// β, minLimit and probeMaxCycle; below a stated refill (change 3) the
-// safety factor, its share of the refill and the time probeCycleFactor
-// requests take at it; for a punished limit, a floor of one request per
-// MaxLook (GitHub documents 500 content-creating requests an hour).
-func (p *Probe) bounds() (beta, floor, maxCycle float64) {
-	if r := p.stated(); r > 0 {
-		return p.safety, p.safety * r, max(probeMaxCycle.Seconds(), probeCycleFactor/r)
-	}
-	if p.punished {
-		return probeBeta, min(p.minLimit, 1/MaxLook.Seconds()), probeMaxCycle.Seconds()
-	}
-	return probeBeta, p.minLimit, probeMaxCycle.Seconds()
-}
-
-// stretch makes K long enough for probeCycleFactor requests per throttle
-// at lastMax, up to bound seconds and the longest K (change 2).
+// stretch makes K long enough for probeCycleFactor requests per throttle at
+// lastMax, up to bound seconds and the longest cycle: probeMaxCycle, or the
+// time probeCycleFactor requests take at a stated refill (change 2).
 func (p *Probe) stretch(throttles, bound float64) {
-	_, _, longest := p.bounds()
+	longest := probeMaxCycle.Seconds()
+	if _, _, r := p.bounds(); r > 0 {
+		longest = max(longest, probeCycleFactor/r)
+	}
 	p.k = max(p.k, min(probeCycleFactor*throttles/p.lastMax, bound, longest))
 }
 
@@ -261,7 +257,7 @@ func (p *Probe) Adopt(rate float64, span time.Duration, now time.Time) {
 	if rate <= 0 {
 		return
 	}
-	if r := p.stated(); r > 0 {
+	if _, _, r := p.bounds(); r > 0 {
 		rate = r // the server's own stated ends, not a model that failed to fit
 	}
 	p.firstEvent, p.fromBurst = now.Add(-span), false // the goodput over span is measured
@@ -299,7 +295,7 @@ func (p *Probe) Throttle(now time.Time, inflight int64, rtt time.Duration) time.
 			rate = min(rate, max(p.goodput*1.5, floor))
 		}
 	}
-	if r := p.stated(); r > 0 {
+	if _, _, r := p.bounds(); r > 0 {
 		rate = min(rate, r)
 	}
 	p.setMax(rate) // a rate of 0, nothing sent yet, is the floor
