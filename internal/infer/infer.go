@@ -133,10 +133,9 @@ func (m *Model) refusal(now time.Time, retryAfter time.Duration, closed bool) (q
 		m.limit = m.ok
 	}
 	if m.stated.IsZero() {
-		// The first end, late by a Retry-After's rounding, of a window begun
-		// by the first request. The guess errs short: a look at an early end
-		// costs one refusal and teaches the length, one at a late end time
-		// in every window.
+		// The first end, late by a Retry-After's rounding, of a window begun by
+		// the first request. The guess errs short: a look too early costs one
+		// refusal and teaches the length; one too late costs time every window.
 		m.guess = end.Sub(m.start)
 		if m.whole {
 			m.guess -= time.Second
