@@ -426,7 +426,7 @@ func (a *Adaptive) bodyLimitLocked(now time.Time, retryAfter time.Duration, exha
 		a.bodyLimitUntil = laterTime(a.bodyLimitUntil, until)
 	}
 	a.throttled++
-	a.probe.Punished(now, until, others, a.rtt(), a.safety, bodyLimitCycle, bodyLimitMemory)
+	a.probe.Punished(now, until, others, a.rtt(), bodyLimitCycle, bodyLimitMemory)
 }
 
 const (

@@ -95,7 +95,7 @@ type punishedCase struct {
 }
 
 const (
-	punishBelow  = 0.9
+	punishBelow  = 0.9 // the safety factor run gives New
 	punishCycle  = 5 * time.Minute
 	punishMemory = time.Hour
 )
@@ -109,11 +109,11 @@ func (c punishedCase) run(t *testing.T) (highest, last, beyond float64) {
 	burst := meter(p, start, 100*time.Millisecond, c.n)
 	trip := burst.Add(50 * time.Millisecond)
 	p.Meter(trip, false)
-	p.Punished(trip, trip.Add(time.Minute), 0, 50*time.Millisecond, punishBelow, punishCycle, punishMemory)
+	p.Punished(trip, trip.Add(time.Minute), 0, 50*time.Millisecond, punishCycle, punishMemory)
 	for _, d := range c.looks {
 		at := trip.Add(d)
 		p.Meter(at, false)
-		p.Punished(at, at.Add(2*time.Minute), 0, 50*time.Millisecond, punishBelow, punishCycle, punishMemory)
+		p.Punished(at, at.Add(2*time.Minute), 0, 50*time.Millisecond, punishCycle, punishMemory)
 	}
 	now := trip.Add(c.reopen)
 	p.Meter(now, true)
@@ -340,11 +340,16 @@ func TestAStatedRefillBoundsTheRateAndItsCycle(t *testing.T) {
 	if want := 0.9 * p.refill; math.Abs(p.limit-want) > 1e-9 {
 		t.Errorf("cut to %v a second, want %v (the safety factor 0.9 of the refill, below the floor of 0.5)", p.limit, want)
 	}
-	if want := probeCycleFactor / p.refill; p.maxCycle() != want {
-		t.Errorf("longest cycle %v s, want %v", p.maxCycle(), want)
+	longest := func() float64 { // K stretched for more throttles than any cycle holds
+		p.k = 0
+		p.stretch(1e9, math.Inf(1))
+		return p.k
+	}
+	if k := longest(); k != probeCycleFactor/p.refill {
+		t.Errorf("longest cycle %v s, want %v", k, probeCycleFactor/p.refill)
 	}
 	p.punished = true
-	if p.stated() != 0 || p.maxCycle() != probeMaxCycle.Seconds() {
+	if _, _, r := p.bounds(); r != 0 || longest() != probeMaxCycle.Seconds() {
 		t.Error("a punished server's limit is its own measure")
 	}
 }

@@ -1,22 +1,18 @@
-// Package infer learns the quota of a server that states none and only
-// answers 429 with a Retry-After when it is spent: a fixed window whose size
-// and length it keeps to itself. The Retry-After of a refusal says when the
-// window ends, the successes since the last end how much it holds, the time
-// between two ends how long windows are. From these a [Model] states the
-// quota the server would have stated ([quota.Report]), which the limiter
-// spends like a stated one: at once while it affords the work, then one
-// look when the next window is due.
+// Package infer learns the quota of a server that states none and answers
+// 429 with a Retry-After once it is spent: a fixed window whose size and
+// length it keeps to itself. A refusal's Retry-After says when the window
+// ends, the successes since the last end how much it holds, the time between
+// two ends how long windows are. A [Model] states that as the quota the
+// server would have stated ([quota.Report]).
 //
-// Ends are upper bounds: Retry-After is whole seconds, rounded up, so an
-// end is known within a second, late, and lengths learnt from whole-second
-// ends are rounded to whole seconds. A window the model overestimates
-// refuses a request early, which corrects it; others' requests are in what
-// each window measures. A server the model does not fit (one that refills
-// as it goes refuses early in every window) is given up (Off) to the CUBIC
-// fallback.
-//
-// A Model is a state machine with explicit time; it takes no lock and reads
-// no clock.
+// Retry-After is in whole seconds (RFC 9110, section 10.2.3), rounded up by
+// servers: an end is known within a second, late, and lengths learnt from
+// whole-second ends are whole seconds. A window the model overestimates
+// refuses a request early, which corrects it. A server it does not fit (one
+// that refills as it goes refuses early in every window) is given up
+// ([Model.Off]) to the CUBIC fallback at the rate it admitted
+// ([Model.Capacity]). A Model takes the time as an argument; it takes no lock
+// and reads no clock.
 package infer
 
 import (
@@ -27,101 +23,71 @@ import (
 	"github.com/pacer-go/pacer/internal/quota"
 )
 
-// Model is the learnt window of one endpoint (see the package doc).
+// Model is the learnt window of one endpoint.
 type Model struct {
-	limit float64   // successes the last window that ended in a 429 admitted; 0: none yet
-	ok    float64   // successes since the current window began
-	total float64   // successes since start
-	start time.Time // first response: the first window began no later
-	// refused and before: the first refusal, and the successes up to it
-	// (see Capacity).
-	refused time.Time
-	before  float64
-	reset   time.Time     // end of the current window: stated, or predicted from window
-	stated  time.Time     // the last end a Retry-After stated
-	window  time.Duration // learned length; 0 while unknown
-	guess   time.Duration // lower bound of window before it is learned
-	whole   bool          // Retry-After values come in whole seconds
-	off     bool          // the model did not fit the server: it has no say
-	// confirmed: a window after a stated end held at least half of the
-	// last, as a fixed window does. Until then a window is spent with at
-	// most TrialInFlight requests out, so a server the model misreads
-	// (a sliding window, a token bucket) refuses that many, not one per
-	// caller.
+	limit     float64   // successes the last window a 429 closed admitted; 0: none yet
+	ok, total float64   // successes in the current window; since start
+	start     time.Time // the first response: the first window began no later
+	refused   time.Time // the first refusal, and the successes before it
+	before    float64
+	reset     time.Time // the current window's end: stated, or predicted
+	stated    time.Time // the last end a Retry-After stated
+	window    time.Duration
+	guess     time.Duration // a lower bound on window until it is learnt
+	whole     bool          // Retry-After values come in whole seconds
+	off       bool
+	// confirmed: a window after a stated end held half the last or more, as
+	// a fixed window does; until then at most TrialInFlight requests go out.
 	confirmed bool
-	// predicted: the current window began at an end the model predicted,
-	// not one a refusal stated.
-	predicted bool
-	// measured: the limit was counted in the window the last refusal
-	// closed, so answers still coming in for it add to it.
-	measured bool
-	// windows counts the windows seen begin; surprises, the refusals of
-	// windows the count said had room.
-	windows, surprises int
-	// statedAt is windows when the last stated end was learned: the
-	// windows begun since are windows − statedAt (see learnWindow).
-	statedAt int
+	predicted bool // the current window began at a predicted end
+	measured  bool // the last refusal's window counted the limit: its late answers add to it
+	// windows counts the windows seen begin, surprises the refusals of
+	// windows the count said had room, statedAt windows at the last stated end.
+	windows, surprises, statedAt int
 }
 
-// maxSurprises is how many early refusals the model is allowed
-// before it gives up, if they come in more than a quarter of
-// windows: learning a window's length costs one or two (an early first
-// guess, a phase late by a second of rounding); a server the model
-// misreads refuses early in every window.
-const maxSurprises = 3
+const (
+	// Name names the quota the model states. A server's own quota cannot
+	// collide: parsed names never contain a space.
+	Name = "inferred window"
+	// TrialInFlight caps the requests in flight while the model is on trial:
+	// a misread window costs 8 refusals at most, a real one of 100 13 trips.
+	TrialInFlight = 8
+	// maxSurprises is the early refusals the model allows, if they come in
+	// more than a quarter of windows: learning a length costs one or two.
+	maxSurprises = 3
+)
 
-// TrialInFlight caps the requests in flight while the model is on
-// trial: a misread window costs at most 8 refusals, and a real one of 100
-// is still spent in 13 round trips, well within any window a server would
-// state in whole seconds.
-const TrialInFlight = 8
-
-// Off reports whether the model has no say: it did not fit the server.
-// (When the server states a quota, its owner drops the model.)
+// Off reports whether the model did not fit the server: from then on it has
+// no say, and its owner drops it (as when the server states a quota).
 func (m *Model) Off() bool { return m.off }
 
 // Trial reports whether the model states a quota it has not yet seen hold.
-func (m *Model) Trial() bool { return !m.off && m.limit > 0 && !m.confirmed }
-
-// Name names the quota the model states. A server's own quota
-// cannot collide: parsed names never contain a space.
-const Name = "inferred window"
+func (m *Model) Trial() bool { return m.limit > 0 && !m.confirmed }
 
 // Observe takes a response to a request sent to a server that stated no
 // quota and returns the quota it implies, if the model knows one yet.
 func (m *Model) Observe(now time.Time, status int, retryAfter time.Duration) (quota.Report, bool) {
-	if m.off {
-		return quota.Report{}, false
-	}
-	if status < 400 && m.limit == 0 && m.reset.IsZero() && m.stated.IsZero() && !m.start.IsZero() {
-		m.ok++ // a success before any refusal stated an end
-		m.total++
-		return quota.Report{}, false
-	}
 	if m.start.IsZero() {
 		m.start = now
 	}
 	m.advance(now)
 	closed := !m.stated.IsZero() && now.Before(m.stated)
-	if status == 429 {
-		return m.refusal(now, retryAfter, closed)
-	}
 	switch {
+	case status == 429:
+		return m.refusal(now, retryAfter, closed)
 	case status >= 400:
+		return m.quota(now)
 	case closed && m.measured:
 		m.limit++ // answered after the refusal that closed the window, but counted in it
-	case closed:
-	default:
+	case !closed:
 		m.ok++
 	}
-	if status < 400 {
-		m.total++
-	}
+	m.total++
 	return m.quota(now)
 }
 
-// refusal takes a 429 at now that asked for retryAfter; closed reports that
-// an end a refusal stated has not passed yet.
+// refusal takes a 429 at now; closed: a stated end has not passed yet.
 func (m *Model) refusal(now time.Time, retryAfter time.Duration, closed bool) (quota.Report, bool) {
 	if retryAfter <= 0 {
 		if m.limit == 0 {
@@ -134,87 +100,64 @@ func (m *Model) refusal(now time.Time, retryAfter time.Duration, closed bool) (q
 		m.refused, m.before = now, m.total
 	}
 	if closed {
-		// A request in flight when the window ran out: the earliest end is
-		// the tightest of upper bounds.
-		m.stated = earlier(m.stated, end)
+		// In flight when the window ran out: the earliest end is the tightest.
+		if end.Before(m.stated) {
+			m.stated = end
+		}
 		m.reset = m.stated
-		return quota.Report{Limit: m.limit, Reset: m.reset, Window: m.window}, true
+		return m.quota(now)
 	}
 	if m.limit == 0 && m.ok == 0 {
 		return quota.Report{}, false // spent by others before we learned anything
 	}
-	// A window the model only predicted that refuses early is the old one
-	// still: the prediction was early, not the limit wrong.
+	if m.limit > 0 && m.ok < m.limit {
+		m.surprises++ // a fixed window refuses early only while its length is learnt
+	}
+	// A predicted window that refuses early is the old one still: the
+	// prediction was early, not the limit wrong. Any other window that held
+	// less than half the last is a misfit: the server frees its quota as it
+	// goes, or others now spend it.
 	early := m.predicted && m.ok < m.limit/2
-	if !early && m.limit > 0 && m.ok > 0 && m.ok < m.limit/2 {
-		// The window that opened held less than half the last: the server
-		// frees its quota as it goes, or others now spend it. The probe's.
+	misfit := !early && m.limit > 0 && m.ok > 0 && m.ok < m.limit/2
+	if misfit || m.surprises >= maxSurprises && m.surprises*4 > m.windows {
 		m.off = true
 		return quota.Report{}, false
 	}
-	if m.limit > 0 && m.ok < m.limit {
-		// A fixed window refuses early only while its length is learnt.
-		m.surprises++
-		if m.surprises >= maxSurprises && m.surprises*4 > m.windows {
-			m.off = true
-			return quota.Report{}, false
-		}
-	}
 	m.windows++
 	m.whole = retryAfter%time.Second == 0
-	// The window this refusal closed measured the limit, and confirmed the
-	// last, unless it was the early end of a prediction.
+	// The window closed measured the limit and confirmed the last, unless it
+	// ended a prediction early.
 	m.measured = !early && m.ok > 0
 	if m.measured {
 		m.confirmed = m.confirmed || m.limit > 0
 		m.limit = m.ok
 	}
 	if m.stated.IsZero() {
-		m.guessWindow(end)
+		// The first end, late by a Retry-After's rounding, of a window begun by
+		// the first request. The guess errs short: a look too early costs one
+		// refusal and teaches the length; one too late costs time every window.
+		m.guess = end.Sub(m.start)
+		if m.whole {
+			m.guess -= time.Second
+		}
+		m.guess = max(m.guess, end.Sub(m.start)/2)
 	} else {
 		m.learnWindow(end.Sub(m.stated), early, m.windows-1-m.statedAt)
 	}
 	m.stated, m.reset, m.ok, m.predicted = end, end, 0, false
 	m.statedAt = m.windows
-	return quota.Report{Limit: m.limit, Reset: end, Window: m.window}, true
+	return m.quota(now)
 }
 
-// guessWindow takes the first stated end: the first window began at or
-// before the first request, a round trip before the first response, and the
-// end is late by a Retry-After's rounding and the trip back. The guess errs
-// short: a look at an early end meets one refusal and teaches the length;
-// one at a late end wastes time every window.
-func (m *Model) guessWindow(end time.Time) {
-	m.guess = end.Sub(m.start)
-	if m.whole {
-		m.guess -= time.Second
-	}
-	m.guess = max(m.guess, end.Sub(m.start)/2)
-}
-
-func earlier(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-// learnWindow takes d, the time between two stated ends. A multiple of the
-// known length is a window that went by without a refusal; anything else
-// is a new length. early marks the refusal that stated the second end as
-// the early end of a prediction (see Observe), begun the windows the model
-// saw begin since the first end, the one the refusal came in included.
+// learnWindow takes d > 0, the time between two stated ends: k windows of
+// the length known (or guessed) that passed with no refusal, or a new
+// length. early: the second end ended a prediction early; begun: the windows
+// seen begin since the first end, the refused one included.
 func (m *Model) learnWindow(d time.Duration, early bool, begun int) {
-	if d <= 0 {
-		return
-	}
-	// Windows predicted in between ended without a refusal: d spans k of
-	// them, k judged by the length known (or guessed).
 	if base := cmp.Or(m.window, m.guess); base > 0 {
 		k := max(math.Round(float64(d)/float64(base)), 1)
 		if early && m.window == 0 {
-			// A guess is a lower bound, and an early refusal just showed it
-			// short: d spans at most the windows seen begin before it.
+			// A guess shown short: d spans at most the windows seen before.
 			k = max(min(k, float64(begun-1)), 1)
 		}
 		d /= time.Duration(k)
@@ -223,9 +166,8 @@ func (m *Model) learnWindow(d time.Duration, early bool, begun int) {
 	case m.whole && d >= 2*time.Second:
 		d = d.Round(time.Second)
 	case m.whole && d > time.Second:
-		// Whole-second ends, each late by up to one, are 0 to 2 s apart
-		// for a window of a second; one learnt longer holds back up to
-		// half of every window, one too short costs a refusal.
+		// Whole-second ends, each up to a second late, of a one-second
+		// window: one learnt longer holds back up to half of every window.
 		d = time.Second
 	}
 	if w := m.window; w > 0 {
@@ -240,29 +182,20 @@ func (m *Model) learnWindow(d time.Duration, early bool, begun int) {
 	m.window = d
 }
 
-// advance moves the current window on when its end has passed: by the
-// learned length, or by the first window's lower bound while unlearned (a
-// look at an early end meets one 429, whose Retry-After teaches the length).
+// advance moves the current window on when its end has passed, by the
+// learnt length or, until it is learnt, by the guess.
 func (m *Model) advance(now time.Time) {
 	if m.reset.IsZero() || now.Before(m.reset) {
 		return
 	}
-	step := m.window
-	if step <= 0 {
-		step = m.guess
-	}
+	step := cmp.Or(m.window, m.guess)
 	if step <= 0 {
 		m.reset = time.Time{}
 		return
 	}
-	if m.limit > 0 && m.ok >= m.limit/2 {
-		// A window held half the limit or more and ended without a
-		// refusal, where the model said it would: a fixed window.
-		m.confirmed = true
-	}
+	// Half the limit or more, and no refusal: a fixed window.
+	m.confirmed = m.confirmed || m.limit > 0 && m.ok >= m.limit/2
 	n := now.Sub(m.reset)/step + 1
-	// The window now beginning began at a stated end, unless one or more
-	// predicted ends passed since.
 	m.predicted = n > 1 || !m.reset.Equal(m.stated)
 	m.windows += int(n)
 	m.reset = m.reset.Add(n * step)
@@ -281,12 +214,11 @@ func (m *Model) quota(now time.Time) (quota.Report, bool) {
 	return quota.Report{Limit: m.limit, Remaining: left, Reset: m.reset, Window: m.window}, true
 }
 
-// Capacity is what the server admitted per second, the rate the probe
-// starts from when the model gives up. Given up soon after the first
-// refusal (within twice the time the first window took), the server
-// refills as it goes: what it admitted since that refusal is its refill,
-// the first window having held a bucket's saved-up burst. Given up later,
-// the whole history since the first response spans about a window.
+// Capacity is what the server admitted per second over span, for the probe
+// when the model gives up. Within twice the first window's time of the first
+// refusal, the server refills as it goes: what it admitted since is its
+// refill, the first window a bucket's saved-up burst. Later, the whole
+// history since the first response spans about a window.
 func (m *Model) Capacity(now time.Time) (rate float64, span time.Duration) {
 	from, ok := m.start, m.total
 	if first := m.refused.Sub(m.start); !m.refused.IsZero() && m.total > m.before && now.Sub(m.refused) <= 2*first {
