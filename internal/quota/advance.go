@@ -66,9 +66,7 @@ func (s *State) advance(st *Step, now time.Time, unseen, unit, admitted float64)
 	s.applyDrift(now)
 	if s.known && !s.win.reset.IsZero() && now.Sub(s.win.reset) >= RollGuard {
 		s.roll(now, unseen, unit, admitted)
-		if s.forgetsOthers() {
-			s.forgetOthers()
-		}
+		s.forgetOthers()
 		st.Rolled = true
 	}
 	if !s.known {

@@ -91,7 +91,7 @@ func (b *Book) Observe(rs []Named, now time.Time, c Counts, seen Seen) (spent bo
 		i, s := b.state(rs[k].Name, rs[k].Tokens)
 		mentioned |= 1 << i
 		seen.Unseen, seen.Admitted = c.unseen(s), c.admitted(s) // in the quota's unit
-		s.observe(&q, now, &seen)
+		s.Observe(q, now, seen)
 		if b.cfg.Fleet {
 			s.drift.rate, s.budget.drain = 0, 0 // the store holds the fleet to one rate (R39)
 		}
@@ -99,36 +99,16 @@ func (b *Book) Observe(rs []Named, now time.Time, c Counts, seen Seen) (spent bo
 			spent = true
 		}
 	}
+	var gone []*State
 	for i, s := range b.states {
-		if forgotten(s, i, mentioned) {
-			b.forget(mentioned)
-			break
+		if s.look.out && s.rolled && mentioned&(1<<i) == 0 {
+			gone = append(gone, s)
 		}
+	}
+	if gone != nil {
+		b.drop(func(s *State) bool { return slices.Contains(gone, s) })
 	}
 	return spent
-}
-
-// forgotten reports whether b.states[i], s, rolled over blind and the
-// response that described the quotas of the bit set mentioned did not
-// describe it (R31).
-func forgotten(s *State, i int, mentioned uint64) bool {
-	return s.look.out && s.rolled && mentioned&(1<<i) == 0
-}
-
-// forget forgets the quotas forgotten after a response that described
-// those of the bit set mentioned, for charges too.
-func (b *Book) forget(mentioned uint64) {
-	n := 0
-	for i, s := range b.states {
-		if forgotten(s, i, mentioned) {
-			b.charged = slices.DeleteFunc(b.charged, func(c *State) bool { return c == s })
-			continue
-		}
-		b.states[n] = s
-		n++
-	}
-	clear(b.states[n:])
-	b.states = b.states[:n]
 }
 
 // sane is r's report clamped (R8), and whether the model can use it.
@@ -180,7 +160,11 @@ func (b *Book) state(name string, tokens bool) (int, *State) {
 
 // Drop forgets the quotas whose name drop reports true for.
 func (b *Book) Drop(drop func(name string) bool) {
-	del := func(s *State) bool { return drop(s.cfg.Name) }
+	b.drop(func(s *State) bool { return drop(s.cfg.Name) })
+}
+
+// drop forgets the quotas del reports true for, for charges too.
+func (b *Book) drop(del func(*State) bool) {
 	b.states = slices.DeleteFunc(b.states, del)
 	b.charged = slices.DeleteFunc(b.charged, del)
 }
@@ -333,9 +317,7 @@ func (b *Book) Needs(dst []Need, cost float64) []Need {
 // DropInferred forgets the quota the owner inferred (Mods Inferred): its
 // server states quotas of its own.
 func (b *Book) DropInferred() {
-	del := func(s *State) bool { return s.mods&Inferred != 0 }
-	b.states = slices.DeleteFunc(b.states, del)
-	b.charged = slices.DeleteFunc(b.charged, del)
+	b.drop(func(s *State) bool { return s.mods&Inferred != 0 })
 }
 
 // Snapshot is what a quota's state says, as a value.

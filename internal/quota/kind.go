@@ -149,61 +149,56 @@ type fullReader struct {
 	runs    int       // moved resets in a row that fit
 }
 
-// readsToFull reports the refill rate q states when the quota's reset is
-// its time to full (R22): (Limit − Remaining) over the time to the reset,
-// averaged over the last responses. It classifies the quota ToFull once
+// readToFull reads the quota's reset as its time to full (R22): the refill
+// (Limit − Remaining over the time to the reset, averaged over the last
+// responses) is the drift while the quota is ToFull, which it is once
 // fullRuns moved resets in a row fell where the last one's rate predicts,
-// and undoes that at one that does not, or at a reset that stays while
-// time passes. A reset closer than resets wander says too little: the last
-// rate stands. A coordinated quota not known to refill is not read so (R23).
-func (s *State) readsToFull(q *Report, now time.Time, timed bool) (float64, bool) {
+// and not at one that does not, or at a reset that stays while time passes.
+// A reset closer than 4 tolerances says too little. A coordinated quota not
+// known to refill is not read so (R23).
+func (s *State) readToFull(q *Report, now time.Time) {
 	limit := s.Limit()
 	left := q.Reset.Sub(now)
 	tol := max(s.tolerance(), resetResolution)
-	if !s.kind.refills() && s.mods&Coordinated != 0 || !timed || !(q.Remaining < limit) || left < 4*tol {
-		return 0, false
+	if !s.kind.refills() && s.mods&Coordinated != 0 || q.Reset.IsZero() || !(q.Remaining < limit) || left < 4*tol {
+		return
 	}
 	f := &s.full
 	deficit := limit - q.Remaining
 	if f.ref.IsZero() {
-		rate := deficit / left.Seconds()
-		f.ref, f.at, f.rate = q.Reset, now, rate
-		return rate, s.kind == ToFull
+		f.ref, f.at, f.rate = q.Reset, now, deficit/left.Seconds()
+		if s.kind == ToFull {
+			s.drift.rate, s.drift.measured = f.rate, now
+		}
+		return
 	}
 	predicted := time.Duration(deficit / f.rate * float64(time.Second))
 	fits := (left - predicted).Abs() <= time.Duration(fullAgree*float64(left))+tol
-	switch moved := q.Reset.Sub(f.ref); {
-	case moved.Abs() > tol:
-		if !s.kind.refills() && (moved.Seconds() > limit/f.rate/2 || s.win.length > 0 && moved > s.win.length/2) {
-			fits = false // a fixed window's next one, not a move
-		}
-		if fits {
-			f.runs++
-		} else {
-			f.runs = 0
-			s.unsetToFull()
-		}
+	shift := q.Reset.Sub(f.ref)
+	moved := shift.Abs() > tol
+	if moved && !s.kind.refills() && (shift.Seconds() > limit/f.rate/2 || s.win.length > 0 && shift > s.win.length/2) {
+		fits = false // a fixed window's next one, not a move
+	}
+	switch {
+	case moved && fits:
+		f.runs++
 		if f.runs >= fullRuns {
 			s.setKind(ToFull)
 		}
+	case !fits && (moved || now.Sub(f.at) > tol): // moved elsewhere, or stayed while time passed
+		f.runs = 0
+		if s.kind == ToFull {
+			s.kind = Sliding // it still refills as it goes, by a refill measured
+		}
+	}
+	if moved {
 		f.ref, f.at, f.rate = q.Reset, now, deficit/left.Seconds()
-	case !fits && now.Sub(f.at) > tol:
-		f.runs = 0 // time passed, the reset stayed
-		s.unsetToFull()
 	}
 	if s.kind != ToFull {
 		f.d, f.t = 0, 0
-		return 0, false
+		return
 	}
 	f.d = f.d*fullKeep + deficit
 	f.t = f.t*fullKeep + left.Seconds()
-	return f.d / f.t, true
-}
-
-// unsetToFull undoes a reading of the reset as a time to full: the quota
-// still refills as it goes, by a refill measured (R22).
-func (s *State) unsetToFull() {
-	if s.kind == ToFull {
-		s.kind = Sliding
-	}
+	s.drift.rate, s.drift.measured = f.d/f.t, now
 }

@@ -137,6 +137,12 @@ type window struct {
 	cadenced bool          // the last advance was whole windows of the length known (R17)
 }
 
+// extend moves the window's believed end and its stamp on to a later
+// stated reset.
+func (w *window) extend(reset time.Time) {
+	w.reset, w.stamp = later(w.reset, reset), later(w.stamp, reset)
+}
+
 // look is the one request let through to learn what the budget cannot say.
 type look struct {
 	out  bool
@@ -226,22 +232,15 @@ func (s *State) String() string {
 
 func (s *State) shared() bool { return s.mods&Shared != 0 }
 
-// forgetsOthers reports whether the quota's books never show others (R39).
-func (s *State) forgetsOthers() bool { return s.mods&(Inferred|Coordinated) != 0 }
-
-// forgetOthers undoes what an inferred or coordinated quota's books read as
-// others' spending (R39).
+// forgetOthers undoes what the books of an inferred or coordinated quota
+// read as others' spending: they never show others (R39).
 func (s *State) forgetOthers() {
+	if s.mods&(Inferred|Coordinated) == 0 {
+		return
+	}
 	s.mods &^= Shared
 	s.drift.rate = max(s.drift.rate, 0)
 	s.budget.drain = 0
-}
-
-// setBudget sets the budget from a response's figure, and the room others'
-// predicted spending has in it until the next (R37).
-func (s *State) setBudget(units float64) {
-	s.budget.have, s.budget.credit = milli(units), 0
-	s.budget.room = milli(othersMaxShare * units)
 }
 
 // reserve is what a token quota keeps back for estimates that fall short
