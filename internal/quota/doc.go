@@ -12,14 +12,11 @@
 // takes no lock, reads no clock and calls out to nothing: the caller owns
 // the time, the lock and the effects.
 //
-// The budget of a quota is a lower bound on what new requests may spend:
-// the lowest Remaining the current window reported, less everything
-// admitted but not yet answered, charged at admission. A request the budget
-// covers goes at once; one it does not waits for the quota to come back.
-// How it comes back depends on the quota's [Kind], learnt by one classify
-// step from its answers: a fixed window at its reset, a bucket or sliding
-// window as it refills. Others spending from a quota (Shared) and a quota
-// the limiter infers (Inferred) are modifiers of any kind.
+// The budget of a quota is a lower bound on what new requests may spend
+// (R1). A request the budget covers goes at once; one it does not waits for
+// the quota to come back, as its [Kind] says: a fixed window at its reset, a
+// bucket or sliding window as it refills. Shared and Inferred are modifiers
+// of any kind.
 //
 // # Rules
 //

@@ -5,9 +5,6 @@ import (
 	"time"
 )
 
-// The classify step: what a quota does by itself, read from the evidence
-// its answers bring (R18-R23).
-
 // setKind classifies the quota as k; a fixed window with a learnt phase is
 // Phased (R17).
 func (s *State) setKind(k Kind) {
@@ -20,11 +17,10 @@ func (s *State) setKind(k Kind) {
 	s.kind = k
 }
 
-// classifyAtReset reads whether the quota jumped back at a reset (R19):
-// asked at every boundary that leaves room to tell, so one misreading does
-// not stick. Remaining is compared, not the budget: requests sent into the
-// new window before its first answer would hide the jump; a jump no larger
-// than those in flight is no proof.
+// classifyAtReset reads whether the quota jumped back at a reset (R19),
+// at every boundary that leaves room to tell, so one misreading does not
+// stick. Remaining is compared, not the budget, which the requests sent
+// into the new window before its first answer would hide the jump in.
 func (s *State) classifyAtReset(q *Report, seen *Seen, boundary bool) {
 	before := s.Units()
 	if s.rolled {
@@ -44,10 +40,8 @@ func (s *State) classifyAtReset(q *Report, seen *Seen, boundary bool) {
 }
 
 // outlived reports whether answers went on past the first reset stated
-// since the window's boundary, that reset moved on with them by more than
-// resets wander, and no boundary came (R19): a fixed window's reset does
-// not outrun itself, so the quota refills as it goes, as a bucket of a
-// second that states its time to full (always a second ahead) does.
+// since the window's boundary, with no boundary come, and that reset moved
+// on with them (R19).
 func (s *State) outlived(q *Report, now time.Time, tol time.Duration) bool {
 	origin := s.win.origin
 	return !origin.IsZero() && now.Sub(origin) >= tol && q.Reset.Sub(origin) >= tol
@@ -60,20 +54,16 @@ const jumpRoom = 0.1
 // fills reports whether q says the window is a bucket that refills as it
 // goes rather than one that counts down (R21): its stated reset moved later
 // since the window's first response by at least least, with at least
-// spentLeast units spent since, and, with a window stated, by about what
-// that spending takes to refill at the stated limit per window.
+// spentLeast (≥ 1) units spent since, and, with a window stated, by about
+// what that spending takes to refill at the stated limit per window.
 func (s *State) fills(q *Report, least time.Duration, spentLeast float64) bool {
 	moved := q.Reset.Sub(s.first.reset)
 	spent := s.first.remaining - q.Remaining
 	if s.first.reset.IsZero() || spent < spentLeast || moved < least {
 		return false
 	}
-	limit := s.Limit()
-	if limit <= 0 || moved <= 0 {
-		return false
-	}
 	if s.win.stated && s.win.length > 0 {
-		perUnit := s.win.length.Seconds() / limit // a bucket's time to full grows so per unit spent
+		perUnit := s.win.length.Seconds() / s.Limit() // a bucket's time to full grows so per unit spent
 		got := moved.Seconds() / spent
 		return got > perUnit/2 && got < 2*perUnit
 	}
@@ -85,10 +75,8 @@ func (s *State) wanders() time.Duration { return max(4*s.win.jitter, time.Second
 
 // fillsInStep reports whether q's reset moved as a bucket's time to full
 // does (R20): it fills, the window's first response and q state one refill
-// rate ((Limit − Remaining) over the time to reset, within the resets'
-// rounding and fullAgree), and the move is what the spending since takes to
-// refill at that rate. A fixed window's restated reset fails the last test,
-// its next window the second.
+// rate ((Limit − Remaining) over the time to reset), and the move is what
+// the spending since takes to refill at that rate.
 func (s *State) fillsInStep(q *Report, now time.Time) bool {
 	if !s.fills(q, resetResolution, 1) {
 		return false
@@ -122,19 +110,16 @@ func refillBounds(deficit float64, left, tol time.Duration) (lo, hi float64) {
 const (
 	// fullAgree is how closely a reset must fall where a time to full
 	// predicts it, as a share of the time to it: wider than Anthropic's
-	// token figures' rounding (to the thousand), far narrower than a
-	// sliding window's reset that stays put (R20, R22).
+	// token figures' rounding (to the thousand) (R20, R22).
 	fullAgree = 0.25
 	// resetResolution is the rounding allowed a stated reset: most APIs
 	// state them to the second (R14, R20, R22).
 	resetResolution = time.Second
 	// restateAhead is how far ahead a window's reset must be for a later
-	// one within its rounding to be the same reset restated (R14): a few
-	// roundings, for a bucket of a second states its time to full a second
-	// ahead on every answer.
+	// one within its rounding to be the same reset restated (R14).
 	restateAhead = 3 * resetResolution
 	// fullRuns is how many moved resets in a row must fall where predicted
-	// (R22): one may by chance, a sliding window's first after its step.
+	// (R22).
 	fullRuns = 2
 	// fullKeep is the weight the refill's sums keep per response: about ten
 	// responses count (R22).

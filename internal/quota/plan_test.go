@@ -285,7 +285,7 @@ func TestAdvance(t *testing.T) {
 			got := advanced{
 				step: st, ok: ok, units: w.Units(), keep: float64(w.budget.keep) / Milli,
 				probing: w.look.out, rolled: w.rolled,
-				reset: w.Reset(), wakeAt: w.look.wake, probeAt: w.look.due,
+				reset: w.win.reset, wakeAt: w.look.wake, probeAt: w.look.due,
 			}
 			rateEqual(t, c.want.step.Rate, st.Rate, "rate; why: "+c.why)
 			got.step.Rate = c.want.step.Rate

@@ -6,9 +6,8 @@ import (
 	"time"
 )
 
-// Kind is what a quota does by itself over time, as its answers show it
-// (see the rule table): set by the classify step of Observe, one at a time,
-// from the evidence a response brings.
+// Kind is what a quota does by itself over time, as its answers show it:
+// set by Observe from the evidence a response brings (R17-R23).
 type Kind uint8
 
 const (
@@ -16,14 +15,13 @@ const (
 	Unknown Kind = iota
 	// Fixed: a window that jumps back to its limit at its reset (R19).
 	Fixed
-	// Phased: a Fixed window whose end is learnt tighter than its stated
-	// resets, which are rounded up (R17).
+	// Phased: a Fixed window whose end is learnt tighter than its rounded
+	// stated resets (R17).
 	Phased
-	// Sliding: refills as it goes and states a reset that does not say how
-	// fast (a sliding window, a bucket read by its drift; R19).
+	// Sliding: refills as it goes, at a rate its reset does not state (R19).
 	Sliding
-	// ToFull: a bucket whose reset is the time until it is full again, and
-	// so states its refill (OpenAI's, Anthropic's; R20-R22).
+	// ToFull: a bucket whose reset is its time to full, which states its
+	// refill (OpenAI's, Anthropic's; R20-R22).
 	ToFull
 	// Leaky: a bucket that states no reset at all (Shopify's; R18).
 	Leaky
@@ -32,8 +30,7 @@ const (
 // fixed reports whether the quota jumps back to its limit at its reset.
 func (k Kind) fixed() bool { return k == Fixed || k == Phased }
 
-// refills reports whether the quota refills as it goes: it has no reset
-// to wait for.
+// refills reports whether the quota refills as it goes.
 func (k Kind) refills() bool { return k >= Sliding }
 
 func (k Kind) String() string {
@@ -44,17 +41,16 @@ func (k Kind) String() string {
 type Mods uint8
 
 const (
-	// Shared: others are seen spending from the quota (R35); it is spread
-	// to its reset, not taken at once (R43).
+	// Shared: others are seen spending from the quota (R35, R43).
 	Shared Mods = 1 << iota
-	// Inferred: the quota is the limiter's own count of a server that
-	// states none (package infer): it never shows others (R39).
+	// Inferred: the limiter's own count of a server that states none
+	// (package infer; R39).
 	Inferred
-	// Coordinated: others' spending is accounted for by a shared store's
-	// budget: not read as unseen clients' (R39).
+	// Coordinated: a shared store's budget accounts for others' spending
+	// (R39).
 	Coordinated
-	// Fleet: spent together by a fleet through a store of buckets: spread
-	// from the start (Shared), no drift measured (R39).
+	// Fleet: spent by a fleet through a store of buckets: Shared from the
+	// start, no drift measured (R39).
 	Fleet
 )
 
@@ -77,8 +73,7 @@ type Config struct {
 // spend of it (the budget), what it does by itself (its Kind, and the drift:
 // others' spending or its refill), when its window ends and how long windows
 // are. Its transitions take the time as an argument and change only the
-// State: Observe (a response), Advance (time passing), Charge and Refund
-// (admissions). Its queries change nothing.
+// State; its queries change nothing.
 //
 // Invariants: a fixed window is Phased exactly when it has a learnt phase
 // (setKind, setPhase); a look is out (look.out) only while known.
@@ -181,7 +176,7 @@ func New(c Config) *State {
 }
 
 // initialJitter is the wander assumed between one window's stated resets
-// before any is seen: whole seconds from now and a round trip (R13).
+// before any is seen (R13).
 const initialJitter = 250 * time.Millisecond
 
 // Milli is the fixed-point scale of budgets.
@@ -199,15 +194,6 @@ func milli(v float64) int64 {
 	return int64(math.Ceil(v * Milli))
 }
 
-// Name is the quota's name.
-func (s *State) Name() string { return s.cfg.Name }
-
-// Kind is what the quota was last classified as.
-func (s *State) Kind() Kind { return s.kind }
-
-// Known reports whether the budget describes the current window.
-func (s *State) Known() bool { return s.known }
-
 // Units is the budget in units.
 func (s *State) Units() float64 { return float64(s.budget.have) / Milli }
 
@@ -219,9 +205,6 @@ func (s *State) Limit() float64 {
 	}
 	return s.size.peak
 }
-
-// Reset is the end of the current window as believed; zero when unknown.
-func (s *State) Reset() time.Time { return s.win.reset }
 
 // String describes the state, for debugging.
 func (s *State) String() string {
@@ -244,7 +227,7 @@ func (s *State) forgetOthers() {
 }
 
 // reserve is what a token quota keeps back for estimates that fall short
-// (R4); 0 for a request quota, which counts exactly.
+// (R4); 0 for a request quota.
 func (s *State) reserve() float64 {
 	if !s.cfg.Tokens {
 		return 0
@@ -262,7 +245,7 @@ func (s *State) length() time.Duration {
 }
 
 // reprobe is how long a spent quota that refills as it goes waits before a
-// look (R42, R46): a twentieth of its window, at least a second.
+// look (R42, R46).
 func (s *State) reprobe() time.Duration { return max(time.Second, s.win.length/20) }
 
 func earlier(a, b time.Time) time.Time {
