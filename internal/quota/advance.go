@@ -5,25 +5,32 @@ import (
 	"time"
 )
 
-// Step is where Advance left a quota: what its budget may be spent at, and
-// when it must be looked at again.
-type Step struct {
-	// Rate is what the budget may be spent at from now, in units a second:
-	// +Inf while the budget is the gate (R40).
+// Pace is what a quota affords, in units; a Book's the tightest of its
+// quotas of a unit.
+type Pace struct {
+	// Rate is what the budget may be spent at from now, a second: +Inf
+	// while the budget is the gate (R40).
 	Rate float64
-	// Avail is the budget above what the quota keeps back, in units.
-	Avail float64
+	// Budget is the budget above what the quota keeps back (+Inf with no
+	// quota).
+	Budget float64
+	// AtOnce is what of Budget may go at once beside Rate (R44, R45); zero:
+	// a burst at Rate is a small part of the budget.
+	AtOnce float64
+	// Spare is what of Budget may build up beside Rate while demand stays
+	// below it, as burst capacity, not level (R45).
+	Spare float64
+}
+
+// Step is where Advance left a quota: what it affords, and when it must be
+// looked at again.
+type Step struct {
+	Pace
 	// Next is when the quota must be looked at again (its roll, a wake-up of
 	// a spent budget, a look); zero when nothing is due.
 	Next time.Time
 	// Rolled reports that a reset passed and the window moved on.
 	Rolled bool
-	// AtOnce is what of Avail may go at once beside Rate, in units (R44,
-	// R45); zero: a burst at Rate is a small part of the budget.
-	AtOnce float64
-	// Spare is what of Avail may build up beside Rate while demand stays
-	// below it, as burst capacity, not level (R45).
-	Spare float64
 }
 
 const (
@@ -73,14 +80,14 @@ func (s *State) Advance(now time.Time, unseen, unit, admitted float64) (st Step,
 		s.look.due = p.due
 	}
 	s.pace.rate = p.spread
-	st.Rate, st.Spare = p.rate, s.spare()
-	st.AtOnce = s.atOnce(st.Spare)
+	st.Rate = p.rate
+	st.AtOnce, st.Spare = s.burst()
 	s.pace.shared = s.shared()
 	if !s.win.reset.IsZero() {
 		st.Next = s.win.reset.Add(RollGuard)
 	}
 	st.Next = earlierSet(earlierSet(st.Next, s.look.wake), s.look.due)
-	st.Avail = max(s.Units()-s.reserve(), 0)
+	st.Budget = max(s.Units()-s.reserve(), 0)
 	return st, true
 }
 
@@ -201,34 +208,27 @@ func (s *State) spanAt(now time.Time) float64 {
 	return noResetSpan.Seconds()
 }
 
-// atOnce is what may go at once beside the rate (R44, R45): of a ToFull or
+// burst is what may go at once beside the rate (R44, R45): of a ToFull or
 // leaky bucket, the last figure less the refill credited since and what a
-// charge keeps; of a fixed window others spend from, its spare, on the
-// first plan that sees them.
-func (s *State) atOnce(spare float64) float64 {
-	v := 0.0
+// charge keeps; and what may build up as burst capacity (spare) in a fixed
+// window others spend from, but a fleet's (R39), at once on the first plan
+// that sees them.
+func (s *State) burst() (atOnce, spare float64) {
+	b := &s.budget
+	if s.shared() && s.drift.rate < 0 && s.mods&Fleet == 0 && !s.kind.refills() && !s.look.out {
+		spare = max(float64(b.have-b.keep)/Milli-(1-othersMaxShare)*s.Units(), 0)
+	}
 	if s.kind.refills() && (s.kind == ToFull || s.win.reset.IsZero()) && !s.shared() && !s.look.out {
-		v = float64(max(s.budget.have-s.budget.credit-s.budget.keep, 0)) / Milli
+		atOnce = float64(max(b.have-b.credit-b.keep, 0)) / Milli
 	}
 	if !s.pace.shared {
-		v = max(v, spare)
+		atOnce = max(atOnce, spare)
 	}
-	return v
-}
-
-// spare is what may build up as burst capacity beside the rate of a fixed
-// window others spend from, but a fleet's (R45, R39).
-func (s *State) spare() float64 {
-	if !s.shared() || s.drift.rate >= 0 || s.mods&Fleet != 0 || s.kind.refills() || s.look.out {
-		return 0
-	}
-	floor := (1 - othersMaxShare) * s.Units()
-	return max(float64(s.budget.have-s.budget.keep)/Milli-floor, 0)
+	return atOnce, spare
 }
 
 // roll moves a window whose reset passed on to the next (R24-R29).
 func (s *State) roll(now time.Time, inflight, unit, admitted float64) {
-	s.applyDrift(now)
 	s.readBooks(inflight, admitted)
 	s.rolled = true
 	s.carry = s.Units()

@@ -62,7 +62,7 @@ type Counts struct {
 
 func (c Counts) unseen(s *State) float64 {
 	if s.cfg.Tokens {
-		return c.InflightCost + c.BlindInflight*s.Estimate()
+		return c.InflightCost + c.BlindInflight*s.cost.mean()
 	}
 	return c.Inflight
 }
@@ -202,25 +202,16 @@ type Plan struct {
 	Rolled bool
 }
 
-// Pace is what the tightest quota of a unit affords.
-type Pace struct {
-	// Rate is what it may be spent at (+Inf: the budgets are the gate);
-	// Budget what its tightest budget holds above its reserve (+Inf with
-	// none); AtOnce and Spare as in Step.
-	Rate, Budget  float64
-	AtOnce, Spare float64
-}
-
-// join adds a quota's step to the pace: the tighter rate sets what may go
-// at once, and at a tie the lesser.
-func (p *Pace) join(st *Step) {
+// join adds a quota's pace to the tightest: the tighter rate sets what may
+// go at once, and at a tie the lesser.
+func (p *Pace) join(q Pace) {
 	switch {
-	case st.Rate < p.Rate:
-		p.AtOnce, p.Spare = st.AtOnce, st.Spare
-	case st.Rate == p.Rate:
-		p.AtOnce, p.Spare = min(p.AtOnce, st.AtOnce), min(p.Spare, st.Spare)
+	case q.Rate < p.Rate:
+		p.AtOnce, p.Spare = q.AtOnce, q.Spare
+	case q.Rate == p.Rate:
+		p.AtOnce, p.Spare = min(p.AtOnce, q.AtOnce), min(p.Spare, q.Spare)
 	}
-	p.Rate, p.Budget = min(p.Rate, st.Rate), min(p.Budget, st.Avail)
+	p.Rate, p.Budget = min(p.Rate, q.Rate), min(p.Budget, q.Budget)
 }
 
 // Advance brings every quota to now (State.Advance) and combines them: the
@@ -246,9 +237,9 @@ func (b *Book) Advance(now time.Time, c Counts, tokenUnit float64) Plan {
 		p.Next = earlierSet(p.Next, st.Next)
 		if s.cfg.Tokens {
 			p.Tokens = true
-			p.Tok.join(&st)
+			p.Tok.join(st.Pace)
 		} else {
-			p.Req.join(&st)
+			p.Req.join(st.Pace)
 		}
 	}
 	return p
@@ -287,7 +278,7 @@ type Cost struct {
 // quota that knows.
 func (b *Book) Costs(dst []Cost) []Cost {
 	for _, s := range b.states {
-		if mean := s.Estimate(); mean > 0 {
+		if mean := s.cost.mean(); mean > 0 {
 			dst = append(dst, Cost{Quota: s.cfg.Name, Mean: mean, Charged: float64(s.blindAmount()) / Milli})
 		}
 	}

@@ -55,10 +55,6 @@ func (c *costEstimate) mean() float64 {
 
 func (c *costEstimate) deviation() float64 { return math.Sqrt(c.variance) }
 
-// Estimate is the learnt mean cost of a blind request, in units; 0 while
-// unknown and for a request quota.
-func (s *State) Estimate() float64 { return s.cost.mean() }
-
 // blindAmount is what a blind request is charged, in milli-units, at least
 // a unit, at most the limit; 0 while nothing is learnt (R50).
 func (s *State) blindAmount() int64 {
@@ -95,12 +91,10 @@ func (s *State) sampleCost(q *Report, now time.Time, seen *Seen, fresh bool) {
 	case !a.ok && s.cost.mean() == 0 && next.blind == 1 && next.unseen == 0 && next.stated == 0 &&
 		q.Remaining >= limit/2 && q.Remaining < limit:
 		s.cost.add(limit-q.Remaining, 1) // the first look's answer (R48)
-	case !a.ok || next.blind < a.blind || next.stated < a.stated:
-		// The first figure, or counts that went back: start afresh (R49).
-	case fresh && s.kind != ToFull, s.kind.refills() && s.kind != ToFull:
-		// A new fixed window, or a refill no response states (R49).
-	case q.Remaining >= limit:
-		// Full: the refill stopped for a while no one knows (R49).
+	case !a.ok || next.blind < a.blind || next.stated < a.stated,
+		(fresh || s.kind.refills()) && s.kind != ToFull, q.Remaining >= limit:
+		// Start afresh (R49): the first figure, counts that went back, a new
+		// fixed window, a refill no response states, a full quota.
 	default:
 		if !s.takeSample(q, next) {
 			return // keep the anchor: the sample grows

@@ -36,7 +36,6 @@ func (s *State) classifyAtReset(q *Report, seen *Seen, boundary bool) {
 	case !s.shared():
 		s.setKind(Sliding)
 	}
-	// Shared: others may have emptied the new window before our look.
 }
 
 // outlived reports whether answers went on past the first reset stated
@@ -69,9 +68,6 @@ func (s *State) fills(q *Report, least time.Duration, spentLeast float64) bool {
 	}
 	return true
 }
-
-// wanders is how far a reset may move by rounding and latency alone (R21).
-func (s *State) wanders() time.Duration { return max(4*s.win.jitter, time.Second) }
 
 // fillsInStep reports whether q's reset moved as a bucket's time to full
 // does (R20): it fills, the window's first response and q state one refill

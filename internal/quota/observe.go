@@ -153,7 +153,7 @@ func (s *State) readFigure(q *Report, now time.Time, seen *Seen, eff float64) {
 	case !countsDown && eff > s.Units() && s.overtaken(now, seen):
 		s.overtakenRefilling(q, now, seen)
 		return
-	case inStep || countsDown && s.fills(q, s.wanders(), 2):
+	case inStep || countsDown && s.fills(q, max(4*s.win.jitter, time.Second), 2):
 		s.setKind(ToFull) // R20, R21
 		s.win.extend(q.Reset)
 	default:
