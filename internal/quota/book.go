@@ -50,10 +50,9 @@ type Named struct {
 	Report
 }
 
-// Counts is what the owner has admitted, in requests and in stated tokens:
+// Counts is what the owner has admitted, in requests and in stated tokens,
 // in flight (admitted, not yet answered) and ever. Blind requests (no
-// stated cost) are counted apart, and each token quota prices them at what
-// it learnt they cost.
+// stated cost) are counted apart: each token quota prices them (R50).
 type Counts struct {
 	Inflight, InflightCost float64
 	Admitted, AdmittedCost float64

@@ -41,16 +41,15 @@ func (b *Book) Refused(short string, cost float64, now time.Time, share, flight 
 		return time.Time{}, false
 	}
 	amount := s.amount(cost)
+	spent := s.budget.have < amount+s.debt(now)
 	switch {
-	case s.budget.have < amount+s.debt(now):
-		switch {
-		case !s.look.out:
-			return later(now, s.look.wake), false
-		case nothingOut:
-			s.startLook(float64(amount) / Milli)
-			return time.Time{}, false
-		}
-		return now, false
+	case spent && !s.look.out:
+		return later(now, s.look.wake), false
+	case spent && nothingOut:
+		s.startLook(float64(amount) / Milli)
+		return time.Time{}, false
+	case spent:
+		return now, false // the look's answer will tell
 	case s.reserved(amount, now, share):
 		return s.refillAt(now), true
 	case s.unconfirmed(cost, flight) > 0:

@@ -38,14 +38,6 @@ func (s *State) classifyAtReset(q *Report, seen *Seen, boundary bool) {
 	}
 }
 
-// outlived reports whether answers went on past the first reset stated
-// since the window's boundary, with no boundary come, and that reset moved
-// on with them (R19).
-func (s *State) outlived(q *Report, now time.Time, tol time.Duration) bool {
-	origin := s.win.origin
-	return !origin.IsZero() && now.Sub(origin) >= tol && q.Reset.Sub(origin) >= tol
-}
-
 // jumpRoom is the least share of the limit spent in a window for its reset
 // to tell a jump from none (R19).
 const jumpRoom = 0.1

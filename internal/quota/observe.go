@@ -139,8 +139,8 @@ func (s *State) readFigure(q *Report, now time.Time, seen *Seen, eff float64) {
 	}
 	if !fresh {
 		s.low.window = min(s.low.window, q.Remaining)
-		if timed && !s.kind.refills() && s.outlived(q, now, tol) {
-			s.setKind(Sliding) // R19
+		if o := s.win.origin; timed && !s.kind.refills() && !o.IsZero() && now.Sub(o) >= tol && q.Reset.Sub(o) >= tol {
+			s.setKind(Sliding) // answers outlived the first reset stated, which moved on (R19)
 		}
 	}
 	countsDown := timed && !s.kind.refills()

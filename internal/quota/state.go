@@ -58,8 +58,7 @@ const (
 type Config struct {
 	// Name is the quota's name in the server's responses.
 	Name string
-	// Tokens marks a quota counted in tokens: charged a request's cost, not
-	// 1, and keeping back 1 − Safety of its limit (R3, R4).
+	// Tokens marks a quota counted in tokens (R3, R4).
 	Tokens bool
 	// Safety is the share of an estimated refill that is believed, in (0, 1].
 	Safety float64
@@ -70,10 +69,9 @@ type Config struct {
 }
 
 // State follows one quota across responses: what new requests may still
-// spend of it (the budget), what it does by itself (its Kind, and the drift:
-// others' spending or its refill), when its window ends and how long windows
-// are. Its transitions take the time as an argument and change only the
-// State; its queries change nothing.
+// spend of it (the budget), what it does by itself (its Kind and drift),
+// and its window. Its transitions take the time as an argument and change
+// only the State; its queries change nothing.
 //
 // Invariants: a fixed window is Phased exactly when it has a learnt phase
 // (setKind, setPhase); a look is out (look.out) only while known.
@@ -107,8 +105,7 @@ type budget struct {
 	credit int64 // what of have the refill added since the last figure (R44)
 	keep   int64 // what a charge must leave of it besides the debt (R41)
 	// drain is others' spending, milli-units a second, deducted by
-	// admission since from (R37); room is what it may still take before a
-	// response confirms it.
+	// admission since from; room is what it may take unconfirmed (R37).
 	drain, room int64
 	from        time.Time
 }
