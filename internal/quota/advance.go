@@ -5,11 +5,11 @@ import (
 	"time"
 )
 
-// Pace is what a quota affords, in units; a Book's the tightest of its
-// quotas of a unit.
+// Pace is what a quota affords, in its units; in a Plan, the tightest of
+// the book's quotas of a unit.
 type Pace struct {
-	// Rate is what the budget may be spent at from now, a second: +Inf
-	// while the budget is the gate (R40).
+	// Rate is what the budget may be spent at from now, in units a second:
+	// +Inf while the budget is the gate (R40).
 	Rate float64
 	// Budget is the budget above what the quota keeps back (+Inf with no
 	// quota).

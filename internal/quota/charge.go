@@ -135,7 +135,8 @@ func (s *State) reserved(amount int64, now time.Time, share float64) bool {
 }
 
 // refillAt is when a quota whose reserve holds a request back next gains
-// budget by itself: a fixed window's roll, else a look after reprobe.
+// budget by itself: the roll of a window that does not refill, else a look
+// after reprobe.
 func (s *State) refillAt(now time.Time) time.Time {
 	if !s.win.reset.IsZero() && !s.kind.refills() {
 		return s.win.reset.Add(RollGuard)
