@@ -5,31 +5,36 @@ import (
 	"time"
 )
 
-// Step is where Advance left a quota: what its budget may be spent at, and
-// when it must be looked at again.
-type Step struct {
+// Pace is what a quota affords, in its units; in a Plan, the tightest of
+// the book's quotas of a unit.
+type Pace struct {
 	// Rate is what the budget may be spent at from now, in units a second:
 	// +Inf while the budget is the gate (R40).
 	Rate float64
-	// Avail is the budget above what the quota keeps back, in units.
-	Avail float64
+	// Budget is the budget above what the quota keeps back (+Inf with no
+	// quota).
+	Budget float64
+	// AtOnce is what of Budget may go at once beside Rate (R44, R45); zero:
+	// a burst at Rate is a small part of the budget.
+	AtOnce float64
+	// Spare is what of Budget may build up beside Rate while demand stays
+	// below it, as burst capacity, not level (R45).
+	Spare float64
+}
+
+// Step is where Advance left a quota: what it affords, and when it must be
+// looked at again.
+type Step struct {
+	Pace
 	// Next is when the quota must be looked at again (its roll, a wake-up of
 	// a spent budget, a look); zero when nothing is due.
 	Next time.Time
 	// Rolled reports that a reset passed and the window moved on.
 	Rolled bool
-	// AtOnce is what of Avail may go at once beside Rate, in units (R44,
-	// R45); zero: a burst at Rate is a small part of the budget.
-	AtOnce float64
-	// Spare is what of Avail may build up beside Rate while demand stays
-	// below it, as burst capacity, not level (R45).
-	Spare float64
 }
 
 const (
-	// RollGuard is how long after its believed reset a window rolls (R24):
-	// a reset carried by a learnt length drifts by its rounding, and the
-	// look at each roll brings the stated one back.
+	// RollGuard is how long after its believed reset a window rolls (R24).
 	RollGuard = 10 * time.Millisecond
 	// maxSlideWait bounds the wait after its reset of a window of unknown
 	// kind that ended spent (R27): a reset's rounding.
@@ -40,9 +45,8 @@ const (
 	// minRate is the lowest rate a quota sets, a unit every 1000 s: it keeps
 	// the bucket's arithmetic clear of "never".
 	minRate = 1e-3
-	// rushFactor is how many times its last pace what is left of a shared
-	// quota must afford, spread to the reset, before each client claims only
-	// its share of the surplus (R43).
+	// rushFactor is how many times its last pace a shared quota's spread
+	// must exceed before each client claims only its share (R43).
 	rushFactor = 5
 	// carryMargin is what a window that ended with room gives up to the
 	// rounding of its reset and of the server's count, in units (R25).
@@ -50,29 +54,18 @@ const (
 )
 
 // Advance brings a known quota to now and plans it (R24-R29, R36, R37,
-// R40-R46): others' measured spending ages, the drift moves the budget, a
-// window whose reset passed rolls over, a look that is due starts, and the
-// budget is planned. unseen and admitted are as in Seen; unit is what one
-// request takes. ok is false when the quota is not known.
+// R40-R46). unseen and admitted are as in Seen; unit is what one request
+// takes. ok is false when the quota is not known.
 func (s *State) Advance(now time.Time, unseen, unit, admitted float64) (st Step, ok bool) {
-	ok = s.advance(&st, now, unseen, unit, admitted)
-	return st, ok
-}
-
-// advance is Advance into st, which it sets whole.
-func (s *State) advance(st *Step, now time.Time, unseen, unit, admitted float64) bool {
-	*st = Step{}
 	s.ageDrift(now)
 	s.applyDrift(now)
 	if s.known && !s.win.reset.IsZero() && now.Sub(s.win.reset) >= RollGuard {
 		s.roll(now, unseen, unit, admitted)
-		if s.forgetsOthers() {
-			s.forgetOthers()
-		}
+		s.forgetOthers()
 		st.Rolled = true
 	}
 	if !s.known {
-		return false
+		return st, false
 	}
 	if due := s.look.due; !due.IsZero() && !now.Before(due) {
 		s.look.due = time.Time{}
@@ -87,22 +80,19 @@ func (s *State) advance(st *Step, now time.Time, unseen, unit, admitted float64)
 		s.look.due = p.due
 	}
 	s.pace.rate = p.spread
-	st.Rate, st.Spare = p.rate, s.spare()
-	st.AtOnce = s.atOnce(st.Spare)
+	st.Rate = p.rate
+	st.AtOnce, st.Spare = s.burst()
 	s.pace.shared = s.shared()
 	if !s.win.reset.IsZero() {
 		st.Next = s.win.reset.Add(RollGuard)
 	}
 	st.Next = earlierSet(earlierSet(st.Next, s.look.wake), s.look.due)
-	st.Avail = max(s.Units()-s.reserve(), 0)
-	return true
+	st.Budget = max(s.Units()-s.reserve(), 0)
+	return st, true
 }
 
-// keepFor is what a charge must leave of the budget at now, in units (R41):
-// the token reserve, a unit for a quota that refills as it goes (another
-// client may be taking its last), and others' measured spending until the
-// reset, at most othersMaxShare of the budget; nothing while a look is
-// out; never more than the limit less a unit (R6).
+// keepFor is what a charge must leave of the budget at now, in units (R41,
+// R6): nothing while a look is out.
 func (s *State) keepFor(now time.Time, unit float64) float64 {
 	keep := 0.0
 	if !s.look.out {
@@ -119,7 +109,7 @@ func (s *State) keepFor(now time.Time, unit float64) float64 {
 
 // planned is a quota's plan: what a charge keeps (units), the rate, when a
 // spent budget wakes, a look to set due (zero: none new), and the pace a
-// shared quota is spread at.
+// shared quota is spread at (R43).
 type planned struct {
 	keep, rate float64
 	wake, due  time.Time
@@ -135,9 +125,9 @@ func (s *State) plan(now time.Time, unit float64) planned {
 	case s.look.out:
 		p.rate = math.Inf(1) // one request is out to learn the quota
 	case avail >= unit && s.kind.refills():
-		p.rate = s.spreadRefill(now, unit, avail)
+		p.rate = s.spread(now, unit, avail)
 	case avail >= unit && s.shared():
-		p.rate = s.spreadShared(now, unit, avail)
+		p.rate = s.spread(now, unit, avail)
 		p.spread = p.rate
 	case avail >= unit:
 		p.rate = math.Inf(1) // R40: the budget is the gate
@@ -148,37 +138,28 @@ func (s *State) plan(now time.Time, unit float64) planned {
 	return p
 }
 
-// spreadRefill is the rate of a quota that refills as it goes (R42): what is
-// left and what refills before the reset, spread to it.
-func (s *State) spreadRefill(now time.Time, unit, avail float64) float64 {
-	span := s.spanAt(now)
-	floor := s.cfg.Safety * unit / span
-	if avail >= 2*unit && s.kind != ToFull {
-		floor = max(floor, unit/s.reprobe().Seconds()) // only responses show its refill: keep sampling
-	}
-	return max(s.cfg.Safety*(avail+s.drift.rate*span)/span, floor)
-}
-
-// spreadShared is the rate of a quota others spend from (R43): what is left
-// (less their spending, kept) spread to the reset; when it swells past
-// rushFactor times the last pace, each claims its share of the surplus,
-// its pace over everyone's.
-func (s *State) spreadShared(now time.Time, unit, avail float64) float64 {
+// spread is the rate of a quota that refills as it goes (R42), or that
+// others spend from (R43): what is left (and what refills) spread to the
+// reset, at least a unit over the span and, with 2 units left, a unit per
+// reprobe. Past rushFactor times the last pace, each client's share of a
+// shared quota's surplus is its pace over everyone's.
+func (s *State) spread(now time.Time, unit, avail float64) float64 {
 	span, safety, prev := s.spanAt(now), s.cfg.Safety, s.pace.rate
 	rate := safety * avail / span
-	if others := -s.drift.rate; others > 0 && prev > 0 && avail/span > rushFactor*prev {
+	if s.kind.refills() {
+		rate = safety * (avail + s.drift.rate*span) / span
+	} else if others := -s.drift.rate; others > 0 && prev > 0 && avail/span > rushFactor*prev {
 		share := prev / (prev + others)
 		rate = min(rate, safety*(prev+share*(avail/span-prev)))
 	}
 	rate = max(rate, safety*unit/span)
-	if avail >= 2*unit {
-		rate = max(rate, unit/s.reprobe().Seconds()) // others show only through responses
+	if avail >= 2*unit && s.kind != ToFull {
+		rate = max(rate, unit/s.reprobe().Seconds()) // only responses show the refill, and others
 	}
 	return rate
 }
 
-// planSpent plans a quota with less than a unit above its keep (R46): the
-// budget holds every request until it wakes.
+// planSpent plans a quota with less than a unit above its keep (R46).
 func (s *State) planSpent(now time.Time, unit, avail float64) planned {
 	p := planned{rate: math.Inf(1)}
 	reset, due := s.win.reset, s.look.due
@@ -227,37 +208,27 @@ func (s *State) spanAt(now time.Time) float64 {
 	return noResetSpan.Seconds()
 }
 
-// atOnce is what may go at once beside the rate (R44): what the last figure
-// of a bucket that states its time to full, or of a leaky bucket, said is
-// left, less the refill credited since and what a charge keeps; for a fixed
-// window others spend from, its spare, on the first plan that sees them
-// (R45).
-func (s *State) atOnce(spare float64) float64 {
-	v := 0.0
+// burst is what may go at once beside the rate (R44, R45): of a ToFull or
+// leaky bucket, the last figure less the refill credited since and what a
+// charge keeps; and what may build up as burst capacity (spare) in a fixed
+// window others spend from, but a fleet's (R39), at once on the first plan
+// that sees them.
+func (s *State) burst() (atOnce, spare float64) {
+	b := &s.budget
+	if s.shared() && s.drift.rate < 0 && s.mods&Fleet == 0 && !s.kind.refills() && !s.look.out {
+		spare = max(float64(b.have-b.keep)/Milli-(1-othersMaxShare)*s.Units(), 0)
+	}
 	if s.kind.refills() && (s.kind == ToFull || s.win.reset.IsZero()) && !s.shared() && !s.look.out {
-		v = float64(max(s.budget.have-s.budget.credit-s.budget.keep, 0)) / Milli
+		atOnce = float64(max(b.have-b.credit-b.keep, 0)) / Milli
 	}
 	if !s.pace.shared {
-		v = max(v, spare)
+		atOnce = max(atOnce, spare)
 	}
-	return v
-}
-
-// spare is what may build up as burst capacity beside the rate of a fixed
-// window others spend from (R45): what is left beyond their measured use
-// and each client's tenth. Not a fleet's: its members' spending is the
-// store's to hold.
-func (s *State) spare() float64 {
-	if !s.shared() || s.drift.rate >= 0 || s.mods&Fleet != 0 || s.kind.refills() || s.look.out {
-		return 0
-	}
-	floor := (1 - othersMaxShare) * s.Units()
-	return max(float64(s.budget.have-s.budget.keep)/Milli-floor, 0)
+	return atOnce, spare
 }
 
 // roll moves a window whose reset passed on to the next (R24-R29).
 func (s *State) roll(now time.Time, inflight, unit, admitted float64) {
-	s.applyDrift(now)
 	s.readBooks(inflight, admitted)
 	s.rolled, s.look.refused = true, false
 	s.carry = s.Units()
@@ -285,9 +256,9 @@ func (s *State) roll(now time.Time, inflight, unit, admitted float64) {
 	}
 }
 
-// readBooks reads a fixed request window's books at its end (R35): what the
-// server had left falls short of its first figure, less what we spent since
-// and the noise of what was in flight then, by what others spent.
+// readBooks reads a fixed request window's books at its end (R35): its
+// first figure, less what we spent since, the noise then in flight and its
+// lowest figure, is what others spent.
 func (s *State) readBooks(inflight, admitted float64) {
 	if s.cfg.Tokens || !s.kind.fixed() || s.drift.base.at.IsZero() || s.first.reset.IsZero() {
 		return
@@ -299,8 +270,7 @@ func (s *State) readBooks(inflight, admitted float64) {
 }
 
 // startLook lets one request through to learn the quota (R26): the budget
-// holds one unit and keeps nothing back, and others' spending is not
-// deducted from it.
+// holds one unit and keeps nothing back.
 func (s *State) startLook(unit float64) {
 	s.look.out = true
 	s.budget.drain, s.budget.keep = 0, 0

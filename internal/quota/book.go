@@ -50,10 +50,9 @@ type Named struct {
 	Report
 }
 
-// Counts is what the owner has admitted, in requests and in stated tokens:
+// Counts is what the owner has admitted, in requests and in stated tokens,
 // in flight (admitted, not yet answered) and ever. Blind requests (no
-// stated cost) are counted apart, and each token quota prices them at what
-// it learnt they cost.
+// stated cost) are counted apart: each token quota prices them (R50).
 type Counts struct {
 	Inflight, InflightCost float64
 	Admitted, AdmittedCost float64
@@ -62,7 +61,7 @@ type Counts struct {
 
 func (c Counts) unseen(s *State) float64 {
 	if s.cfg.Tokens {
-		return c.InflightCost + c.BlindInflight*s.Estimate()
+		return c.InflightCost + c.BlindInflight*s.cost.mean()
 	}
 	return c.Inflight
 }
@@ -91,7 +90,7 @@ func (b *Book) Observe(rs []Named, now time.Time, c Counts, seen Seen) (spent bo
 		i, s := b.state(rs[k].Name, rs[k].Tokens)
 		mentioned |= 1 << i
 		seen.Unseen, seen.Admitted = c.unseen(s), c.admitted(s) // in the quota's unit
-		s.observe(&q, now, &seen)
+		s.Observe(q, now, seen)
 		if b.cfg.Fleet {
 			s.drift.rate, s.budget.drain = 0, 0 // the store holds the fleet to one rate (R39)
 		}
@@ -99,36 +98,16 @@ func (b *Book) Observe(rs []Named, now time.Time, c Counts, seen Seen) (spent bo
 			spent = true
 		}
 	}
+	var gone []*State
 	for i, s := range b.states {
-		if forgotten(s, i, mentioned) {
-			b.forget(mentioned)
-			break
+		if s.look.out && s.rolled && mentioned&(1<<i) == 0 {
+			gone = append(gone, s)
 		}
+	}
+	if gone != nil {
+		b.drop(func(s *State) bool { return slices.Contains(gone, s) })
 	}
 	return spent
-}
-
-// forgotten reports whether b.states[i], s, rolled over blind and the
-// response that described the quotas of the bit set mentioned did not
-// describe it (R31).
-func forgotten(s *State, i int, mentioned uint64) bool {
-	return s.look.out && s.rolled && mentioned&(1<<i) == 0
-}
-
-// forget forgets the quotas forgotten after a response that described
-// those of the bit set mentioned, for charges too.
-func (b *Book) forget(mentioned uint64) {
-	n := 0
-	for i, s := range b.states {
-		if forgotten(s, i, mentioned) {
-			b.charged = slices.DeleteFunc(b.charged, func(c *State) bool { return c == s })
-			continue
-		}
-		b.states[n] = s
-		n++
-	}
-	clear(b.states[n:])
-	b.states = b.states[:n]
 }
 
 // sane is r's report clamped (R8), and whether the model can use it.
@@ -180,7 +159,11 @@ func (b *Book) state(name string, tokens bool) (int, *State) {
 
 // Drop forgets the quotas whose name drop reports true for.
 func (b *Book) Drop(drop func(name string) bool) {
-	del := func(s *State) bool { return drop(s.cfg.Name) }
+	b.drop(func(s *State) bool { return drop(s.cfg.Name) })
+}
+
+// drop forgets the quotas del reports true for, for charges too.
+func (b *Book) drop(del func(*State) bool) {
 	b.states = slices.DeleteFunc(b.states, del)
 	b.charged = slices.DeleteFunc(b.charged, del)
 }
@@ -218,25 +201,16 @@ type Plan struct {
 	Rolled bool
 }
 
-// Pace is what the tightest quota of a unit affords.
-type Pace struct {
-	// Rate is what it may be spent at (+Inf: the budgets are the gate);
-	// Budget what its tightest budget holds above its reserve (+Inf with
-	// none); AtOnce and Spare as in Step.
-	Rate, Budget  float64
-	AtOnce, Spare float64
-}
-
-// join adds a quota's step to the pace: the tighter rate sets what may go
-// at once, and at a tie the lesser.
-func (p *Pace) join(st *Step) {
+// join adds a quota's pace to the tightest: the tighter rate sets what may
+// go at once, and at a tie the lesser.
+func (p *Pace) join(q Pace) {
 	switch {
-	case st.Rate < p.Rate:
-		p.AtOnce, p.Spare = st.AtOnce, st.Spare
-	case st.Rate == p.Rate:
-		p.AtOnce, p.Spare = min(p.AtOnce, st.AtOnce), min(p.Spare, st.Spare)
+	case q.Rate < p.Rate:
+		p.AtOnce, p.Spare = q.AtOnce, q.Spare
+	case q.Rate == p.Rate:
+		p.AtOnce, p.Spare = min(p.AtOnce, q.AtOnce), min(p.Spare, q.Spare)
 	}
-	p.Rate, p.Budget = min(p.Rate, st.Rate), min(p.Budget, st.Avail)
+	p.Rate, p.Budget = min(p.Rate, q.Rate), min(p.Budget, q.Budget)
 }
 
 // Advance brings every quota to now (State.Advance) and combines them: the
@@ -251,8 +225,7 @@ func (b *Book) Advance(now time.Time, c Counts, tokenUnit float64) Plan {
 		if s.cfg.Tokens {
 			unit = max(tokenUnit, float64(s.blindAmount())/Milli)
 		}
-		var st Step
-		ok := s.advance(&st, now, c.unseen(s), unit, c.Admitted)
+		st, ok := s.Advance(now, c.unseen(s), unit, c.Admitted)
 		p.Rolled = p.Rolled || st.Rolled
 		if !ok {
 			continue
@@ -263,9 +236,9 @@ func (b *Book) Advance(now time.Time, c Counts, tokenUnit float64) Plan {
 		p.Next = earlierSet(p.Next, st.Next)
 		if s.cfg.Tokens {
 			p.Tokens = true
-			p.Tok.join(&st)
+			p.Tok.join(st.Pace)
 		} else {
-			p.Req.join(&st)
+			p.Req.join(st.Pace)
 		}
 	}
 	return p
@@ -304,7 +277,7 @@ type Cost struct {
 // quota that knows.
 func (b *Book) Costs(dst []Cost) []Cost {
 	for _, s := range b.states {
-		if mean := s.Estimate(); mean > 0 {
+		if mean := s.cost.mean(); mean > 0 {
 			dst = append(dst, Cost{Quota: s.cfg.Name, Mean: mean, Charged: float64(s.blindAmount()) / Milli})
 		}
 	}
@@ -333,9 +306,7 @@ func (b *Book) Needs(dst []Need, cost float64) []Need {
 // DropInferred forgets the quota the owner inferred (Mods Inferred): its
 // server states quotas of its own.
 func (b *Book) DropInferred() {
-	del := func(s *State) bool { return s.mods&Inferred != 0 }
-	b.states = slices.DeleteFunc(b.states, del)
-	b.charged = slices.DeleteFunc(b.charged, del)
+	b.drop(func(s *State) bool { return s.mods&Inferred != 0 })
 }
 
 // Snapshot is what a quota's state says, as a value.

@@ -2,14 +2,11 @@ package quota
 
 import "time"
 
-// What admission asks of the budgets: whether a request fits them now,
-// charged at once, and when it would if not (R1-R7).
-
 // Charge takes a request of cost (≤ 0: a blind request) from every known
-// quota at now, leaving share of each quota's limit (a class's reserve, R7)
-// and room for the stated costs in flight to fall short (flight: those of
-// the requests in flight besides this one, in tokens; R5). If one cannot
-// take it, nothing stays charged and its name is returned.
+// quota at now (R1-R7), leaving share of each quota's limit (a class's
+// reserve) and room for the stated costs in flight besides it (flight, in
+// tokens) to fall short. If one cannot take it, nothing stays charged and
+// its name is returned.
 func (b *Book) Charge(cost float64, now time.Time, share, flight float64) (short string, ok bool) {
 	for i, s := range b.charged {
 		amount := s.amount(cost)
@@ -36,25 +33,23 @@ func (b *Book) Refund(cost float64) {
 // Refused says when a request of cost the named quota refused at its last
 // Charge may try again, asked at now once the owner advanced the book
 // (zero: at once), and whether only a class's reserve holds it (R7). A
-// spent quota whose look is out waits for the look's answer; with nothing
-// of ours out (nothingOut), the look's answer will not come, and the look
-// goes again (R26).
+// spent quota whose look is out waits for the look's answer, or, with
+// nothing of ours out (nothingOut), looks again (R26).
 func (b *Book) Refused(short string, cost float64, now time.Time, share, flight float64, nothingOut bool) (at time.Time, reserved bool) {
 	s := b.find(short)
 	if s == nil {
 		return time.Time{}, false
 	}
 	amount := s.amount(cost)
+	spent := s.budget.have < amount+s.debt(now)
 	switch {
-	case s.budget.have < amount+s.debt(now):
-		switch {
-		case !s.look.out:
-			return later(now, s.look.wake), false
-		case nothingOut:
-			s.startLook(float64(amount) / Milli)
-			return time.Time{}, false
-		}
-		return now, false
+	case spent && !s.look.out:
+		return later(now, s.look.wake), false
+	case spent && nothingOut:
+		s.startLook(float64(amount) / Milli)
+		return time.Time{}, false
+	case spent:
+		return now, false // the look's answer will tell
 	case s.reserved(amount, now, share):
 		return s.refillAt(now), true
 	case s.unconfirmed(cost, flight) > 0:
@@ -65,8 +60,7 @@ func (b *Book) Refused(short string, cost float64, now time.Time, share, flight 
 
 // SpentUntil is when the budgets could take a request of cost: the wake-up
 // of a quota that is spent now, else the zero time. With share > 0, a quota
-// that holds the request only in its reserve counts as spent until it
-// refills by itself (R7).
+// that holds the request only in its reserve is spent until it refills (R7).
 func (b *Book) SpentUntil(cost, share float64, now time.Time) time.Time {
 	var at time.Time
 	for _, s := range b.charged {
@@ -83,9 +77,7 @@ func (b *Book) SpentUntil(cost, share float64, now time.Time) time.Time {
 }
 
 // amount is what a request of cost takes from the quota, in milli-units
-// (R3): 1 for a request quota; the cost for a token quota, at most its
-// limit; for a blind request what such requests were learnt to cost (R50),
-// 0 while nothing is learnt.
+// (R3, R50); 0 for a blind request while nothing is learnt.
 func (s *State) amount(cost float64) int64 {
 	switch {
 	case !s.cfg.Tokens:
@@ -113,10 +105,8 @@ func (s *State) refund(cost float64) {
 }
 
 // unconfirmed is what a charge must leave of a token quota beyond its
-// reserve for the stated costs no figure has confirmed yet to fall short
-// (R5): estimateError of them all, its own and those in flight besides it
-// (flight, tokens), less the reserve. Nothing while nothing else is in
-// flight, for a request quota, or for a look.
+// reserve for the stated costs no figure has confirmed yet, its own and
+// flight, to fall short (R5); nothing for a look.
 func (s *State) unconfirmed(cost, flight float64) int64 {
 	if !s.cfg.Tokens || s.look.out || flight <= 0 {
 		return 0
@@ -129,7 +119,7 @@ func (s *State) unconfirmed(cost, flight float64) int64 {
 }
 
 // held is the reserve a charge leaving share of the limit must leave, in
-// milli-units (R7): none while a look is out or due, since it must go.
+// milli-units (R7).
 func (s *State) held(share float64) int64 {
 	if !(share > 0) || s.look.out || s.rolled {
 		return 0
@@ -145,8 +135,8 @@ func (s *State) reserved(amount int64, now time.Time, share float64) bool {
 }
 
 // refillAt is when a quota whose reserve holds a request back next gains
-// budget by itself: its roll, for a window with a reset; else a look after
-// reprobe.
+// budget by itself: the roll of a window that does not refill, else a look
+// after reprobe.
 func (s *State) refillAt(now time.Time) time.Time {
 	if !s.win.reset.IsZero() && !s.kind.refills() {
 		return s.win.reset.Add(RollGuard)

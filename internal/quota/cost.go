@@ -5,10 +5,6 @@ import (
 	"time"
 )
 
-// What a request that states no cost (a blind request) costs a token quota
-// (R47-R50): learnt from the quota's own figures, charged high at
-// admission, trued up by every response.
-
 const (
 	// costSample is the fewest blind requests a sample spans (R47).
 	costSample = 8
@@ -26,9 +22,9 @@ const (
 	costSpread = 2
 )
 
-// costEstimate is the learnt cost of a blind request: decayed sums of cost
-// and requests, the variance, the sample under way, and what blind
-// requests were charged, ever (milli-units).
+// costEstimate is the learnt cost of a request that states none (a blind
+// request; R47-R50): decayed sums of cost and requests, the variance, the
+// sample under way, and what blind requests were charged, ever (milli-units).
 type costEstimate struct {
 	sum, n   float64
 	variance float64
@@ -43,9 +39,8 @@ type costAnchor struct {
 	stated    float64 // stated costs of the hinted requests it had answered
 	unseen    float64 // blind requests in flight
 	ok        bool
-	// refill is what a bucket that states its refill refilled since the
-	// anchor, response by response, never past its limit: a full bucket
-	// stops filling (R47).
+	// refill is what a ToFull bucket refilled since the anchor, response by
+	// response, never past its limit (R47).
 	refill  float64
 	last    time.Time
 	lastRem float64
@@ -60,13 +55,8 @@ func (c *costEstimate) mean() float64 {
 
 func (c *costEstimate) deviation() float64 { return math.Sqrt(c.variance) }
 
-// Estimate is the learnt mean cost of a blind request, in units; 0 while
-// unknown and for a request quota.
-func (s *State) Estimate() float64 { return s.cost.mean() }
-
-// blindAmount is what a blind request is charged, in milli-units (R50):
-// the mean plus costSpread deviations, at least a unit, at most the limit;
-// 0 while nothing is learnt.
+// blindAmount is what a blind request is charged, in milli-units, at least
+// a unit, at most the limit; 0 while nothing is learnt (R50).
 func (s *State) blindAmount() int64 {
 	est := s.cost.mean()
 	if est <= 0 {
@@ -101,12 +91,10 @@ func (s *State) sampleCost(q *Report, now time.Time, seen *Seen, fresh bool) {
 	case !a.ok && s.cost.mean() == 0 && next.blind == 1 && next.unseen == 0 && next.stated == 0 &&
 		q.Remaining >= limit/2 && q.Remaining < limit:
 		s.cost.add(limit-q.Remaining, 1) // the first look's answer (R48)
-	case !a.ok || next.blind < a.blind || next.stated < a.stated:
-		// The first figure, or counts that went back: start afresh (R49).
-	case fresh && s.kind != ToFull, s.kind.refills() && s.kind != ToFull:
-		// A new fixed window, or a refill no response states (R49).
-	case q.Remaining >= limit:
-		// Full: the refill stopped for a while no one knows (R49).
+	case !a.ok || next.blind < a.blind || next.stated < a.stated,
+		(fresh || s.kind.refills()) && s.kind != ToFull, q.Remaining >= limit:
+		// Start afresh (R49): the first figure, counts that went back, a new
+		// fixed window, a refill no response states, a full quota.
 	default:
 		if !s.takeSample(q, next) {
 			return // keep the anchor: the sample grows
@@ -116,8 +104,8 @@ func (s *State) sampleCost(q *Report, now time.Time, seen *Seen, fresh bool) {
 }
 
 // takeSample takes the sample from the anchor to next, if it spans enough
-// blind requests (R47), and reports whether the anchor moves on: it does
-// sooner when fewer are in flight than at the anchor.
+// blind requests (R47), and reports whether the anchor moves on: also when
+// fewer are in flight than at the anchor.
 func (s *State) takeSample(q *Report, next costAnchor) bool {
 	a := &s.cost.from
 	n := next.blind - a.blind
@@ -138,11 +126,9 @@ func (s *State) takeSample(q *Report, next costAnchor) bool {
 	return true
 }
 
-// add folds the mean cost c of n blind requests into the estimate (R50): an
-// average over about costMemory requests, each sample weighing as many as
-// it spans, and its variance (the squared difference, times nN/(n+N),
-// estimates the estimate's spread). Until samples show the spread, a
-// deviation of half the mean is assumed.
+// add folds the mean cost of n blind requests into the estimate (R50), each
+// sample weighing as many as it spans; the squared difference times
+// nN/(n+N) estimates the variance.
 func (c *costEstimate) add(cost, n float64) {
 	est := c.mean()
 	if est == 0 {

@@ -125,7 +125,7 @@ func TestBlindCostIsLearntFromTheQuotasFigures(t *testing.T) {
 				w.sampleCost(&q, now, &Seen{Blind: r.blind, BlindUnseen: r.unseen, Stated: r.cost, Refused: r.refused},
 					r.at >= 60)
 			}
-			assert.InDelta(t, tc.want, w.Estimate(), 1e-6, tc.why)
+			assert.InDelta(t, tc.want, w.cost.mean(), 1e-6, tc.why)
 		})
 	}
 }
@@ -137,12 +137,12 @@ func TestBlindChargeCoversCostsAboveTheMean(t *testing.T) {
 	w.size.limit, w.size.most = 40000, milli(40000)
 	assert.Zero(t, w.amount(0), "nothing learnt: a blind request is charged to request quotas only")
 	w.cost.add(2000, 8)
-	assert.InDelta(t, 2000.0, w.Estimate(), 1e-9)
+	assert.InDelta(t, 2000.0, w.cost.mean(), 1e-9)
 	assert.InDelta(t, 4000.0, float64(w.amount(0))/Milli, 1, "the first sample: a deviation of half the mean assumed")
 	w.cost.add(2400, 8) // off by 400 over 8 requests, from an estimate over 8: one request's deviation about 800
 	keep := math.Exp(-8.0 / costMemory)
-	assert.InDelta(t, (2000*8*keep+2400*8)/(8*keep+8), w.Estimate(), 1e-9, "weighted by requests, the older decayed")
+	assert.InDelta(t, (2000*8*keep+2400*8)/(8*keep+8), w.cost.mean(), 1e-9, "weighted by requests, the older decayed")
 	assert.InDelta(t, 1000.0*1000+0.25*(8*8/(8+8)*400*400-1000.0*1000), w.cost.variance, 1e-6)
-	assert.InDelta(t, w.Estimate()+2*w.cost.deviation(), float64(w.amount(0))/Milli, 1)
+	assert.InDelta(t, w.cost.mean()+2*w.cost.deviation(), float64(w.amount(0))/Milli, 1)
 	assert.Equal(t, milli(1500), w.amount(1500), "a stated cost is charged as stated")
 }

@@ -2,24 +2,12 @@
 // or a client states ahead of any response: [Stated]): what new requests may
 // still spend of each now, and when to look again.
 //
-// A [State] is one quota with explicit time, as x/time/rate's advance(t) is:
-// [State.Observe] folds in what a response said ([Report]) with what the
-// limiter knew then ([Seen]); [State.Advance] moves it to a time, rolling a
-// window whose reset passed and planning what its budget may be spent at; a
-// charge and a refund move the budget as requests are admitted and given
-// back. A [Book] is an endpoint's quotas, and its queries (SpentUntil,
-// HeldUntil, KeepUntil, Needs, Costs, Quota) change nothing. The package
-// takes no lock, reads no clock and calls out to nothing: the caller owns
-// the time, the lock and the effects.
-//
-// The budget of a quota is a lower bound on what new requests may spend:
-// the lowest Remaining the current window reported, less everything
-// admitted but not yet answered, charged at admission. A request the budget
-// covers goes at once; one it does not waits for the quota to come back.
-// How it comes back depends on the quota's [Kind], learnt by one classify
-// step from its answers: a fixed window at its reset, a bucket or sliding
-// window as it refills. Others spending from a quota (Shared) and a quota
-// the limiter infers (Inferred) are modifiers of any kind.
+// A [State] is one quota with explicit time, as x/time/rate's advance(t) is;
+// a [Book] is an endpoint's quotas. The package takes no lock, reads no
+// clock and calls out to nothing: the caller owns the time, the lock and the
+// effects. A quota's budget is a lower bound on what new requests may spend
+// (R1): a request it covers goes at once, one it does not waits for the
+// quota to come back, as its [Kind] does.
 //
 // # Rules
 //

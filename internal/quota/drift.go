@@ -5,9 +5,9 @@ import (
 	"time"
 )
 
-// The drift: what changes a quota besides this client's spending, in units
-// a second; negative when others spend from it, positive when it refills
-// as it goes (R33-R39).
+// drift is what changes a quota besides this client's spending, in units a
+// second: negative when others spend from it, positive when it refills as
+// it goes (R33-R39).
 type drift struct {
 	rate     float64
 	at       time.Time // applied to the budget up to here
@@ -24,8 +24,8 @@ type baseline struct {
 
 const (
 	// estimateError is how far a stated cost is taken to miss what the
-	// server charges, as a share of it: LLM APIs bill the completion's
-	// length, which a caller's estimate misses by tens of percent (R5, R33).
+	// server charges: LLM APIs bill the completion's length, which a
+	// caller's estimate misses by tens of percent (R5, R33).
 	estimateError = 0.3
 	// othersMaxShare is the most of a budget kept back for others' measured
 	// spending; a tenth is each client's floor (R37, R41, R45).
@@ -34,13 +34,9 @@ const (
 	minDriftSpan = 250 * time.Millisecond
 )
 
-// measureDrift compares what a response says (eff, with admitted and unseen
-// as of it) with the baseline (R33): the gap beyond the noise of what was in
-// flight at either end, over the time between them. The baseline must be
-// twice the horizon old, minDriftSpan, and a tenth of a known window, but
-// for the first measure of a quota just seen spent from (first). A
-// measured drain marks the quota shared (R35); a refilling quota's baseline
-// moves on every four minimal spans (R38).
+// measureDrift measures the drift from the baseline to a response's figure
+// eff, with admitted and unseen as of it (R33, R34, R35, R38); first marks
+// the first measure of a quota just seen shared.
 func (s *State) measureDrift(now time.Time, eff, admitted, unseen float64, horizon time.Duration, first bool) {
 	d := &s.drift
 	if s.kind == ToFull {
@@ -87,9 +83,8 @@ func (s *State) measureDrift(now time.Time, eff, admitted, unseen float64, horiz
 }
 
 // maxDrain bounds what others can be spending, units a second, given that
-// we spent ours over span (R34): no more than the quota's long-run rate
-// leaves us, over at least a window (its lower bound while unlearnt); with
-// neither length nor limit, no bound.
+// we spent ours over span (R34): the window is its lower bound while
+// unlearnt; with neither length nor limit, there is no bound.
 func (s *State) maxDrain(span time.Duration, ours float64) float64 {
 	win := s.win.length
 	if win <= 0 && s.win.reset.After(s.drift.base.at) {
@@ -104,9 +99,7 @@ func (s *State) maxDrain(span time.Duration, ours float64) float64 {
 }
 
 // ageDrift halves a drift no response confirmed for a window, at least a
-// second (R36): others' spending measured once must not hold the client
-// back for ever once nobody spends. A refill the responses state does not
-// age.
+// second (R36).
 func (s *State) ageDrift(now time.Time) {
 	d := &s.drift
 	if d.rate == 0 || d.measured.IsZero() || s.kind == ToFull && d.rate > 0 {
@@ -123,56 +116,40 @@ func (s *State) ageDrift(now time.Time) {
 }
 
 // applyDrift moves the budget by the drift since it was last applied
-// (R37), and publishes others' spending to admission (the debt), but not
-// while a look is out: the look goes whatever others spend.
+// (R37): a refill, believed by the safety factor, up to the limit; a drain,
+// within the room the last figure left it. It publishes others' spending to
+// admission (the debt), but not while a look is out: the look goes whatever
+// others spend.
 func (s *State) applyDrift(now time.Time) {
-	s.moveByDrift(now)
-	b := &s.budget
+	d, b := &s.drift, &s.budget
+	if d.rate != 0 && !d.at.IsZero() && now.After(d.at) && !s.look.out && s.known {
+		switch v := d.rate * now.Sub(d.at).Seconds(); {
+		case v > 0:
+			credit := min(milli(v*s.cfg.Safety), max(milli(s.Limit())-b.have, 0))
+			b.have += credit
+			b.credit += credit
+		case v < 0:
+			take := min(milli(-v), max(b.room, 0))
+			b.room -= take
+			b.have = max(b.have-take, 0) // a server's remaining stops at zero
+		}
+	}
+	d.at = later(d.at, now)
 	b.drain = 0
 	if !s.look.out {
-		b.drain = milli(-s.drift.rate)
+		b.drain = milli(-d.rate)
 	}
 	if b.drain != 0 {
-		b.from = s.drift.at
+		b.from = d.at
 	}
 }
 
-// moveByDrift is applyDrift's change to the budget: a refill, believed by
-// the safety factor, up to the limit; a drain, within the room the last
-// figure left it.
-func (s *State) moveByDrift(now time.Time) {
-	d := &s.drift
-	if d.rate == 0 || d.at.IsZero() || !now.After(d.at) || s.look.out {
-		d.at = later(d.at, now)
-		return
-	}
-	v := d.rate * now.Sub(d.at).Seconds()
-	d.at = now
-	b := &s.budget
-	switch {
-	case v == 0 || !s.known:
-	case v > 0:
-		credit := min(milli(v*s.cfg.Safety), max(milli(s.Limit())-b.have, 0))
-		b.have += credit
-		b.credit += credit
-	default:
-		take := min(milli(-v), max(b.room, 0))
-		b.room -= take
-		b.have = max(b.have-take, 0) // a server's remaining stops at zero
-	}
-}
-
-// debt is what others have taken, by the drift, since the budget was last
-// brought up to date, plus what a charge keeps (R37): milli-units a charge
-// at now must leave.
+// debt is what a charge at now must leave, in milli-units: what the budget
+// keeps, and what others took by the drift since it was applied (R37).
 func (s *State) debt(now time.Time) int64 {
 	b := &s.budget
-	if b.drain == 0 {
-		return b.keep
+	if elapsed := now.Sub(b.from); b.drain != 0 && elapsed > 0 {
+		return b.keep + min(int64(float64(b.drain)*float64(elapsed)/float64(time.Second)), b.room)
 	}
-	elapsed := now.Sub(b.from)
-	if elapsed <= 0 {
-		return b.keep
-	}
-	return b.keep + min(int64(float64(b.drain)*float64(elapsed)/float64(time.Second)), b.room)
+	return b.keep
 }

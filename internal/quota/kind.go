@@ -5,9 +5,6 @@ import (
 	"time"
 )
 
-// The classify step: what a quota does by itself, read from the evidence
-// its answers bring (R18-R23).
-
 // setKind classifies the quota as k; a fixed window with a learnt phase is
 // Phased (R17).
 func (s *State) setKind(k Kind) {
@@ -20,11 +17,10 @@ func (s *State) setKind(k Kind) {
 	s.kind = k
 }
 
-// classifyAtReset reads whether the quota jumped back at a reset (R19):
-// asked at every boundary that leaves room to tell, so one misreading does
-// not stick. Remaining is compared, not the budget: requests sent into the
-// new window before its first answer would hide the jump; a jump no larger
-// than those in flight is no proof.
+// classifyAtReset reads whether the quota jumped back at a reset (R19),
+// at every boundary that leaves room to tell, so one misreading does not
+// stick. Remaining is compared, not the budget, which the requests sent
+// into the new window before its first answer would hide the jump in.
 func (s *State) classifyAtReset(q *Report, seen *Seen, boundary bool) {
 	before := s.Units()
 	if s.rolled {
@@ -44,16 +40,6 @@ func (s *State) classifyAtReset(q *Report, seen *Seen, boundary bool) {
 	// before our look.
 }
 
-// outlived reports whether answers went on past the first reset stated
-// since the window's boundary, that reset moved on with them by more than
-// resets wander, and no boundary came (R19): a fixed window's reset does
-// not outrun itself, so the quota refills as it goes, as a bucket of a
-// second that states its time to full (always a second ahead) does.
-func (s *State) outlived(q *Report, now time.Time, tol time.Duration) bool {
-	origin := s.win.origin
-	return !origin.IsZero() && now.Sub(origin) >= tol && q.Reset.Sub(origin) >= tol
-}
-
 // jumpRoom is the least share of the limit spent in a window for its reset
 // to tell a jump from none (R19).
 const jumpRoom = 0.1
@@ -61,35 +47,26 @@ const jumpRoom = 0.1
 // fills reports whether q says the window is a bucket that refills as it
 // goes rather than one that counts down (R21): its stated reset moved later
 // since the window's first response by at least least, with at least
-// spentLeast units spent since, and, with a window stated, by about what
-// that spending takes to refill at the stated limit per window.
+// spentLeast (≥ 1) units spent since, and, with a window stated, by about
+// what that spending takes to refill at the stated limit per window.
 func (s *State) fills(q *Report, least time.Duration, spentLeast float64) bool {
 	moved := q.Reset.Sub(s.first.reset)
 	spent := s.first.remaining - q.Remaining
 	if s.first.reset.IsZero() || spent < spentLeast || moved < least {
 		return false
 	}
-	limit := s.Limit()
-	if limit <= 0 || moved <= 0 {
-		return false
-	}
 	if s.win.stated && s.win.length > 0 {
-		perUnit := s.win.length.Seconds() / limit // a bucket's time to full grows so per unit spent
+		perUnit := s.win.length.Seconds() / s.Limit() // a bucket's time to full grows so per unit spent
 		got := moved.Seconds() / spent
 		return got > perUnit/2 && got < 2*perUnit
 	}
 	return true
 }
 
-// wanders is how far a reset may move by rounding and latency alone (R21).
-func (s *State) wanders() time.Duration { return max(4*s.win.jitter, time.Second) }
-
 // fillsInStep reports whether q's reset moved as a bucket's time to full
 // does (R20): it fills, the window's first response and q state one refill
-// rate ((Limit − Remaining) over the time to reset, within the resets'
-// rounding and fullAgree), and the move is what the spending since takes to
-// refill at that rate. A fixed window's restated reset fails the last test,
-// its next window the second.
+// rate ((Limit − Remaining) over the time to reset), and the move is what
+// the spending since takes to refill at that rate.
 func (s *State) fillsInStep(q *Report, now time.Time) bool {
 	if !s.fills(q, resetResolution, 1) {
 		return false
@@ -123,19 +100,16 @@ func refillBounds(deficit float64, left, tol time.Duration) (lo, hi float64) {
 const (
 	// fullAgree is how closely a reset must fall where a time to full
 	// predicts it, as a share of the time to it: wider than Anthropic's
-	// token figures' rounding (to the thousand), far narrower than a
-	// sliding window's reset that stays put (R20, R22).
+	// token figures' rounding (to the thousand) (R20, R22).
 	fullAgree = 0.25
 	// resetResolution is the rounding allowed a stated reset: most APIs
 	// state them to the second (R14, R20, R22).
 	resetResolution = time.Second
 	// restateAhead is how far ahead a window's reset must be for a later
-	// one within its rounding to be the same reset restated (R14): a few
-	// roundings, for a bucket of a second states its time to full a second
-	// ahead on every answer.
+	// one within its rounding to be the same reset restated (R14).
 	restateAhead = 3 * resetResolution
 	// fullRuns is how many moved resets in a row must fall where predicted
-	// (R22): one may by chance, a sliding window's first after its step.
+	// (R22).
 	fullRuns = 2
 	// fullKeep is the weight the refill's sums keep per response: about ten
 	// responses count (R22).
@@ -150,61 +124,56 @@ type fullReader struct {
 	runs    int       // moved resets in a row that fit
 }
 
-// readsToFull reports the refill rate q states when the quota's reset is
-// its time to full (R22): (Limit − Remaining) over the time to the reset,
-// averaged over the last responses. It classifies the quota ToFull once
+// readToFull reads the quota's reset as its time to full (R22): the refill
+// (Limit − Remaining over the time to the reset, averaged over the last
+// responses) is the drift while the quota is ToFull, which it is once
 // fullRuns moved resets in a row fell where the last one's rate predicts,
-// and undoes that at one that does not, or at a reset that stays while
-// time passes. A reset closer than resets wander says too little: the last
-// rate stands. A coordinated quota not known to refill is not read so (R23).
-func (s *State) readsToFull(q *Report, now time.Time, timed bool) (float64, bool) {
+// and not at one that does not, or at a reset that stays while time passes.
+// A reset closer than 4 tolerances says too little. A coordinated quota not
+// known to refill is not read so (R23).
+func (s *State) readToFull(q *Report, now time.Time) {
 	limit := s.Limit()
 	left := q.Reset.Sub(now)
 	tol := max(s.tolerance(), resetResolution)
-	if !s.kind.refills() && s.mods&Coordinated != 0 || !timed || !(q.Remaining < limit) || left < 4*tol {
-		return 0, false
+	if !s.kind.refills() && s.mods&Coordinated != 0 || q.Reset.IsZero() || !(q.Remaining < limit) || left < 4*tol {
+		return
 	}
 	f := &s.full
 	deficit := limit - q.Remaining
 	if f.ref.IsZero() {
-		rate := deficit / left.Seconds()
-		f.ref, f.at, f.rate = q.Reset, now, rate
-		return rate, s.kind == ToFull
+		f.ref, f.at, f.rate = q.Reset, now, deficit/left.Seconds()
+		if s.kind == ToFull {
+			s.drift.rate, s.drift.measured = f.rate, now
+		}
+		return
 	}
 	predicted := time.Duration(deficit / f.rate * float64(time.Second))
 	fits := (left - predicted).Abs() <= time.Duration(fullAgree*float64(left))+tol
-	switch moved := q.Reset.Sub(f.ref); {
-	case moved.Abs() > tol:
-		if !s.kind.refills() && (moved.Seconds() > limit/f.rate/2 || s.win.length > 0 && moved > s.win.length/2) {
-			fits = false // a fixed window's next one, not a move
-		}
-		if fits {
-			f.runs++
-		} else {
-			f.runs = 0
-			s.unsetToFull()
-		}
+	shift := q.Reset.Sub(f.ref)
+	moved := shift.Abs() > tol
+	if moved && !s.kind.refills() && (shift.Seconds() > limit/f.rate/2 || s.win.length > 0 && shift > s.win.length/2) {
+		fits = false // a fixed window's next one, not a move
+	}
+	switch {
+	case moved && fits:
+		f.runs++
 		if f.runs >= fullRuns {
 			s.setKind(ToFull)
 		}
+	case !fits && (moved || now.Sub(f.at) > tol): // moved elsewhere, or stayed while time passed
+		f.runs = 0
+		if s.kind == ToFull {
+			s.kind = Sliding // it still refills as it goes, by a refill measured
+		}
+	}
+	if moved {
 		f.ref, f.at, f.rate = q.Reset, now, deficit/left.Seconds()
-	case !fits && now.Sub(f.at) > tol:
-		f.runs = 0 // time passed, the reset stayed
-		s.unsetToFull()
 	}
 	if s.kind != ToFull {
 		f.d, f.t = 0, 0
-		return 0, false
+		return
 	}
 	f.d = f.d*fullKeep + deficit
 	f.t = f.t*fullKeep + left.Seconds()
-	return f.d / f.t, true
-}
-
-// unsetToFull undoes a reading of the reset as a time to full: the quota
-// still refills as it goes, by a refill measured (R22).
-func (s *State) unsetToFull() {
-	if s.kind == ToFull {
-		s.kind = Sliding
-	}
+	s.drift.rate, s.drift.measured = f.d/f.t, now
 }

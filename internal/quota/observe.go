@@ -3,11 +3,9 @@ package quota
 import "time"
 
 // Report is what one response said of one quota: Limit per Window, and
-// Remaining until Reset. Zero fields are unknown, except Remaining, which
-// is unknown when Unstated: the server stated a policy (Limit per Window)
-// and nothing of what is left (R9). The caller has clamped the fields
-// (finite, not negative but for Unstated, Remaining at most Limit, Reset
-// within the horizon it accepts; R8).
+// Remaining until Reset. Zero fields are unknown; Remaining is Unstated
+// when the server stated a policy and nothing of what is left (R9). The
+// caller has clamped the fields (R8).
 type Report struct {
 	Limit     float64
 	Remaining float64
@@ -50,29 +48,30 @@ type Seen struct {
 // Observe folds one response's report of the quota into the state, at now
 // (R1-R39, R44, R47-R50).
 func (s *State) Observe(q Report, now time.Time, seen Seen) {
-	s.observe(&q, now, &seen)
-}
-
-func (s *State) observe(q *Report, now time.Time, seen *Seen) {
 	if q.Remaining != Unstated && (seen.Unseen > 0 || s.low.inBurst) && (!s.low.inBurst || q.Remaining < s.low.burst) {
 		s.low.burst, s.low.inBurst = q.Remaining, true // one of a burst's answers (R12)
 	}
-	s.read(q, now, seen)
+	s.read(&q, now, &seen)
 	if seen.Unseen == 0 {
 		s.low.inBurst = false
 	}
-	if s.forgetsOthers() {
-		s.forgetOthers()
-	}
+	s.forgetOthers()
 }
 
-// read reads the report's figures.
+// read reads the report's figures: the quota's size, then its figure.
 func (s *State) read(q *Report, now time.Time, seen *Seen) {
 	hasRemaining := q.Remaining != Unstated
-	if seen.Refused && hasRemaining && q.Remaining < 1 {
-		s.readRefusal()
+	if seen.Refused && hasRemaining && q.Remaining < 1 && !s.cfg.Tokens && s.known && !s.look.out && !s.rolled && s.Units() >= 1 {
+		s.mods |= Shared // a request quota refused with budget left (R35)
 	}
-	s.learnSize(q)
+	if q.Limit > 0 {
+		s.size.limit = q.Limit
+	}
+	s.size.peak = max(s.size.peak, q.Remaining)
+	s.size.most = max(milli(s.Limit()), Milli) // R3
+	if q.Window > 0 {
+		s.win.length, s.win.stated = q.Window, true // R16
+	}
 	timed := !q.Reset.IsZero()
 	switch {
 	case !hasRemaining, !timed && q.Limit > 0 && q.Remaining >= q.Limit:
@@ -84,11 +83,7 @@ func (s *State) read(q *Report, now time.Time, seen *Seen) {
 		s.kind = Leaky // R18
 	}
 	s.applyDrift(now)
-	eff := q.Remaining - seen.Unseen // R1
-	if drain := max(-s.drift.rate, 0); drain != 0 {
-		eff -= drain * seen.Age.Seconds()
-	}
-	eff = max(eff, 0)
+	eff := s.lessDrain(q.Remaining-seen.Unseen, seen.Age) // R1
 	if timed && s.rolled && s.kind.fixed() && !q.Reset.After(s.win.stamp.Add(s.tolerance())) {
 		s.answerFromRolled(q, now, seen, eff) // R30
 		return
@@ -100,39 +95,32 @@ func (s *State) read(q *Report, now time.Time, seen *Seen) {
 	}
 }
 
-// readRefusal reads a 429 that says nothing is left.
-func (s *State) readRefusal() {
-	if !s.cfg.Tokens && s.known && !s.look.out && !s.rolled && s.Units() >= 1 {
-		s.mods |= Shared // R35
-	}
+// lessDrain is a figure v less what others' measured spending took over
+// age, at least 0 (R1).
+func (s *State) lessDrain(v float64, age time.Duration) float64 {
+	return max(v-max(-s.drift.rate, 0)*age.Seconds(), 0)
 }
 
-// learnSize learns the quota's limit and window.
-func (s *State) learnSize(q *Report) {
-	if q.Limit > 0 {
-		s.size.limit = q.Limit
-	}
-	s.size.peak = max(s.size.peak, q.Remaining)
-	s.size.most = max(milli(s.Limit()), Milli) // R3
-	if q.Window > 0 {
-		s.win.length, s.win.stated = q.Window, true // R16
-	}
+// setFigure sets the budget from a response's figure eff, read at now after
+// seq admissions (R12), as the current window's.
+func (s *State) setFigure(eff float64, now time.Time, seq int64) {
+	s.known, s.rolled, s.look.out = true, false, false
+	s.setAt, s.setSeq = now, seq
+	s.budget.have, s.budget.credit = milli(eff), 0
+	s.budget.room = milli(othersMaxShare * eff) // what others' predicted spending may take of it (R37)
 }
 
-// answerFromRolled reads an answer of the window just rolled, overtaken
-// by the roll (R30): nothing, unless it is the look's own with its reset
-// ahead, which undoes the roll.
+// answerFromRolled reads an answer of the window just rolled (R30): nothing,
+// unless it is the look's own with its reset ahead, which undoes the roll.
 func (s *State) answerFromRolled(q *Report, now time.Time, seen *Seen, eff float64) {
 	if !s.look.out || !q.Reset.After(now) {
 		return
 	}
-	s.rolled, s.look.out = false, false
-	s.win.reset, s.win.stamp = later(s.win.reset, q.Reset), later(s.win.stamp, q.Reset)
+	s.win.extend(q.Reset)
 	if s.win.length > 0 {
 		s.win.reset = q.Reset // the roll moved it a window on; the stated one is it
 	}
-	s.setAt, s.setSeq = now, seen.Admissions
-	s.setBudget(eff)
+	s.setFigure(eff, now, seen.Admissions)
 }
 
 // readFigure reads a report of the current or a new window: its reset, its
@@ -152,8 +140,8 @@ func (s *State) readFigure(q *Report, now time.Time, seen *Seen, eff float64) {
 	}
 	if !fresh {
 		s.low.window = min(s.low.window, q.Remaining)
-		if timed && !s.kind.refills() && s.outlived(q, now, tol) {
-			s.setKind(Sliding) // R19
+		if o := s.win.origin; timed && !s.kind.refills() && !o.IsZero() && now.Sub(o) >= tol && q.Reset.Sub(o) >= tol {
+			s.setKind(Sliding) // answers outlived the first reset stated, which moved on (R19)
 		}
 	}
 	countsDown := timed && !s.kind.refills()
@@ -166,9 +154,9 @@ func (s *State) readFigure(q *Report, now time.Time, seen *Seen, eff float64) {
 	case !countsDown && eff > s.Units() && s.overtaken(now, seen):
 		s.overtakenRefilling(q, now, seen)
 		return
-	case inStep || countsDown && s.fills(q, s.wanders(), 2):
+	case inStep || countsDown && s.fills(q, max(4*s.win.jitter, time.Second), 2):
 		s.setKind(ToFull) // R20, R21
-		s.win.stamp, s.win.reset = later(s.win.stamp, q.Reset), later(s.win.reset, q.Reset)
+		s.win.extend(q.Reset)
 	default:
 		// The lowest Remaining of a window is its freshest figure (R11).
 		if !s.cfg.Tokens && s.known && !s.rolled && q.Remaining < s.Units()-1-seen.Fed {
@@ -180,15 +168,11 @@ func (s *State) readFigure(q *Report, now time.Time, seen *Seen, eff float64) {
 	if fresh {
 		s.low.window = q.Remaining
 	}
-	if rate, ok := s.readsToFull(q, now, timed); ok {
-		s.drift.rate, s.drift.measured = rate, now
-	}
+	s.readToFull(q, now)
 	if s.cfg.Tokens {
 		s.sampleCost(q, now, seen, fresh)
 	}
-	s.known, s.rolled, s.look.out = true, false, false
-	s.setAt, s.setSeq = now, seen.Admissions
-	s.setBudget(eff)
+	s.setFigure(eff, now, seen.Admissions)
 }
 
 // newWindow reads the first figure of a new window: whether the quota
@@ -216,15 +200,15 @@ func (s *State) newWindow(q *Report, now time.Time, seen *Seen, eff float64) {
 	}
 }
 
-// overtakenCountingDown reads a higher figure of a window that counts down:
-// older than one applied (R11). With nothing of ours in flight the
-// window's lowest figure is exact, and so are the books.
+// overtakenCountingDown reads a higher figure of a window that counts down
+// (R11): with nothing of ours in flight, the window's lowest figure is exact,
+// and so are the books.
 func (s *State) overtakenCountingDown(q *Report, now time.Time, seen *Seen) {
-	s.win.reset, s.win.stamp = later(s.win.reset, q.Reset), later(s.win.stamp, q.Reset)
+	s.win.extend(q.Reset)
 	if seen.Unseen != 0 {
 		return
 	}
-	exact := max(s.low.window-max(-s.drift.rate, 0)*seen.Age.Seconds(), 0)
+	exact := s.lessDrain(s.low.window, seen.Age)
 	if s.low.window > s.Units() {
 		s.budget.have, s.budget.credit = milli(exact), 0
 	}
@@ -236,16 +220,11 @@ func (s *State) overtakenCountingDown(q *Report, now time.Time, seen *Seen) {
 // burst's lowest figure is a lower bound once the burst is in.
 func (s *State) overtakenRefilling(q *Report, now time.Time, seen *Seen) {
 	if !q.Reset.IsZero() {
-		s.win.reset, s.win.stamp = later(s.win.reset, q.Reset), later(s.win.stamp, q.Reset)
+		s.win.extend(q.Reset)
 	}
-	if rate, ok := s.readsToFull(q, now, !q.Reset.IsZero()); ok {
-		s.drift.rate, s.drift.measured = rate, now
-	}
-	if seen.Unseen == 0 && s.low.inBurst {
-		exact := max(s.low.burst-max(-s.drift.rate, 0)*seen.Age.Seconds(), 0)
-		if m := milli(exact); m > s.budget.have {
-			s.budget.have, s.budget.credit = m, 0
-		}
+	s.readToFull(q, now)
+	if m := milli(s.lessDrain(s.low.burst, seen.Age)); seen.Unseen == 0 && s.low.inBurst && m > s.budget.have {
+		s.budget.have, s.budget.credit = m, 0
 	}
 }
 

@@ -433,8 +433,8 @@ func TestObserve(t *testing.T) {
 			}
 			replay(t, w, c.events)
 			got := observed{
-				units: w.Units(), known: w.Known(), rolled: w.rolled, probing: w.look.out,
-				reset: w.Reset(), length: w.win.length, kind: w.kind, shared: w.shared(), drift: w.drift.rate,
+				units: w.Units(), known: w.known, rolled: w.rolled, probing: w.look.out,
+				reset: w.win.reset, length: w.win.length, kind: w.kind, shared: w.shared(), drift: w.drift.rate,
 			}
 			assert.InDelta(t, c.want.drift, got.drift, 1e-9, "drift; why: %s", c.why)
 			got.drift = c.want.drift
@@ -495,11 +495,11 @@ func TestAResetThatOutrunsItselfRefills(t *testing.T) {
 	}
 	bucket := run(func(now time.Time) time.Time { return now.Add(time.Second) },
 		func(i int) float64 { return float64(min(290, 50+10*(i%3)+max(0, 10*(i-70)))) })
-	assert.True(t, bucket.Kind().refills(), "kind %v: its reset outran the first one stated", bucket.Kind())
+	assert.True(t, bucket.kind.refills(), "kind %v: its reset outran the first one stated", bucket.kind)
 	assert.InDelta(t, 290.0, bucket.Units(), 1, "the last answer's Remaining, from the last request admitted")
 
 	end := t0.Add(2*time.Second + 5*time.Millisecond)
 	fixed := run(func(now time.Time) time.Time { return end.Add(time.Duration(now.Nanosecond()%3) * time.Millisecond) },
 		func(i int) float64 { return float64(299 - i) })
-	assert.False(t, fixed.Kind().refills(), "kind %v: a fixed window's reset wanders, it does not outrun itself", fixed.Kind())
+	assert.False(t, fixed.kind.refills(), "kind %v: a fixed window's reset wanders, it does not outrun itself", fixed.kind)
 }

@@ -34,20 +34,20 @@ func TestPhaseWaitsForAConfirmedWindowLength(t *testing.T) {
 	w.roll(at(11.04), 0, 1, 200)
 	// Window [10.7, 15.7): reset 16, read late by 0.03 s.
 	obs(11.06, 99, 16.03)
-	assert.False(t, w.Reset().Before(at(15.7)), "the window ends at 15.7 s; believed to end at %v",
-		w.Reset().Sub(t0))
+	assert.False(t, w.win.reset.Before(at(15.7)), "the window ends at 15.7 s; believed to end at %v",
+		w.win.reset.Sub(t0))
 	// Window [15.7, 20.7): reset 21, read late by 0.03 s. 5 s on from the
 	// last does not confirm 4.31 s: the stated reset stands, and the
 	// length is learnt again.
 	obs(15.73, 0, 16.03) // the last response of the window before
 	w.roll(at(16.04), 0, 1, 300)
 	obs(16.06, 99, 21.03)
-	assert.Equal(t, at(21.03), w.Reset())
+	assert.Equal(t, at(21.03), w.win.reset)
 	assert.Equal(t, 5*time.Second, w.win.length)
 	assert.False(t, w.win.cadenced)
 	// Window [20.7, 25.7): 5 s on again confirms it.
 	w.roll(at(21.04), 0, 1, 400)
 	obs(21.06, 99, 26.03)
 	assert.True(t, w.win.cadenced)
-	assert.Equal(t, at(26.03), w.Reset(), "bounded by the first response (26.06 s), the stated is earlier")
+	assert.Equal(t, at(26.03), w.win.reset, "bounded by the first response (26.06 s), the stated is earlier")
 }

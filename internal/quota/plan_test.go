@@ -45,7 +45,7 @@ func TestAdvance(t *testing.T) {
 				"quota slower than no limiter; the window is looked at again at its roll",
 			events: []event{obs(0, 0, Report{Limit: L, Remaining: 50, Reset: minute}, Seen{}), adv(time.Second, Seen{})},
 			want: advanced{
-				step: Step{Rate: inf, Avail: 50, Next: minute.Add(RollGuard)}, ok: true,
+				step: Step{Pace: Pace{Rate: inf, Budget: 50}, Next: minute.Add(RollGuard)}, ok: true,
 				units: 50, reset: minute,
 			},
 		},
@@ -55,7 +55,7 @@ func TestAdvance(t *testing.T) {
 				"next window from landing in the end of this one (a 429)",
 			events: []event{obs(0, 0, Report{Limit: L, Remaining: 0, Reset: reset(30 * time.Second)}, Seen{}), adv(time.Second, Seen{})},
 			want: advanced{
-				step: Step{Rate: inf, Next: reset(30 * time.Second).Add(RollGuard)}, ok: true,
+				step: Step{Pace: Pace{Rate: inf}, Next: reset(30 * time.Second).Add(RollGuard)}, ok: true,
 				reset: reset(30 * time.Second), wakeAt: reset(30 * time.Second).Add(RollGuard),
 			},
 		},
@@ -65,7 +65,7 @@ func TestAdvance(t *testing.T) {
 				"after MaxDelay (a minute) one request looks rather than waiting it out",
 			events: []event{obs(0, 0, Report{Limit: L, Remaining: 0, Reset: reset(10 * time.Minute)}, Seen{}), adv(time.Second, Seen{})},
 			want: advanced{
-				step: Step{Rate: inf, Next: reset(61 * time.Second)}, ok: true,
+				step: Step{Pace: Pace{Rate: inf}, Next: reset(61 * time.Second)}, ok: true,
 				reset: reset(10 * time.Minute), wakeAt: reset(61 * time.Second), probeAt: reset(61 * time.Second),
 			},
 		},
@@ -79,7 +79,7 @@ func TestAdvance(t *testing.T) {
 				adv(61*time.Second, Seen{}),
 			},
 			want: advanced{
-				step: Step{Rate: inf, Avail: 1, Next: reset(10 * time.Minute).Add(RollGuard)}, ok: true,
+				step: Step{Pace: Pace{Rate: inf, Budget: 1}, Next: reset(10 * time.Minute).Add(RollGuard)}, ok: true,
 				units: 1, probing: true, reset: reset(10 * time.Minute),
 			},
 		},
@@ -89,7 +89,7 @@ func TestAdvance(t *testing.T) {
 				"(or is refused at once), and no look spends a request into a spent window",
 			events: []event{obs(0, 0, Report{Limit: 5000, Remaining: 0, Reset: reset(40 * time.Minute), Window: time.Hour}, Seen{}), adv(time.Second, Seen{})},
 			want: advanced{
-				step: Step{Rate: inf, Next: reset(40 * time.Minute).Add(RollGuard)}, ok: true,
+				step: Step{Pace: Pace{Rate: inf}, Next: reset(40 * time.Minute).Add(RollGuard)}, ok: true,
 				reset: reset(40 * time.Minute), wakeAt: reset(40 * time.Minute).Add(RollGuard),
 			},
 		},
@@ -102,7 +102,7 @@ func TestAdvance(t *testing.T) {
 				adv(time.Minute+RollGuard/2, Seen{}),
 			},
 			want: advanced{
-				step: Step{Rate: inf, Avail: 50, Next: minute.Add(RollGuard)}, ok: true,
+				step: Step{Pace: Pace{Rate: inf, Budget: 50}, Next: minute.Add(RollGuard)}, ok: true,
 				units: 50, reset: minute,
 			},
 		},
@@ -118,7 +118,7 @@ func TestAdvance(t *testing.T) {
 				adv(2*time.Minute+RollGuard, Seen{Admitted: L}),
 			},
 			want: advanced{
-				step: Step{Rate: inf, Avail: 1, Next: reset(3 * time.Minute).Add(RollGuard), Rolled: true}, ok: true,
+				step: Step{Pace: Pace{Rate: inf, Budget: 1}, Next: reset(3 * time.Minute).Add(RollGuard), Rolled: true}, ok: true,
 				units: 1, probing: true, rolled: true, reset: reset(3 * time.Minute),
 			},
 		},
@@ -132,7 +132,7 @@ func TestAdvance(t *testing.T) {
 				adv(time.Minute+RollGuard, Seen{}),
 			},
 			want: advanced{
-				step: Step{Rate: inf, Avail: 48, Next: reset(2 * time.Minute).Add(RollGuard), Rolled: true}, ok: true,
+				step: Step{Pace: Pace{Rate: inf, Budget: 48}, Next: reset(2 * time.Minute).Add(RollGuard), Rolled: true}, ok: true,
 				units: 48, rolled: true, reset: reset(2 * time.Minute),
 			},
 		},
@@ -146,7 +146,7 @@ func TestAdvance(t *testing.T) {
 				adv(time.Minute+RollGuard, Seen{}),
 			},
 			want: advanced{
-				step: Step{Rate: inf, Next: reset(61 * time.Second), Rolled: true}, ok: true,
+				step: Step{Pace: Pace{Rate: inf}, Next: reset(61 * time.Second), Rolled: true}, ok: true,
 				rolled: true, wakeAt: reset(61 * time.Second), probeAt: reset(61 * time.Second),
 			},
 		},
@@ -159,7 +159,7 @@ func TestAdvance(t *testing.T) {
 				adv(time.Minute+30*time.Second, Seen{}),
 			},
 			want: advanced{
-				step: Step{Rate: inf, Avail: 1, Rolled: true}, ok: true,
+				step: Step{Pace: Pace{Rate: inf, Budget: 1}, Rolled: true}, ok: true,
 				rolled: true, probing: true, units: 1,
 			},
 		},
@@ -170,7 +170,7 @@ func TestAdvance(t *testing.T) {
 			w:      tokenQuota,
 			events: []event{obs(0, 0, Report{Limit: 10000, Remaining: 5000, Reset: minute}, Seen{}), {at: time.Second, advance: true, unit: 100}},
 			want: advanced{
-				step: Step{Rate: inf, Avail: 4000, Next: minute.Add(RollGuard)}, ok: true,
+				step: Step{Pace: Pace{Rate: inf, Budget: 4000}, Next: minute.Add(RollGuard)}, ok: true,
 				units: 5000, keep: 1000, reset: minute,
 			},
 		},
@@ -183,7 +183,7 @@ func TestAdvance(t *testing.T) {
 				{at: time.Minute + RollGuard, advance: true, unit: 100},
 			},
 			want: advanced{
-				step: Step{Rate: inf, Avail: 3800, Next: reset(2 * time.Minute).Add(RollGuard), Rolled: true}, ok: true,
+				step: Step{Pace: Pace{Rate: inf, Budget: 3800}, Next: reset(2 * time.Minute).Add(RollGuard), Rolled: true}, ok: true,
 				units: 4800, keep: 1000, rolled: true, reset: reset(2 * time.Minute),
 			},
 		},
@@ -194,7 +194,7 @@ func TestAdvance(t *testing.T) {
 			w:      func() *State { return New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Minute, Mods: Fleet}) },
 			events: []event{obs(0, 0, Report{Limit: L, Remaining: 60, Reset: minute}, Seen{}), adv(10*time.Second, Seen{})},
 			want: advanced{
-				step: Step{Rate: 0.9 * 60 / 50, Avail: 60, Next: minute.Add(RollGuard)}, ok: true,
+				step: Step{Pace: Pace{Rate: 0.9 * 60 / 50, Budget: 60}, Next: minute.Add(RollGuard)}, ok: true,
 				units: 60, reset: minute,
 			},
 		},
@@ -210,7 +210,7 @@ func TestAdvance(t *testing.T) {
 				adv(time.Second, Seen{Admitted: 10}),
 			},
 			want: advanced{
-				step: Step{Rate: 0.9 * (11 + 2*1), Avail: 12, AtOnce: 11}, ok: true,
+				step: Step{Pace: Pace{Rate: 0.9 * (11 + 2*1), Budget: 12, AtOnce: 11}}, ok: true,
 				units: 12, keep: 1,
 			},
 		},
@@ -225,7 +225,7 @@ func TestAdvance(t *testing.T) {
 				adv(2*time.Second, Seen{Admitted: 10}),
 			},
 			want: advanced{
-				step: Step{Rate: 0.9 * (11.9 + 1*1), Avail: 12.9, AtOnce: 11}, ok: true,
+				step: Step{Pace: Pace{Rate: 0.9 * (11.9 + 1*1), Budget: 12.9, AtOnce: 11}}, ok: true,
 				units: 12.9, keep: 1,
 			},
 		},
@@ -240,7 +240,7 @@ func TestAdvance(t *testing.T) {
 				adv(time.Second, Seen{Admitted: 4}),
 			},
 			want: advanced{
-				step: Step{Rate: 0.9 * (9 - 6*1), Avail: 10, AtOnce: 0}, ok: true,
+				step: Step{Pace: Pace{Rate: 0.9 * (9 - 6*1), Budget: 10, AtOnce: 0}}, ok: true,
 				units: 10, keep: 1,
 			},
 		},
@@ -256,7 +256,7 @@ func TestAdvance(t *testing.T) {
 				adv(time.Second+50*time.Millisecond, Seen{}),
 			},
 			want: advanced{
-				step: Step{Rate: inf, Avail: 0, Next: reset(2050 * time.Millisecond)}, ok: true,
+				step: Step{Pace: Pace{Rate: inf, Budget: 0}, Next: reset(2050 * time.Millisecond)}, ok: true,
 				keep: 1, wakeAt: reset(2050 * time.Millisecond), probeAt: reset(2050 * time.Millisecond),
 			},
 		},
@@ -270,7 +270,7 @@ func TestAdvance(t *testing.T) {
 				adv(time.Second, Seen{Admitted: 20}),
 			},
 			want: advanced{
-				step: Step{Rate: 0.9, Avail: 1, Next: reset(2 * time.Second)}, ok: true,
+				step: Step{Pace: Pace{Rate: 0.9, Budget: 1}, Next: reset(2 * time.Second)}, ok: true,
 				units: 1, keep: 1, wakeAt: reset(2 * time.Second), probeAt: reset(2 * time.Second),
 			},
 		},
@@ -285,12 +285,12 @@ func TestAdvance(t *testing.T) {
 			got := advanced{
 				step: st, ok: ok, units: w.Units(), keep: float64(w.budget.keep) / Milli,
 				probing: w.look.out, rolled: w.rolled,
-				reset: w.Reset(), wakeAt: w.look.wake, probeAt: w.look.due,
+				reset: w.win.reset, wakeAt: w.look.wake, probeAt: w.look.due,
 			}
 			rateEqual(t, c.want.step.Rate, st.Rate, "rate; why: "+c.why)
 			got.step.Rate = c.want.step.Rate
-			assert.InDelta(t, c.want.step.Avail, st.Avail, 1e-9, "avail; why: %s", c.why)
-			got.step.Avail = c.want.step.Avail
+			assert.InDelta(t, c.want.step.Budget, st.Budget, 1e-9, "budget; why: %s", c.why)
+			got.step.Budget = c.want.step.Budget
 			assert.Equal(t, c.want, got, "why: %s", c.why)
 		})
 	}

@@ -39,6 +39,6 @@ func TestNothingLeftAtAResetIsNoSlidingWindow(t *testing.T) {
 		require.True(t, ok)
 		require.True(t, st.Rolled)
 		w.Observe(Report{Limit: 600, Remaining: c.remaining, Reset: reset(2 * time.Minute)}, now.Add(horizon), Seen{Horizon: horizon, Admitted: 1, Admissions: 1, Seq: 1})
-		assert.Equal(t, c.want, w.Kind(), "a look answered %v at the reset", c.remaining)
+		assert.Equal(t, c.want, w.kind, "a look answered %v at the reset", c.remaining)
 	}
 }

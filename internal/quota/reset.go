@@ -2,11 +2,8 @@ package quota
 
 import "time"
 
-// When a quota's window ends, and how long windows are (R13-R17).
-
 // tolerance is how far apart two stated resets may be and still name the
-// same window (R13): four times the jitter seen, 10 ms to a second, and,
-// with a known window, at most a quarter of it unless the jitter is larger.
+// same window (R13).
 func (s *State) tolerance() time.Duration {
 	tol := min(max(4*s.win.jitter, 10*time.Millisecond), time.Second)
 	if s.win.length > 0 {
@@ -16,10 +13,8 @@ func (s *State) tolerance() time.Duration {
 }
 
 // sameWindowReset folds in the reset of a response of the current window
-// (R15): the stamp keeps the latest; a fixed window rolls at the earliest
-// stated, when the response is surely of the same window (its figure did
-// not rise, its reset is less than half a window later, the jitter small
-// against the window); otherwise the latest is kept.
+// (R15): surely the same window's when its figure did not rise, its reset
+// is less than half a window later and the jitter small against the window.
 func (s *State) sameWindowReset(q *Report, timed bool, eff float64) {
 	if !timed {
 		return
@@ -35,10 +30,8 @@ func (s *State) sameWindowReset(q *Report, timed bool, eff float64) {
 }
 
 // learnLength learns the window's length from the advance of a new
-// window's reset over the last (R16): unless a policy states it, for a
-// quota that does not refill as it goes, once the old reset passed, an
-// advance beyond twice the jitter and within half to one and a half of the
-// length known.
+// window's reset over the last (R16), for a quota that does not refill as
+// it goes: an advance beyond twice the jitter.
 func (s *State) learnLength(reset, now time.Time) {
 	w := &s.win
 	d := reset.Sub(w.stamp)
@@ -55,11 +48,11 @@ const (
 	// allows: whole seconds (R17).
 	phaseGrain = time.Second
 	// phaseJitter is the most one window's stated resets may wander for
-	// learnPhase to apply (R17): servers that state one rounded instant.
+	// learnPhase to apply: servers that state one rounded instant (R17).
 	phaseJitter = 10 * time.Millisecond
 	// cadenceSlack is the most a window's advance may be off a whole
-	// number of windows for the cadence to hold (R17), and at most a
-	// fiftieth of the window.
+	// number of windows (at most a fiftieth of one) for the cadence to
+	// hold (R17).
 	cadenceSlack = 20 * time.Millisecond
 )
 
@@ -74,18 +67,17 @@ func (s *State) checkCadence(reset time.Time) {
 	}
 	d := reset.Sub(w.stamp)
 	n := (d + w.length/2) / w.length
-	if off := (d - n*w.length).Abs(); n < 1 || off > min(w.length/50, cadenceSlack) {
+	w.cadenced = n >= 1 && (d-n*w.length).Abs() <= min(w.length/50, cadenceSlack)
+	if !w.cadenced {
 		s.setPhase(time.Time{})
-		return
 	}
-	w.cadenced = true
 }
 
 // learnPhase tightens the end of a fixed window whose stated resets are
 // rounded up (R17): a response of the window ending at stated came at now,
-// so the window ends by now + its length (stated, or learnt and confirmed
-// by the cadence). The bound is carried whole windows on, and dropped when
-// it falls a second or more before a stated reset (the length is wrong).
+// so the window ends by now + its length. The bound is carried whole windows
+// on, and dropped when it falls a second or more before a stated reset: the
+// length is wrong.
 func (s *State) learnPhase(now, stated time.Time) {
 	w := &s.win
 	if !s.kind.fixed() || w.length <= 0 || !w.stated && !w.cadenced || w.jitter > phaseJitter || stated.Sub(w.stamp).Abs() > s.tolerance() {
@@ -117,7 +109,7 @@ func (s *State) setPhase(t time.Time) {
 }
 
 // explains reports whether the window's length accounts for the time to its
-// reset, within 5% and a second (R32): such a reset is believed however far.
+// reset (R32).
 func (s *State) explains(now time.Time) bool {
 	w := s.win
 	return w.length > 0 && w.reset.Sub(now) <= w.length+w.length/20+time.Second

@@ -6,9 +6,8 @@ import (
 	"time"
 )
 
-// Kind is what a quota does by itself over time, as its answers show it
-// (see the rule table): set by the classify step of Observe, one at a time,
-// from the evidence a response brings.
+// Kind is what a quota does by itself over time, as its answers show it:
+// set by Observe from the evidence a response brings (R17-R23).
 type Kind uint8
 
 const (
@@ -16,14 +15,13 @@ const (
 	Unknown Kind = iota
 	// Fixed: a window that jumps back to its limit at its reset (R19).
 	Fixed
-	// Phased: a Fixed window whose end is learnt tighter than its stated
-	// resets, which are rounded up (R17).
+	// Phased: a Fixed window whose end is learnt tighter than its rounded
+	// stated resets (R17).
 	Phased
-	// Sliding: refills as it goes and states a reset that does not say how
-	// fast (a sliding window, a bucket read by its drift; R19).
+	// Sliding: refills as it goes, at a rate its reset does not state (R19).
 	Sliding
-	// ToFull: a bucket whose reset is the time until it is full again, and
-	// so states its refill (OpenAI's, Anthropic's; R20-R22).
+	// ToFull: a bucket whose reset is its time to full, which states its
+	// refill (OpenAI's, Anthropic's; R20-R22).
 	ToFull
 	// Leaky: a bucket that states no reset at all (Shopify's; R18).
 	Leaky
@@ -32,8 +30,7 @@ const (
 // fixed reports whether the quota jumps back to its limit at its reset.
 func (k Kind) fixed() bool { return k == Fixed || k == Phased }
 
-// refills reports whether the quota refills as it goes: it has no reset
-// to wait for.
+// refills reports whether the quota refills as it goes.
 func (k Kind) refills() bool { return k >= Sliding }
 
 func (k Kind) String() string {
@@ -44,17 +41,16 @@ func (k Kind) String() string {
 type Mods uint8
 
 const (
-	// Shared: others are seen spending from the quota (R35); it is spread
-	// to its reset, not taken at once (R43).
+	// Shared: others are seen spending from the quota (R35, R43).
 	Shared Mods = 1 << iota
-	// Inferred: the quota is the limiter's own count of a server that
-	// states none (package infer): it never shows others (R39).
+	// Inferred: the limiter's own count of a server that states none
+	// (package infer; R39).
 	Inferred
-	// Coordinated: others' spending is accounted for by a shared store's
-	// budget: not read as unseen clients' (R39).
+	// Coordinated: a shared store's budget accounts for others' spending
+	// (R39).
 	Coordinated
-	// Fleet: spent together by a fleet through a store of buckets: spread
-	// from the start (Shared), no drift measured (R39).
+	// Fleet: spent by a fleet through a store of buckets: Shared from the
+	// start, no drift measured (R39).
 	Fleet
 )
 
@@ -62,8 +58,7 @@ const (
 type Config struct {
 	// Name is the quota's name in the server's responses.
 	Name string
-	// Tokens marks a quota counted in tokens: charged a request's cost, not
-	// 1, and keeping back 1 − Safety of its limit (R3, R4).
+	// Tokens marks a quota counted in tokens (R3, R4).
 	Tokens bool
 	// Safety is the share of an estimated refill that is believed, in (0, 1].
 	Safety float64
@@ -74,11 +69,9 @@ type Config struct {
 }
 
 // State follows one quota across responses: what new requests may still
-// spend of it (the budget), what it does by itself (its Kind, and the drift:
-// others' spending or its refill), when its window ends and how long windows
-// are. Its transitions take the time as an argument and change only the
-// State: Observe (a response), Advance (time passing), Charge and Refund
-// (admissions). Its queries change nothing.
+// spend of it (the budget), what it does by itself (its Kind and drift),
+// and its window. Its transitions take the time as an argument and change
+// only the State; its queries change nothing.
 //
 // Invariants: a fixed window is Phased exactly when it has a learnt phase
 // (setKind, setPhase); a look is out (look.out) only while known.
@@ -112,8 +105,7 @@ type budget struct {
 	credit int64 // what of have the refill added since the last figure (R44)
 	keep   int64 // what a charge must leave of it besides the debt (R41)
 	// drain is others' spending, milli-units a second, deducted by
-	// admission since from (R37); room is what it may still take before a
-	// response confirms it.
+	// admission since from; room is what it may take unconfirmed (R37).
 	drain, room int64
 	from        time.Time
 }
@@ -135,6 +127,12 @@ type window struct {
 	jitter   time.Duration // how far one window's stated resets wander (R13)
 	phase    time.Time     // a learnt bound of the window's end (R17); zero unknown
 	cadenced bool          // the last advance was whole windows of the length known (R17)
+}
+
+// extend moves the window's believed end and its stamp on to a later
+// stated reset.
+func (w *window) extend(reset time.Time) {
+	w.reset, w.stamp = later(w.reset, reset), later(w.stamp, reset)
 }
 
 // look is the one request let through to learn what the budget cannot say.
@@ -178,7 +176,7 @@ func New(c Config) *State {
 }
 
 // initialJitter is the wander assumed between one window's stated resets
-// before any is seen: whole seconds from now and a round trip (R13).
+// before any is seen (R13).
 const initialJitter = 250 * time.Millisecond
 
 // Milli is the fixed-point scale of budgets.
@@ -196,15 +194,6 @@ func milli(v float64) int64 {
 	return int64(math.Ceil(v * Milli))
 }
 
-// Name is the quota's name.
-func (s *State) Name() string { return s.cfg.Name }
-
-// Kind is what the quota was last classified as.
-func (s *State) Kind() Kind { return s.kind }
-
-// Known reports whether the budget describes the current window.
-func (s *State) Known() bool { return s.known }
-
 // Units is the budget in units.
 func (s *State) Units() float64 { return float64(s.budget.have) / Milli }
 
@@ -217,9 +206,6 @@ func (s *State) Limit() float64 {
 	return s.size.peak
 }
 
-// Reset is the end of the current window as believed; zero when unknown.
-func (s *State) Reset() time.Time { return s.win.reset }
-
 // String describes the state, for debugging.
 func (s *State) String() string {
 	return fmt.Sprintf("%s: kind=%v mods=%b drift=%.3f budget=%.1f window=%v reset=%v look=%v est=%.0f±%.0f",
@@ -229,26 +215,19 @@ func (s *State) String() string {
 
 func (s *State) shared() bool { return s.mods&Shared != 0 }
 
-// forgetsOthers reports whether the quota's books never show others (R39).
-func (s *State) forgetsOthers() bool { return s.mods&(Inferred|Coordinated) != 0 }
-
-// forgetOthers undoes what an inferred or coordinated quota's books read as
-// others' spending (R39).
+// forgetOthers undoes what the books of an inferred or coordinated quota
+// read as others' spending: they never show others (R39).
 func (s *State) forgetOthers() {
+	if s.mods&(Inferred|Coordinated) == 0 {
+		return
+	}
 	s.mods &^= Shared
 	s.drift.rate = max(s.drift.rate, 0)
 	s.budget.drain = 0
 }
 
-// setBudget sets the budget from a response's figure, and the room others'
-// predicted spending has in it until the next (R37).
-func (s *State) setBudget(units float64) {
-	s.budget.have, s.budget.credit = milli(units), 0
-	s.budget.room = milli(othersMaxShare * units)
-}
-
 // reserve is what a token quota keeps back for estimates that fall short
-// (R4); 0 for a request quota, which counts exactly.
+// (R4); 0 for a request quota.
 func (s *State) reserve() float64 {
 	if !s.cfg.Tokens {
 		return 0
@@ -266,7 +245,7 @@ func (s *State) length() time.Duration {
 }
 
 // reprobe is how long a spent quota that refills as it goes waits before a
-// look (R42, R46): a twentieth of its window, at least a second.
+// look (R42, R46).
 func (s *State) reprobe() time.Duration { return max(time.Second, s.win.length/20) }
 
 func earlier(a, b time.Time) time.Time {

@@ -3,18 +3,11 @@ package quota
 import "time"
 
 // Stated is a quota the client states before any response does ("5,000
-// requests an hour"): Limit requests per Window, counted afresh each
-// window, the first window starting when the count starts (Start). It
-// stands for the server's count until the server states its own: each
-// report says what a server counting this client's requests in such
-// windows would say, so the model spends it as it spends a quota a server
-// states (at once while the budget affords the work, then each window as
-// it opens).
-//
-// A server whose windows start elsewhere (on the hour of its clock) can
-// count up to twice Limit in one of its windows from a client that spends
-// a whole window's worth at each end of ours: its headers, when it sends
-// them, take over.
+// requests an hour"): Limit requests per Window, the first window starting
+// at Start (R51). Each report says what a server counting this client's
+// requests in such windows would say, until the server states its own. A
+// server whose windows start elsewhere can count up to twice Limit in one
+// of its windows: its headers, when it sends them, take over.
 type Stated struct {
 	Limit  float64
 	Window time.Duration

@@ -8,7 +8,7 @@ import (
 )
 
 // A reset read as the time until a smooth quota is full again, case by case
-// (see readsToFull): each case is a sequence of (seconds since t0, Remaining,
+// (see readToFull): each case is a sequence of (seconds since t0, Remaining,
 // seconds to the stated reset) on a 40,000 quota, and whether it then reads
 // to full, at what rate.
 func TestResetReadsAsTimeToFull(t *testing.T) {
