@@ -16,7 +16,9 @@ import (
 	"github.com/pacer-go/pacer/internal/infer"
 	"github.com/pacer-go/pacer/internal/quota"
 	"github.com/pacer-go/pacer/internal/response"
+	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/store"
+	"github.com/pacer-go/pacer/work"
 )
 
 // AdaptiveConfig configures an [Adaptive]. The zero value is ready to use:
@@ -60,8 +62,8 @@ type AdaptiveConfig struct {
 	// for each throttled response; nil means no logging.
 	Logger *slog.Logger
 	// BatchReserve is what batch work leaves of each quota to interactive
-	// work (see [Class]); the zero value means [DefaultBatchReserve].
-	BatchReserve BatchReserve
+	// work (see [work.Class]); the zero value means [work.DefaultReserve].
+	BatchReserve work.Reserve
 	// Store, when set, holds the request and token buckets of Key, shared
 	// with every limiter that uses the same Store and Key (several
 	// Transports in one process with a [store.Memory], or many processes with
@@ -226,7 +228,7 @@ type Adaptive struct {
 	lastObs   time.Time
 	interval  float64 // smoothed seconds between responses
 	avgFlight float64 // smoothed in-flight count at responses
-	mode      Mode
+	mode      observe.Mode
 	// Body-stated limits (bodyLimitLocked): how many in a row, the last.
 	bodyStrikes   uint
 	lastBodyLimit time.Time
@@ -257,7 +259,7 @@ func NewAdaptive(cfg AdaptiveConfig) *Adaptive {
 		respWake: make(chan struct{}),
 		probe:    cubic.New(float64(cfg.MinLimit), cfg.SafetyFactor),
 		infer:    new(infer.Model),
-		mode:     ModeSlowStart,
+		mode:     observe.ModeSlowStart,
 		share:    newStoreShare(cfg),
 	}
 	a.fleet = newFleetShare(cfg, &a.mu)
@@ -322,7 +324,7 @@ func (cfg AdaptiveConfig) normalize() AdaptiveConfig {
 	case cfg.MaxDelay == 0:
 		cfg.MaxDelay = DefaultMaxDelay
 	}
-	cfg.BatchReserve = cfg.BatchReserve.normalize("AdaptiveConfig.BatchReserve")
+	cfg.BatchReserve = normalizeReserve(cfg.BatchReserve, "AdaptiveConfig.BatchReserve")
 	switch {
 	case cfg.SlowStart < 0:
 		bad("SlowStart", cfg.SlowStart, "≥ 0")
@@ -367,28 +369,6 @@ type statedQuota struct {
 	name string
 	quota.Stated
 }
-
-// Mode is how an endpoint's limit is decided, reported in
-// Stats.Mode.
-type Mode string
-
-// String returns the mode's name, as logs and metrics show it.
-func (m Mode) String() string { return string(m) }
-
-// The modes.
-const (
-	// ModeSlowStart: no response yet; at most SlowStart requests in flight.
-	ModeSlowStart Mode = "slow-start"
-	// ModeHeaders: the limit follows the quotas the server's headers
-	// describe (see Adaptive for the rule).
-	ModeHeaders Mode = "headers"
-	// ModeProbing: no usable quota headers; the CUBIC fallback sets the rate
-	// (Inf until the first 429 or 503).
-	ModeProbing Mode = "probing"
-	// ModeStatic: no usable quota headers and no throttle seen; the
-	// configured Ceiling is the limit.
-	ModeStatic Mode = "static"
-)
 
 // admission is what admission reads of the limiter's state without taking
 // mu: published, immutable, after every retune.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -160,7 +161,7 @@ func (s *storeShare) effective(a *Adaptive, limit Limit, burst int) (Limit, int)
 // 600 a minute published 7 a second, and from then on three of them got
 // every window and the rest none). Called with the limiter's lock held.
 func (a *Adaptive) budgetPacedLocked() bool {
-	return a.fleet != nil && a.mode == ModeHeaders
+	return a.fleet != nil && a.mode == observe.ModeHeaders
 }
 
 // adopt takes in the shared state a reservation returned: a newer learned

@@ -12,10 +12,12 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/pacer-go/pacer/internal/apisim"
-	"github.com/pacer-go/pacer/internal/quota"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-go/pacer/internal/apisim"
+	"github.com/pacer-go/pacer/internal/quota"
+	"github.com/pacer-go/pacer/observe"
 )
 
 func TestNewAdaptivePanicsOnInvalidConfigNamingTheField(t *testing.T) {
@@ -63,11 +65,11 @@ func budgetOf(a *Adaptive, name string) float64 {
 func TestAdaptiveIsUnlimitedUntilTheServerSaysOtherwise(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{})
-		assert.Equal(t, ModeSlowStart, a.Stats().Mode)
+		assert.Equal(t, observe.ModeSlowStart, a.Stats().Mode)
 		admit(t, a, 0).Done(reply(http.StatusOK))
 		st := a.Stats()
 		assert.Equal(t, Inf, st.Limit)
-		assert.Equal(t, ModeProbing, st.Mode)
+		assert.Equal(t, observe.ModeProbing, st.Mode)
 		start := time.Now()
 		for range 1000 {
 			admit(t, a, 0)
@@ -82,7 +84,7 @@ func TestAdaptiveSpendsWhatTheQuotaAffordsAtOnce(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{SafetyFactor: 0.9})
 		admit(t, a, 0).Done(reply(http.StatusOK, requestsLeft(600, 599, time.Minute)))
 		st := a.Stats()
-		assert.Equal(t, ModeHeaders, st.Mode)
+		assert.Equal(t, observe.ModeHeaders, st.Mode)
 		assert.Equal(t, Inf, st.Limit, "no pacing while the quota affords the work")
 		start := time.Now()
 		permits := make([]Permit, 599)
@@ -431,7 +433,7 @@ func TestAdaptiveWithOnlyACeilingIsAStaticBucket(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{Ceiling: 2, CeilingBurst: 4})
 		admit(t, a, 0).Done(reply(http.StatusOK))
 		st := a.Stats()
-		assert.Equal(t, ModeStatic, st.Mode)
+		assert.Equal(t, observe.ModeStatic, st.Mode)
 		assert.Equal(t, Limit(2), st.Limit)
 		assert.Equal(t, 4, st.Burst)
 	})
@@ -449,7 +451,7 @@ func TestAdaptiveProbingCutsTheRateOnAThrottleAndRecovers(t *testing.T) {
 		p1, p2 := admit(t, a, 0), admit(t, a, 0)
 		p1.Done(reply(http.StatusTooManyRequests))
 		st := a.Stats()
-		assert.Equal(t, ModeProbing, st.Mode)
+		assert.Equal(t, observe.ModeProbing, st.Mode)
 		assert.InDelta(t, 0.7*10, float64(st.Limit), 1, "multiplicative decrease to 0.7 × the send rate")
 		cut := st.Limit
 
@@ -487,7 +489,7 @@ func TestAdaptiveLearnDoesNotTouchInFlight(t *testing.T) {
 		a.learnOther(meaningOf(reply(http.StatusOK, requestsLeft(100, 90, time.Minute)), time.Now()))
 		st := a.Stats()
 		assert.Equal(t, 2, st.InFlight)
-		assert.Equal(t, ModeHeaders, st.Mode, "a response ends slow start")
+		assert.Equal(t, observe.ModeHeaders, st.Mode, "a response ends slow start")
 		assert.Equal(t, 88.0, budgetOf(a, "requests"), "both requests in flight count")
 	})
 }

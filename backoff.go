@@ -22,7 +22,7 @@ const defaultBackoffMax = 30 * time.Second
 // package importing that one:
 //
 //	client := retryablehttp.NewClient()
-//	pt := pacer.NewTransport(nil, pacer.WithRetries(0)) // let one layer retry
+//	pt := pacer.NewTransport(nil, pacer.WithRetry(retry.Policy{Max: retry.None})) // let one layer retry
 //	client.HTTPClient.Transport = pt
 //	client.Backoff = pt.Backoff
 //

@@ -12,6 +12,8 @@ import (
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-go/pacer/retry"
 )
 
 // The method value must be assignable to retryablehttp.Backoff without the
@@ -40,7 +42,7 @@ func TestBackoffIsExponentialAndCappedWithoutKnowledge(t *testing.T) {
 
 func TestBackoffWaitsForTheEndpointsNextAllowedTimeButNeverPastMax(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := NewTransport(newMock(respondInTurn(respond(429, "Retry-After", "20"))), WithRetries(0))
+		tr := NewTransport(newMock(respondInTurn(respond(429, "Retry-After", "20"))), WithRetry(retry.Policy{Max: retry.None}))
 		resp := mustGet(t, tr, mockURL) // pauses the endpoint for 20 s
 		// The limiter may add its own pacing interval after the pause.
 		assert.InDelta(t, 20*time.Second, tr.Backoff(time.Second, time.Minute, 0, resp), float64(time.Second))
@@ -80,7 +82,7 @@ func TestRetryableHTTPClientOverPacer(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	pt := NewTransport(nil, WithRetries(0))
+	pt := NewTransport(nil, WithRetry(retry.Policy{Max: retry.None}))
 	client := retryablehttp.NewClient()
 	client.Logger = nil
 	client.HTTPClient.Transport = pt
@@ -107,7 +109,7 @@ func TestRetryableHTTPClientOverPacer(t *testing.T) {
 func TestBackoffOfAPatternRequestIgnoresItsHostsEndpoint(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tr := NewTransport(newMock(respondInTurn(respond(429, "Retry-After", "20"))),
-			WithRetries(0), WithEndpoint("api.example.com/search/", Inf, 0))
+			WithRetry(retry.Policy{Max: retry.None}), WithEndpoint("api.example.com/search/", Inf, 0))
 		mustGet(t, tr, "https://api.example.com/other") // pauses the host's endpoint for 20 s
 		req, err := http.NewRequest(http.MethodGet, "https://api.example.com/search/x", nil)
 		require.NoError(t, err)

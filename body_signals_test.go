@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-go/pacer/retry"
 )
 
 // What the Transport does with the signals a response states outside its
@@ -105,7 +107,7 @@ func TestARefusalInAStreamTeachesTheEndpoint(t *testing.T) {
 				}
 				return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}}, Body: http.NoBody, Request: r}, nil
 			})
-			tr := NewTransport(m, WithRetries(0))
+			tr := NewTransport(m, WithRetry(retry.Policy{Max: retry.None}))
 			if !inStream {
 				drainAndClose(mustGet(t, tr, mockURL))
 			}
@@ -147,7 +149,7 @@ func TestASpentDailyQuotaHoldsUntilMidnightPacific(t *testing.T) {
 		m := newMock(func(r *http.Request) (*http.Response, error) {
 			return respondBody(429, daily, "Content-Type", "application/json; charset=UTF-8")(), nil
 		})
-		tr := NewTransport(m, WithRetries(0))
+		tr := NewTransport(m, WithRetry(retry.Policy{Max: retry.None}))
 		drainAndClose(mustGet(t, tr, mockURL))
 		// synctest's clock starts at midnight UTC on 1 January 2000: 16:00
 		// PST on 31 December, eight hours before Pacific midnight.
@@ -171,7 +173,7 @@ func TestAnUpstreamsRefusalIsRetriedWithinTheBudget(t *testing.T) {
 		m := newMock(func(r *http.Request) (*http.Response, error) {
 			return respondBody(429, upstream)(), nil
 		})
-		tr := NewTransport(m, WithRetries(2))
+		tr := NewTransport(m, WithRetry(retry.Policy{Max: 2}))
 		const requests = 40
 		for range requests {
 			drainAndClose(mustGet(t, tr, mockURL))

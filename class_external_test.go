@@ -3,6 +3,8 @@ package pacer_test
 import (
 	"context"
 	"net/http"
+	"strconv"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -11,10 +13,43 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/work"
 )
 
+// hourlyQuota is a fake API with GitHub's headers and a quota of limit
+// requests an hour.
+type hourlyQuota struct {
+	mu    sync.Mutex
+	limit int
+	used  int
+	reset time.Time
+}
+
+// spent is how many requests the quota counted.
+func (q *hourlyQuota) spent() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.used
+}
+
+func (q *hourlyQuota) RoundTrip(req *http.Request) (*http.Response, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	status := http.StatusOK
+	if q.used < q.limit {
+		q.used++
+	} else {
+		status = http.StatusTooManyRequests
+	}
+	h := http.Header{}
+	h.Set("X-RateLimit-Limit", strconv.Itoa(q.limit))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(q.limit-q.used))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(q.reset.Unix(), 10))
+	return &http.Response{StatusCode: status, Header: h, Body: http.NoBody, Request: req}, nil
+}
+
 // A batch request held back by the reserve goes once interactive work has
-// been idle for BatchReserve.Idle, down to the floor; and a batch caller
+// been idle for work.Reserve.Idle, down to the floor; and a batch caller
 // cancelled while it waits returns at once, having taken nothing.
 func TestBatchTakesTheReserveOnceInteractiveWorkIsIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -31,7 +66,7 @@ func TestBatchTakesTheReserveOnceInteractiveWorkIsIdle(t *testing.T) {
 			return err
 		}
 		require.NoError(t, get(context.Background())) // interactive work came
-		batch := pacer.WithClass(context.Background(), pacer.Batch)
+		batch := work.WithClass(context.Background(), work.Batch)
 		for range 89 {
 			require.NoError(t, get(batch))
 		}

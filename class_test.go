@@ -12,9 +12,11 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/pacer-go/pacer/internal/apisim"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-go/pacer/internal/apisim"
+	"github.com/pacer-go/pacer/work"
 )
 
 // lanesRun is a batch job and, beside it, an interactive caller, sharing one
@@ -67,7 +69,7 @@ func runLanes(t *testing.T, l lanesRun) lanesResult {
 		require.NoError(t, err)
 		if l.tokens > 0 {
 			req.Header.Set("X-Apisim-Tokens", strconv.Itoa(l.tokens))
-			req = req.WithContext(WithCost(ctx, float64(l.tokens)))
+			req = req.WithContext(work.WithCost(ctx, float64(l.tokens)))
 		}
 		resp, err := client.Do(req)
 		if err != nil {
@@ -77,7 +79,7 @@ func runLanes(t *testing.T, l lanesRun) lanesResult {
 		return resp.StatusCode, nil
 	}
 	var wg sync.WaitGroup
-	bctx := WithClass(ctx, Batch)
+	bctx := work.WithClass(ctx, work.Batch)
 	if l.unmarked {
 		bctx = ctx
 	}
@@ -208,20 +210,11 @@ func TestBatchReserveOnOtherQuotas(t *testing.T) {
 	}
 }
 
-func TestClassOfUnmarkedWorkIsInteractive(t *testing.T) {
-	ctx := context.Background()
-	assert.Equal(t, Interactive, ClassOf(ctx))
-	assert.Equal(t, Batch, ClassOf(WithClass(ctx, Batch)))
-	assert.Equal(t, Interactive, ClassOf(WithClass(WithClass(ctx, Batch), Interactive)), "the innermost mark wins")
-	assert.Equal(t, "batch", Batch.String())
-	assert.PanicsWithValue(t, "pacer: WithClass(7): not a Class", func() { WithClass(ctx, Class(7)) })
-}
-
 func TestBatchReserveOptionsAreValidatedNamingTheField(t *testing.T) {
-	assert.PanicsWithValue(t, "pacer: WithBatchReserve: BatchReserve.Share out of range: 1", func() { WithBatchReserve(BatchReserve{Share: 1}) })
-	assert.PanicsWithValue(t, "pacer: WithBatchReserve: BatchReserve.Floor out of range: 0.5", func() { WithBatchReserve(BatchReserve{Share: 0.2, Floor: 0.5}) })
-	assert.PanicsWithValue(t, "pacer: AdaptiveConfig.BatchReserve: BatchReserve.Idle out of range: -1s",
-		func() { NewAdaptive(AdaptiveConfig{BatchReserve: BatchReserve{Idle: -time.Second}}) })
-	a := NewAdaptive(AdaptiveConfig{BatchReserve: BatchReserve{Share: 0.3, Floor: -1}})
-	assert.Equal(t, BatchReserve{Share: 0.3, Floor: 0, Idle: time.Minute}, a.lanes.reserve, "defaults fill in; a negative floor is none")
+	assert.PanicsWithValue(t, "pacer: WithBatchReserve: work.Reserve.Share out of range: 1", func() { WithBatchReserve(work.Reserve{Share: 1}) })
+	assert.PanicsWithValue(t, "pacer: WithBatchReserve: work.Reserve.Floor out of range: 0.5", func() { WithBatchReserve(work.Reserve{Share: 0.2, Floor: 0.5}) })
+	assert.PanicsWithValue(t, "pacer: AdaptiveConfig.BatchReserve: work.Reserve.Idle out of range: -1s",
+		func() { NewAdaptive(AdaptiveConfig{BatchReserve: work.Reserve{Idle: -time.Second}}) })
+	a := NewAdaptive(AdaptiveConfig{BatchReserve: work.Reserve{Share: 0.3, Floor: -1}})
+	assert.Equal(t, work.Reserve{Share: 0.3, Floor: 0, Idle: time.Minute}, a.lanes.reserve, "defaults fill in; a negative floor is none")
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/pacer-go/pacer/internal/quota"
+	"github.com/pacer-go/pacer/observe"
 )
 
 // The decision, apart from the state it is made from: retune moves every
@@ -50,7 +51,7 @@ type decision struct {
 	// leaves slow start's gate as it is.
 	Gate     int64
 	KeepGate bool
-	Mode     Mode
+	Mode     observe.Mode
 	// Reason names what set the request rate, for the log: "quota",
 	// "probe", "ceiling" or "none".
 	Reason string
@@ -116,13 +117,13 @@ func makeDecision(s decisionInput) decision {
 
 	switch {
 	case !s.Started:
-		d.Mode = ModeSlowStart
+		d.Mode = observe.ModeSlowStart
 	case s.Quotas > 0 || s.Blind:
-		d.Mode = ModeHeaders
+		d.Mode = observe.ModeHeaders
 	case s.ProbeEngaged || s.Ceiling == 0:
-		d.Mode = ModeProbing
+		d.Mode = observe.ModeProbing
 	default:
-		d.Mode = ModeStatic
+		d.Mode = observe.ModeStatic
 	}
 	switch {
 	case !s.Started:

@@ -5,10 +5,6 @@ import "time"
 // Defaults of the options, and the bounds that hold whatever the options
 // say. Each says where its value comes from.
 const (
-	// DefaultRetries is how many times a Transport retries a throttled
-	// request unless [WithRetries] says otherwise.
-	DefaultRetries = 3
-
 	// DefaultSlowStart is how many requests may be in flight to an endpoint
 	// before its first response (AdaptiveConfig.SlowStart's default, and
 	// the Transport's): the first request to an endpoint nobody knows goes

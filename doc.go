@@ -36,8 +36,8 @@
 // through the base RoundTripper, reads the response once (its rate-limit
 // headers, its Date, and for a 403 or 429 what its body states), settles the
 // admission with what it read (the limiter learns; the request leaves the
-// in-flight count), and asks the retry policy, which judges the same reading,
-// whether and when to go again.
+// in-flight count), and asks the retry policy ([WithRetry]), which judges
+// the same reading, whether and when to go again.
 //
 // An [Executor] bounds fan-out: Executor.Do runs a request once a concurrency
 // slot is free, before any rate token is spent, and Shutdown stops cleanly
@@ -46,4 +46,10 @@
 // [Bucket] is the token bucket underneath, usable on its own; its API mirrors
 // golang.org/x/time/rate. For quotas shared by many processes, the redisstore
 // module (github.com/pacer-go/pacer/redisstore) keeps them in Redis.
+//
+// Three small packages hold what the options take and what pacer reports:
+// package work marks a request's class of work (interactive or batch) and
+// its stated cost in its context; package retry is the retry policy
+// [WithRetry] takes; package observe holds each attempt's record for
+// [WithObserver] and the reasons [Stats] and [ExecutorStats] report.
 package pacer

@@ -1,8 +1,6 @@
 package pacer_test
 
 import (
-	"context"
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -10,15 +8,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/internal/apisim"
+	"github.com/pacer-go/pacer/observe"
+	"github.com/pacer-go/pacer/retry"
 )
 
 // throttleOnce answers the first request 429 with Retry-After: 1, then 200s.
@@ -154,29 +152,6 @@ func ExampleWithKeyFunc() {
 	// https://api.example.com
 }
 
-// LLM APIs limit tokens as well as requests. WithCost tells the limiter how
-// many tokens a request will use, so it is held back until the token quota
-// the server advertised can cover it.
-func ExampleWithCost() {
-	api := apisim.New(apisim.Config{Style: apisim.StyleOpenAI, Limit: 500, TokenLimit: 30000, Window: time.Minute})
-	client := &http.Client{Transport: pacer.NewTransport(api.Transport())}
-
-	prompt := "Summarise the pacer README in one sentence."
-	estimate := float64(len(prompt)/4 + 256) // prompt tokens + max_tokens
-	ctx := pacer.WithCost(context.Background(), estimate)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.openai.example/v1/chat/completions",
-		strings.NewReader(`{"model":"gpt-x","max_tokens":256}`))
-	req.Header.Set(apisim.TokensHeader, "267") // what the simulated server charges
-	resp, err := client.Do(req)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	resp.Body.Close()
-	fmt.Println(resp.Status)
-	// Output: 200 OK
-}
-
 // WithMaxWait turns long waits into immediate errors: a caller that cannot
 // wait learns when to come back instead of holding a goroutine.
 func ExampleWithMaxWait() {
@@ -216,7 +191,7 @@ func ExampleTransport_Backoff() {
 	srv := throttleOnce()
 	defer srv.Close()
 
-	pt := pacer.NewTransport(nil, pacer.WithRetries(0)) // one layer retries
+	pt := pacer.NewTransport(nil, pacer.WithRetry(retry.Policy{Max: retry.None})) // one layer retries
 	client := retryablehttp.NewClient()
 	client.Logger = nil
 	client.HTTPClient.Transport = pt
@@ -261,7 +236,7 @@ func ExampleWithObserver() {
 	defer srv.Close()
 
 	var attempts, throttled atomic.Int64
-	tr := pacer.NewTransport(nil, pacer.WithObserver(func(a pacer.Attempt) {
+	tr := pacer.NewTransport(nil, pacer.WithObserver(func(a observe.Attempt) {
 		attempts.Add(1)
 		if a.Throttled {
 			throttled.Add(1)
@@ -302,107 +277,4 @@ func ExampleWithLongWaits() {
 		}
 	}
 	// Output: waiting about 40m0s for the quota's reset
-}
-
-// A retry policy changes what is retried without forking pacer. This API's
-// 503 means "down for maintenance" (a retry only adds load) and its
-// gateway's 502s are transient; every other decision is left to
-// DefaultRetryPolicy.
-func ExampleWithRetryPolicy() {
-	var flaky, down atomic.Int32
-	mux := http.NewServeMux()
-	mux.HandleFunc("/flaky", func(w http.ResponseWriter, r *http.Request) {
-		if flaky.Add(1) == 1 {
-			w.WriteHeader(http.StatusBadGateway)
-		}
-	})
-	mux.HandleFunc("/down", func(w http.ResponseWriter, r *http.Request) {
-		down.Add(1)
-		w.WriteHeader(http.StatusServiceUnavailable)
-	})
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
-
-	policy := func(ctx context.Context, resp *http.Response, err error) (bool, error) {
-		if resp != nil {
-			switch resp.StatusCode {
-			case http.StatusServiceUnavailable:
-				return false, nil
-			case http.StatusBadGateway:
-				return true, nil
-			}
-		}
-		return pacer.DefaultRetryPolicy(ctx, resp, err)
-	}
-	client := &http.Client{Transport: pacer.NewTransport(nil, pacer.WithRetryPolicy(policy))}
-	for _, path := range []string{"/flaky", "/down"} {
-		resp, err := client.Get(srv.URL + path)
-		if err != nil {
-			fmt.Println(err)
-			return
-		}
-		resp.Body.Close()
-		fmt.Println(path, resp.Status)
-	}
-	fmt.Println("requests:", flaky.Load(), down.Load())
-	// Output:
-	// /flaky 200 OK
-	// /down 503 Service Unavailable
-	// requests: 2 1
-}
-
-// A signed request must be signed again when it is retried: here an HMAC
-// signature over a nonce the server accepts once (AWS SigV4 signs a
-// timestamp, with the same effect). Without WithPrepareRetry the retry
-// would repeat the first signature and be rejected as a replay.
-func ExampleWithPrepareRetry() {
-	key := []byte("shared-secret")
-	var nonce atomic.Int64
-	sign := func(r *http.Request) error {
-		n := strconv.FormatInt(nonce.Add(1), 10)
-		mac := hmac.New(sha256.New, key)
-		io.WriteString(mac, r.Method+" "+r.URL.Path+" "+n)
-		r.Header.Set("X-Nonce", n)
-		r.Header.Set("X-Signature", hex.EncodeToString(mac.Sum(nil)))
-		return nil
-	}
-
-	var mu sync.Mutex
-	seen := map[string]bool{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n := r.Header.Get("X-Nonce")
-		mac := hmac.New(sha256.New, key)
-		io.WriteString(mac, r.Method+" "+r.URL.Path+" "+n)
-		want := hex.EncodeToString(mac.Sum(nil))
-		mu.Lock()
-		replayed, first := seen[n], len(seen) == 0
-		seen[n] = true
-		mu.Unlock()
-		switch {
-		case replayed || !hmac.Equal([]byte(want), []byte(r.Header.Get("X-Signature"))):
-			w.WriteHeader(http.StatusUnauthorized)
-		case first:
-			w.WriteHeader(http.StatusTooManyRequests) // the client retries after a short backoff
-		default:
-			io.WriteString(w, "order placed")
-		}
-	}))
-	defer srv.Close()
-
-	client := &http.Client{Transport: pacer.NewTransport(nil, pacer.WithPrepareRetry(sign))}
-	req, err := http.NewRequest(http.MethodGet, srv.URL+"/orders/42", nil)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	sign(req) // the first attempt is signed by the caller
-	resp, err := client.Do(req)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	fmt.Println(resp.Status, string(body))
-	// Output: 200 OK order placed
 }

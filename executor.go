@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/concurrency"
+	"github.com/pacer-go/pacer/observe"
+	"github.com/pacer-go/pacer/work"
 )
 
 // Errors of an [Executor].
@@ -56,14 +58,14 @@ type Executor struct {
 	onError func(error)
 	// class marks the work of a caller's context that marks none (see
 	// WithDefaultClass); hasClass says whether it was set.
-	class    Class
+	class    work.Class
 	hasClass bool
 
 	mu        sync.Mutex
 	slots     slots
 	adapt     *concurrency.Limit // nil: the bound is fixed
-	moves     BoundMoves
-	lastMove  BoundReason
+	moves     observe.BoundMoves
+	lastMove  observe.BoundReason
 	closed    bool          // Shutdown began: new calls get ErrExecutorClosed
 	aborting  bool          // a Shutdown deadline passed: waiting calls never start
 	idle      chan struct{} // closed once closed and no accepted work is left
@@ -95,7 +97,7 @@ type executorConfig struct {
 	max      int
 	adaptMin int // 0: the bound is fixed at max
 	onError  func(error)
-	class    Class
+	class    work.Class
 	hasClass bool
 }
 
@@ -129,13 +131,13 @@ func WithErrorHandler(fn func(error)) ExecutorOption {
 }
 
 // WithDefaultClass is an [Executor] option: the work the executor runs is
-// of class c (see [Class]) unless its context says otherwise ([WithClass]).
-// An executor that runs a batch job marks it so once, here, and every
-// request it sends leaves interactive work its reserve. It panics if c is
-// not a defined Class.
-func WithDefaultClass(c Class) ExecutorOption {
-	if c >= numClasses {
-		panic(fmt.Sprintf("pacer: WithDefaultClass(%d): not a Class", uint8(c)))
+// of class c (see [work.Class]) unless its context says otherwise
+// ([work.WithClass]). An executor that runs a batch job marks it so once,
+// here, and every request it sends leaves interactive work its reserve. It
+// panics if c is not a defined work.Class.
+func WithDefaultClass(c work.Class) ExecutorOption {
+	if int(c) >= numClasses {
+		panic(fmt.Sprintf("pacer: WithDefaultClass(%d): not a work.Class", uint8(c)))
 	}
 	return func(cfg *executorConfig) { cfg.class, cfg.hasClass = c, true }
 }
@@ -255,8 +257,8 @@ type ExecutorStats struct {
 	Adaptive bool
 	// LastMove is why the adaptive bound last moved; Moves counts its
 	// moves by reason.
-	LastMove BoundReason
-	Moves    BoundMoves
+	LastMove observe.BoundReason
+	Moves    observe.BoundMoves
 	// Submitted counts calls to Do and Go accepted since NewExecutor.
 	Submitted int64
 	// Rejected counts calls refused with ErrExecutorClosed because Shutdown

@@ -10,7 +10,9 @@ import (
 
 	"github.com/pacer-go/pacer/internal/concurrency"
 	"github.com/pacer-go/pacer/internal/header"
+	"github.com/pacer-go/pacer/internal/mark"
 	"github.com/pacer-go/pacer/internal/response"
+	"github.com/pacer-go/pacer/observe"
 )
 
 // WithAdaptiveConcurrency is an [Executor] option: the bound adapts to what
@@ -57,78 +59,33 @@ func WithAdaptiveConcurrency(min, max int) ExecutorOption {
 	return func(c *executorConfig) { c.adaptMin, c.max = min, max }
 }
 
-// BoundReason is why an adaptive [Executor]'s bound last moved.
-type BoundReason uint8
-
-const (
-	// BoundUnmoved: the bound has not moved (or is fixed).
-	BoundUnmoved BoundReason = iota
-	// BoundHeadroom: latency stayed near its floor while the calls filled
-	// the bound, so it rose.
-	BoundHeadroom
-	// BoundLatency: latency climbed above its floor (the server queues),
-	// so it fell to the concurrency the server serves without queueing.
-	BoundLatency
-	// BoundOverload: the server shed a request (503, 529), so it fell.
-	BoundOverload
-	// BoundQuota: the server stated a concurrency quota below it.
-	BoundQuota
-	// BoundRate: a pacer Transport held the requests for their rate
-	// limit before sending them, so it fell toward what the rate lets
-	// reach the server and as many again, by a tenth at most per step.
-	BoundRate
-	// BoundProbe: it dipped to three quarters for one window to read the
-	// server's latency floor again (once after the first fall, then every
-	// 128 calm windows), or came back.
-	BoundProbe
-)
-
-var boundReasons = [...]string{"unmoved", "headroom", "latency", "overload", "quota", "rate", "probe"}
-
-// String returns the reason's name: "unmoved", "headroom", "latency",
-// "overload", "quota", "rate" or "probe".
-func (r BoundReason) String() string {
-	if int(r) < len(boundReasons) {
-		return boundReasons[r]
-	}
-	return fmt.Sprintf("BoundReason(%d)", uint8(r))
-}
-
-// BoundMoves counts an adaptive [Executor]'s bound moves by reason.
-type BoundMoves struct {
-	// Headroom counts rises; Latency, Overload, Quota and Rate count
-	// falls; Probe counts the dips to read the latency floor again, and
-	// the returns from them.
-	Headroom, Latency, Overload, Quota, Rate, Probe int64
-}
-
-// add counts one move of reason r.
-func (m *BoundMoves) add(r BoundReason) {
+// countMove counts one move of reason r in m.
+func countMove(m *observe.BoundMoves, r observe.BoundReason) {
 	switch r {
-	case BoundHeadroom:
+	case observe.BoundHeadroom:
 		m.Headroom++
-	case BoundLatency:
+	case observe.BoundLatency:
 		m.Latency++
-	case BoundOverload:
+	case observe.BoundOverload:
 		m.Overload++
-	case BoundQuota:
+	case observe.BoundQuota:
 		m.Quota++
-	case BoundRate:
+	case observe.BoundRate:
 		m.Rate++
-	case BoundProbe:
+	case observe.BoundProbe:
 		m.Probe++
 	}
 }
 
 // boundReasonOf maps the limit's reasons to the public ones.
-var boundReasonOf = [concurrency.NumReasons]BoundReason{
-	concurrency.None:     BoundUnmoved,
-	concurrency.Headroom: BoundHeadroom,
-	concurrency.Latency:  BoundLatency,
-	concurrency.Overload: BoundOverload,
-	concurrency.Quota:    BoundQuota,
-	concurrency.Rate:     BoundRate,
-	concurrency.Probe:    BoundProbe,
+var boundReasonOf = [concurrency.NumReasons]observe.BoundReason{
+	concurrency.None:     observe.BoundUnmoved,
+	concurrency.Headroom: observe.BoundHeadroom,
+	concurrency.Latency:  observe.BoundLatency,
+	concurrency.Overload: observe.BoundOverload,
+	concurrency.Quota:    observe.BoundQuota,
+	concurrency.Rate:     observe.BoundRate,
+	concurrency.Probe:    observe.BoundProbe,
 }
 
 // sendProbe is how a pacer [Transport] tells an adaptive Executor's call
@@ -160,9 +117,9 @@ func (p *sendProbe) when() time.Time {
 // that records when the request was (last) written, both relative to start.
 func (c *execCall) traced(start time.Time) context.Context {
 	c.probe.base = start
-	m := marksOf(c.ctx)
-	m.probe = &c.probe
-	ctx := context.WithValue(c.ctx, marksKey{}, m)
+	m := mark.Of(c.ctx)
+	m.Probe = &c.probe
+	ctx := mark.With(c.ctx, m)
 	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		WroteRequest: func(httptrace.WroteRequestInfo) {
 			// +1: 0 means not written; virtual time may not have moved.
@@ -212,6 +169,6 @@ func (e *Executor) observeLocked(s *concurrency.Sample) {
 	}
 	if r != concurrency.None {
 		e.lastMove = boundReasonOf[r]
-		e.moves.add(e.lastMove)
+		countMove(&e.moves, e.lastMove)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacer-go/pacer/internal/apisim"
+	"github.com/pacer-go/pacer/internal/mark"
+	"github.com/pacer-go/pacer/observe"
 )
 
 func TestWithAdaptiveConcurrencyPanicsNamingTheOptionAndValues(t *testing.T) {
@@ -32,7 +34,7 @@ func TestAnAdaptiveBoundStartsAtTheDefaultWithinItsRange(t *testing.T) {
 		s := e.Stats()
 		assert.True(t, s.Adaptive)
 		assert.Equal(t, tc.want, s.MaxConcurrency, "WithAdaptiveConcurrency(%d, %d)", tc.min, tc.max)
-		assert.Equal(t, BoundUnmoved, s.LastMove)
+		assert.Equal(t, observe.BoundUnmoved, s.LastMove)
 		require.NoError(t, e.Close())
 	}
 	e := NewExecutor(nil, WithAdaptiveConcurrency(1, 256), WithMaxConcurrency(3))
@@ -132,7 +134,7 @@ type pacing struct {
 
 func (p pacing) RoundTrip(r *http.Request) (*http.Response, error) {
 	time.Sleep(p.hold)
-	marksOf(r.Context()).probe.sent(time.Now())
+	mark.Of(r.Context()).Probe.(*sendProbe).sent(time.Now())
 	return p.base.RoundTrip(r)
 }
 

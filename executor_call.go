@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/concurrency"
+	"github.com/pacer-go/pacer/internal/mark"
+	"github.com/pacer-go/pacer/work"
 )
 
 // execCall is one accepted call to Do or Go, from admission until its slot is
@@ -42,8 +44,8 @@ type execCall struct {
 // failed otherwise.
 func (e *Executor) begin(ctx, reqCtx, extra context.Context) (*execCall, error) {
 	if e.hasClass {
-		if m, ok := ctx.Value(marksKey{}).(marks); !ok || !m.classed {
-			ctx = WithClass(ctx, e.class)
+		if !mark.Of(ctx).Classed {
+			ctx = work.WithClass(ctx, e.class)
 		}
 	}
 	c := &execCall{e: e, outer: ctx}

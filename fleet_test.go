@@ -12,10 +12,12 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/pacer-go/pacer/internal/apisim"
-	"github.com/pacer-go/pacer/store"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-go/pacer/internal/apisim"
+	"github.com/pacer-go/pacer/store"
+	"github.com/pacer-go/pacer/work"
 )
 
 // fleetJob runs n requests on workers goroutines spread over the given
@@ -203,7 +205,7 @@ func TestFleetKeepsTheInteractiveReserveAcrossReplicas(t *testing.T) {
 		}
 		var batchOK atomic.Int64
 		var wg sync.WaitGroup
-		bctx := WithClass(ctx, Batch)
+		bctx := work.WithClass(ctx, work.Batch)
 		batchClients := make([]*http.Client, 3) // 16 workers on 3 replicas
 		for i := range batchClients {
 			batchClients[i] = &http.Client{Transport: NewTransport(srv.Transport(), WithStore(mem))}
@@ -322,7 +324,7 @@ func TestFleetReserveHoldsFromTheFirstInteractiveResponse(t *testing.T) {
 				end := time.Now().Add(time.Minute)
 				ctx, cancel := context.WithDeadline(context.Background(), end)
 				defer cancel()
-				bctx := WithClass(ctx, Batch)
+				bctx := work.WithClass(ctx, work.Batch)
 				var batchOK atomic.Int64
 				var wg sync.WaitGroup
 				for r := range 3 {
@@ -354,7 +356,7 @@ func TestFleetReserveHoldsFromTheFirstInteractiveResponse(t *testing.T) {
 				resp.Body.Close()
 				require.Equal(t, http.StatusOK, resp.StatusCode)
 				wg.Wait()
-				reserve := DefaultBatchReserve.Share * float64(cfg.Limit)
+				reserve := work.DefaultReserve.Share * float64(cfg.Limit)
 				t.Logf("batch spent %d of %d, reserve %v", batchOK.Load(), cfg.Limit, reserve)
 				assert.LessOrEqual(t, float64(batchOK.Load()), float64(cfg.Limit)-reserve, "batch work leaves the reserve once interactive work answered")
 			})

@@ -65,7 +65,7 @@ type Unit uint8
 const (
 	// UnitRequests: every request takes one.
 	UnitRequests Unit = iota
-	// UnitTokens: a request takes its cost, stated with [WithCost] or
+	// UnitTokens: a request takes its cost, stated with [work.WithCost] or
 	// learnt from the quota's figures (see [Stats.Costs]).
 	UnitTokens
 )

@@ -7,10 +7,12 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/pacer-go/pacer/internal/apisim"
-	"github.com/pacer-go/pacer/internal/infer"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-go/pacer/internal/apisim"
+	"github.com/pacer-go/pacer/internal/infer"
+	"github.com/pacer-go/pacer/observe"
 )
 
 // A server that states no quota and answers 429 with a Retry-After when its
@@ -34,7 +36,7 @@ func TestAdaptiveLearnsAFixedWindowFromRetryAfterAlone(t *testing.T) {
 				t.Logf("%v", o)
 				assert.LessOrEqual(t, o.throttled, sc.callers+3, "429s: the first window's requests in flight, and a few while learning")
 				assert.GreaterOrEqual(t, o.goodput, 0.97, "goodput / capacity")
-				assert.Equal(t, ModeHeaders.String(), o.mode, "the inferred quota paces it")
+				assert.Equal(t, observe.ModeHeaders.String(), o.mode, "the inferred quota paces it")
 			})
 		}
 	}
@@ -59,7 +61,7 @@ func TestAdaptiveHandsAServerThatRefillsAsItGoesToTheProbe(t *testing.T) {
 				sc := scenario{server: server, run: 10 * time.Minute, callers: 32}
 				o := drive(t, sc, AdaptiveConfig{Key: "sim"})
 				t.Logf("%v", o)
-				assert.Equal(t, ModeProbing.String(), o.mode)
+				assert.Equal(t, observe.ModeProbing.String(), o.mode)
 				assert.LessOrEqual(t, float64(o.throttled), 0.02*float64(o.requests), "share of 429s")
 				assert.GreaterOrEqual(t, o.goodput, 0.9, "goodput / capacity")
 			})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/store"
+	"github.com/pacer-go/pacer/work"
 )
 
 // Admission: the wait for a request's slot, budget and tokens, every bound
@@ -25,13 +26,13 @@ import (
 // charged and there is nothing to settle.
 func (a *Adaptive) Acquire(ctx context.Context, cost float64) (Permit, error) {
 	var p Permit
-	err := a.acquire(ctx, &p, cost, ClassOf(ctx))
+	err := a.acquire(ctx, &p, cost, work.ClassOf(ctx))
 	return p, err
 }
 
 // acquire is Acquire for a request of the given class, setting p only when
 // it admits the request.
-func (a *Adaptive) acquire(ctx context.Context, p *Permit, cost float64, class Class) error {
+func (a *Adaptive) acquire(ctx context.Context, p *Permit, cost float64, class work.Class) error {
 	fleet, seq, err := a.admit(ctx, cost, class)
 	if err != nil {
 		return err
@@ -49,7 +50,7 @@ func (a *Adaptive) acquire(ctx context.Context, p *Permit, cost float64, class C
 // once. On cancellation it returns ctx.Err() promptly and refunds what it
 // took; a wait past MaxWait, MaxDelay or ctx's deadline is a
 // *RateLimitError that consumes nothing (R55).
-func (a *Adaptive) admit(ctx context.Context, cost float64, class Class) ([]need, int64, error) {
+func (a *Adaptive) admit(ctx context.Context, cost float64, class work.Class) ([]need, int64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
 	}
@@ -58,7 +59,7 @@ func (a *Adaptive) admit(ctx context.Context, cost float64, class Class) ([]need
 	}
 	// The caller counts as waiting until it is admitted or refused.
 	a.waiting.Add(1)
-	if class == Batch {
+	if class == work.Batch {
 		a.batchWaiting.Add(1)
 	}
 	defer a.doneWaiting(class)
@@ -79,9 +80,9 @@ func (a *Adaptive) admit(ctx context.Context, cost float64, class Class) ([]need
 }
 
 // doneWaiting counts a caller of the class out of the waiting ones.
-func (a *Adaptive) doneWaiting(class Class) {
+func (a *Adaptive) doneWaiting(class work.Class) {
 	a.waiting.Add(-1)
-	if class == Batch {
+	if class == work.Batch {
 		a.batchWaiting.Add(-1)
 	}
 }
@@ -91,7 +92,7 @@ type caller struct {
 	a     *Adaptive
 	ctx   context.Context
 	cost  float64
-	class Class
+	class work.Class
 	n     int    // the cost in whole tokens
 	held  bool   // an in-flight slot is taken through the gate
 	fleet []need // what the fleet's budgets gave this pass
@@ -116,7 +117,7 @@ func (w *caller) try() (seq int64, err error) {
 	}
 	w.readClock()
 	tokens := w.n > 0 && a.tokensTracked()
-	if w.class == Batch {
+	if w.class == work.Batch {
 		w.instant() // a reserve's wait is a time (R63)
 	}
 	var spent time.Time
@@ -215,7 +216,7 @@ func (w *caller) awaitQuota(spent time.Time, tokens bool) (again bool, err error
 		w.release()
 		return true, a.refuseOrAwait(w.ctx, now, at, err, w.mark, w.seen)
 	}
-	if w.class == Batch && spent.After(now) {
+	if w.class == work.Batch && spent.After(now) {
 		w.release()
 		return true, a.awaitChange(w.ctx, spent.Sub(now), w.seen)
 	}
@@ -276,10 +277,10 @@ func (w *caller) takeFleet() (again bool, err error) {
 // order of admissions (1 for the first). Where a quota is charged it is
 // called under mu with the charge: every request is then either counted
 // in flight or already applied (R1).
-func (a *Adaptive) countAdmission(cost float64, class Class) int64 {
+func (a *Adaptive) countAdmission(cost float64, class work.Class) int64 {
 	a.admitted.Add(1)
 	seq := a.admissions.Add(1)
-	if class == Batch {
+	if class == work.Batch {
 		a.batchAdmits.Add(1)
 	}
 	if cost > 0 {
@@ -539,7 +540,7 @@ func heldSlots(held bool) int64 {
 // happen together under mu, where responses are applied: a response then
 // either comes before the charge or counts the request as unseen (R1). now
 // is the admission's reading of the package clock.
-func (a *Adaptive) charge(cost float64, class Class, now int64, held *bool) (seq int64, retryAt time.Time) {
+func (a *Adaptive) charge(cost float64, class work.Class, now int64, held *bool) (seq int64, retryAt time.Time) {
 	if !a.snap.Load().charged {
 		return a.countAdmission(cost, class), time.Time{}
 	}
@@ -550,7 +551,7 @@ func (a *Adaptive) charge(cost float64, class Class, now int64, held *bool) (seq
 
 // chargeLocked is charge with mu held, for a limiter whose quotas are known;
 // at is the instant now.
-func (a *Adaptive) chargeLocked(cost float64, class Class, now int64, at time.Time, held *bool) (seq int64, retryAt time.Time) {
+func (a *Adaptive) chargeLocked(cost float64, class work.Class, now int64, at time.Time, held *bool) (seq int64, retryAt time.Time) {
 	share, idleAt := a.lanes.share(class, now)
 	flight := units(a.inflightCost.Load())
 	if short, ok := a.book.Charge(cost, at, share, flight); !ok {
@@ -576,7 +577,7 @@ func (a *Adaptive) chargeLocked(cost float64, class Class, now int64, at time.Ti
 // request bucket's token, the charge. tried reports that it went as far as
 // the charge (seq, retryAt); otherwise spent is when the budgets could take
 // the request, and the caller goes the general way.
-func (a *Adaptive) admitAtOnce(cost float64, class Class, ns int64, now time.Time, held *bool) (spent time.Time, tried bool, seq int64, retryAt time.Time) {
+func (a *Adaptive) admitAtOnce(cost float64, class work.Class, ns int64, now time.Time, held *bool) (spent time.Time, tried bool, seq int64, retryAt time.Time) {
 	a.mu.Lock()
 	defer a.unlock()
 	if !a.snap.Load().charged { // published under mu: no quota known any more
@@ -592,7 +593,7 @@ func (a *Adaptive) admitAtOnce(cost float64, class Class, ns int64, now time.Tim
 
 // fleetNeeds is what a request of cost takes of each quota the fleet's
 // budgets are kept for: the quotas this limiter knows.
-func (a *Adaptive) fleetNeeds(cost float64, class Class) []need {
+func (a *Adaptive) fleetNeeds(cost float64, class work.Class) []need {
 	a.mu.Lock()
 	defer a.unlock()
 	qs := a.book.Needs(nil, cost)
@@ -602,7 +603,7 @@ func (a *Adaptive) fleetNeeds(cost float64, class Class) []need {
 	needs := make([]need, 0, len(qs))
 	for _, q := range qs {
 		n := need{quota: q.Quota, amount: q.Amount}
-		if class == Batch && !q.Looking {
+		if class == work.Batch && !q.Looking {
 			r := a.lanes.reserve
 			n.reserve = &store.Reserve{Active: r.Share * q.Limit, Floor: r.Floor * q.Limit, Idle: r.Idle}
 		}
@@ -613,7 +614,7 @@ func (a *Adaptive) fleetNeeds(cost float64, class Class) []need {
 
 // spentUntil is when the budgets could take a request of cost; zero when
 // they can now. now is the instant ns, or zero.
-func (a *Adaptive) spentUntil(cost float64, class Class, ns int64, now time.Time) time.Time {
+func (a *Adaptive) spentUntil(cost float64, class work.Class, ns int64, now time.Time) time.Time {
 	if !a.snap.Load().charged {
 		return time.Time{}
 	}
@@ -627,7 +628,7 @@ func (a *Adaptive) spentUntil(cost float64, class Class, ns int64, now time.Time
 
 // spentUntilLocked is spentUntil with mu held, for a limiter whose quotas
 // are known.
-func (a *Adaptive) spentUntilLocked(cost float64, class Class, ns int64, now time.Time) time.Time {
+func (a *Adaptive) spentUntilLocked(cost float64, class work.Class, ns int64, now time.Time) time.Time {
 	share, idleAt := a.lanes.share(class, ns)
 	at := a.book.SpentUntil(cost, share, now)
 	if idleAt != 0 && !at.IsZero() {

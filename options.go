@@ -8,7 +8,10 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/pacer-go/pacer/observe"
+	"github.com/pacer-go/pacer/retry"
 	"github.com/pacer-go/pacer/store"
+	"github.com/pacer-go/pacer/work"
 )
 
 // Option configures a [Transport]. Options are validated when they are
@@ -23,12 +26,12 @@ type config struct {
 	retries      int
 	maxEndpoints int
 	logger       *slog.Logger
-	observer     func(Attempt)
+	observer     func(observe.Attempt)
 	longWait     longWaitHook
 	store        store.Store
 	retryPolicy  func(context.Context, *http.Response, error) (bool, error)
 	prepareRetry func(*http.Request) error
-	batchReserve BatchReserve
+	batchReserve work.Reserve
 }
 
 // defaultConfig is the configuration without options: NewTransport's
@@ -36,7 +39,7 @@ type config struct {
 func defaultConfig() config {
 	return config{
 		safety:       0.9,
-		retries:      DefaultRetries,
+		retries:      retry.DefaultMax,
 		maxEndpoints: DefaultMaxEndpoints,
 	}
 }
@@ -206,7 +209,7 @@ func WithStore(s store.Store) Option {
 // attempts the limiter refused, for metrics (see the metrics example). fn
 // runs on the request's goroutine: it must be fast and safe for concurrent
 // use.
-func WithObserver(fn func(Attempt)) Option {
+func WithObserver(fn func(observe.Attempt)) Option {
 	if fn == nil {
 		panic("pacer: WithObserver(nil)")
 	}

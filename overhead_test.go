@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-go/pacer/observe"
 )
 
 // The per-response shortcuts of issue 13 keep their promises: a response's
@@ -192,7 +194,7 @@ func TestTransportRefusedRetryKeepsTheResponsesQuotas(t *testing.T) {
 	tr := NewTransport(transportFunc(func(r *http.Request) (*http.Response, error) {
 		h := http.Header{"X-Ratelimit-Limit": {"60"}, "X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {reset}}
 		return &http.Response{StatusCode: http.StatusTooManyRequests, Header: h, Body: http.NoBody, Request: r}, nil
-	}), WithMaxWait(time.Second), WithObserver(func(at Attempt) { errs = append(errs, at.Err) }))
+	}), WithMaxWait(time.Second), WithObserver(func(at observe.Attempt) { errs = append(errs, at.Err) }))
 	resp, err := tr.RoundTrip(newGet(t, "https://api.example.com/x"))
 	require.NoError(t, err, "the throttled response is returned")
 	require.NoError(t, resp.Body.Close())

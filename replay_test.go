@@ -20,6 +20,7 @@ import (
 
 	"github.com/pacer-go/pacer/internal/recorded"
 	"github.com/pacer-go/pacer/internal/response"
+	"github.com/pacer-go/pacer/retry"
 )
 
 // The replay harness: sessions recorded from real APIs (../shared/data,
@@ -422,7 +423,7 @@ func replaySession(t *testing.T, s *recorded.Session, lat time.Duration, opts ..
 		time.Sleep(time.Until(s.Start(lat)))
 		start := time.Now()
 		srv := recorded.NewServer(s, lat)
-		tr := NewTransport(srv, append([]Option{WithRetries(0)}, opts...)...)
+		tr := NewTransport(srv, append([]Option{WithRetry(retry.Policy{Max: retry.None})}, opts...)...)
 		defer tr.CloseIdleConnections()
 		for i, at := range s.Schedule(lat) {
 			time.Sleep(time.Until(start.Add(at)))

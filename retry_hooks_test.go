@@ -1,7 +1,6 @@
 package pacer
 
 import (
-	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -17,28 +16,30 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-go/pacer/retry"
 )
 
 // refuse503 is a policy that never retries a 503 and leaves the rest to
-// DefaultRetryPolicy.
+// retry.DefaultCheck.
 func refuse503(ctx context.Context, resp *http.Response, err error) (bool, error) {
 	if resp != nil && resp.StatusCode == http.StatusServiceUnavailable {
 		return false, nil
 	}
-	return DefaultRetryPolicy(ctx, resp, err)
+	return retry.DefaultCheck(ctx, resp, err)
 }
 
 func TestUserPolicyThatRefusesToRetry503IsObeyed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newMock(respondInTurn(respond(503), respond(200)))
-		resp := mustGet(t, NewTransport(m, WithRetryPolicy(refuse503)), mockURL)
+		resp := mustGet(t, NewTransport(m, WithRetry(retry.Policy{Check: refuse503})), mockURL)
 		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 		assert.Equal(t, 1, m.GetTotalCallCount(), "the 503 was not retried")
 
 		// The same policy still defers to the default for a 429, and the
 		// default alone retries the 503.
 		m = newMock(respondInTurn(respond(429), respond(200)))
-		assert.Equal(t, http.StatusOK, mustGet(t, NewTransport(m, WithRetryPolicy(refuse503)), mockURL).StatusCode)
+		assert.Equal(t, http.StatusOK, mustGet(t, NewTransport(m, WithRetry(retry.Policy{Check: refuse503})), mockURL).StatusCode)
 		assert.Equal(t, 2, m.GetTotalCallCount())
 		m = newMock(respondInTurn(respond(503), respond(200)))
 		assert.Equal(t, http.StatusOK, mustGet(t, NewTransport(m), mockURL).StatusCode)
@@ -57,7 +58,7 @@ func TestRetryPolicyErrorIsReturnedAndTheResponseClosed(t *testing.T) {
 		{"policy says stop with an error", false, 418, 1},
 		// As in go-retryablehttp: the error is returned once no retry
 		// is made, here because retries run out.
-		{"policy says retry with an error until retries run out", true, 429, 1 + DefaultRetries},
+		{"policy says retry with an error until retries run out", true, 429, 1 + retry.DefaultMax},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -68,11 +69,11 @@ func TestRetryPolicyErrorIsReturnedAndTheResponseClosed(t *testing.T) {
 					return &http.Response{StatusCode: tc.status, Header: http.Header{}, Body: b, Request: r}, nil
 				})
 				var seen []int
-				tr := NewTransport(m, WithRetryPolicy(func(_ context.Context, resp *http.Response, err error) (bool, error) {
+				tr := NewTransport(m, WithRetry(retry.Policy{Check: func(_ context.Context, resp *http.Response, err error) (bool, error) {
 					require.NoError(t, err)
 					seen = append(seen, resp.StatusCode)
 					return tc.retry, errTeapot
-				}))
+				}}))
 				req, err := http.NewRequest(http.MethodGet, mockURL, nil)
 				require.NoError(t, err)
 				resp, err := tr.RoundTrip(req)
@@ -103,9 +104,9 @@ func TestRetryPolicyMayRetryTransportErrors(t *testing.T) {
 			if err != nil {
 				return true, nil
 			}
-			return DefaultRetryPolicy(ctx, resp, err)
+			return retry.DefaultCheck(ctx, resp, err)
 		}
-		tr := NewTransport(m, WithRetryPolicy(retryResets))
+		tr := NewTransport(m, WithRetry(retry.Policy{Check: retryResets}))
 		resp := mustGet(t, tr, mockURL)
 		assert.Equal(t, http.StatusOK, resp.StatusCode)
 		assert.Equal(t, 2, m.GetTotalCallCount())
@@ -137,7 +138,7 @@ func TestRetryPolicyWorksWithinTheTransportsBounds(t *testing.T) {
 		var calls atomic.Int32
 		always := func(context.Context, *http.Response, error) (bool, error) { calls.Add(1); return true, nil }
 		m := newMock(respondInTurn(respond(429, "Retry-After", "600"), respond(200)))
-		tr := NewTransport(m, WithRetryPolicy(always), WithMaxWait(time.Second))
+		tr := NewTransport(m, WithRetry(retry.Policy{Check: always}), WithMaxWait(time.Second))
 		r, err := http.NewRequest(http.MethodPost, mockURL, strings.NewReader("x"))
 		require.NoError(t, err)
 		resp, err := tr.RoundTrip(r)
@@ -152,53 +153,11 @@ func TestRetryPolicyWorksWithinTheTransportsBounds(t *testing.T) {
 	})
 }
 
-func TestDefaultRetryPolicy(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		resp   func() *http.Response
-		want   bool
-		method string // the request's; "" means GET
-	}{
-		{"429", respond(429), true, ""},
-		{"POST 429", respond(429), true, http.MethodPost},
-		{"POST 529", respond(529), true, http.MethodPost},
-		{"POST 503", respond(503), false, http.MethodPost},
-		{"POST 503 the server says to retry", respond(503, "X-Should-Retry", "true"), true, http.MethodPost},
-		{"503 to a request the response does not name", respond(503), false, "none"},
-		{"503", respond(503), true, ""},
-		{"529", respond(529), true, ""},
-		{"200", respond(200), false, ""},
-		{"500", respond(500), false, ""},
-		{"403 without rate-limit signs", respond(403), false, ""},
-		{"403 with a spent quota", respond(403, "X-RateLimit-Remaining", "0"), true, ""},
-		{"403 with Retry-After", respond(403, "Retry-After", "30"), true, ""},
-		{"403 stating a secondary limit in its body", respondBody(403, `{"message":"You have exceeded a secondary rate limit"}`), true, ""},
-		{"429 with the quota gone for good", respondBody(429, `{"error":{"code":"insufficient_quota"}}`), false, ""},
-		{"429 the server says not to retry", respond(429, "X-Should-Retry", "false"), false, ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			resp := tc.resp()
-			if tc.method != "none" {
-				resp.Request, _ = http.NewRequest(cmp.Or(tc.method, http.MethodGet), "https://api.example.com/", nil)
-			}
-			want, _ := io.ReadAll(tc.resp().Body)
-			got, err := DefaultRetryPolicy(context.Background(), resp, nil)
-			require.NoError(t, err)
-			assert.Equal(t, tc.want, got)
-			body, _ := io.ReadAll(resp.Body)
-			assert.Equal(t, want, body, "the body is given back byte for byte")
-		})
-	}
-	got, err := DefaultRetryPolicy(context.Background(), nil, errors.New("connection reset"))
-	assert.False(t, got)
-	assert.NoError(t, err)
-}
-
-// Called from a user's policy, DefaultRetryPolicy decides as the transport
+// Called from a user's policy, retry.DefaultCheck decides as the transport
 // without one does: here a secondary limit stated only in a 403's body.
-func TestDefaultRetryPolicyWithinAUserPolicyDecidesAsTheTransport(t *testing.T) {
+func TestDefaultCheckWithinAUserPolicyDecidesAsTheTransport(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		for _, opts := range [][]Option{nil, {WithRetryPolicy(DefaultRetryPolicy)}} {
+		for _, opts := range [][]Option{nil, {WithRetry(retry.Policy{Check: retry.DefaultCheck})}} {
 			m := newMock(respondInTurn(respondBody(403, `{"message":"You have exceeded a secondary rate limit"}`), respond(200)))
 			resp := mustGet(t, NewTransport(m, opts...), mockURL)
 			assert.Equal(t, http.StatusOK, resp.StatusCode)
@@ -226,7 +185,7 @@ func TestPrepareRetrySignsEveryReplayAfresh(t *testing.T) {
 		wantLen int
 	}{
 		{"without the hook the replay's signature is stale", nil, false, 2},
-		{"with the hook the replay is signed again", []Option{WithPrepareRetry(func(r *http.Request) error { sign(r, key); return nil })}, true, 2},
+		{"with the hook the replay is signed again", []Option{WithRetry(retry.Policy{Prepare: func(r *http.Request) error { sign(r, key); return nil }})}, true, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -275,7 +234,7 @@ func TestPrepareRetryErrorEndsTheRequestUnsentWithEveryBodyClosed(t *testing.T) 
 		errNoKey := errors.New("signing key expired")
 		var prepared atomic.Int32
 		m := newMock(respondInTurn(respond(429), respond(200)))
-		tr := NewTransport(m, WithPrepareRetry(func(*http.Request) error { prepared.Add(1); return errNoKey }))
+		tr := NewTransport(m, WithRetry(retry.Policy{Prepare: func(*http.Request) error { prepared.Add(1); return errNoKey }}))
 		var bs spyBodies
 		resp, err := tr.RoundTrip(spyRequest(t, context.Background(), &bs))
 		assert.ErrorIs(t, err, errNoKey)
@@ -290,16 +249,26 @@ func TestPrepareRetryErrorEndsTheRequestUnsentWithEveryBodyClosed(t *testing.T) 
 	})
 }
 
-func TestNilRetryHooksPanicNamingTheOption(t *testing.T) {
-	assert.PanicsWithValue(t, "pacer: WithRetryPolicy(nil)", func() { WithRetryPolicy(nil) })
-	assert.PanicsWithValue(t, "pacer: WithPrepareRetry(nil)", func() { WithPrepareRetry(nil) })
+// A Policy's zero fields are the defaults; a Max of retry.None (any
+// negative Max) disables retries.
+func TestRetryPolicyZeroFieldsAreTheDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		max, want int
+	}{{0, retry.DefaultMax}, {5, 5}, {retry.None, 0}, {-7, 0}} {
+		c := defaultConfig()
+		WithRetry(retry.Policy{Max: tc.max})(&c)
+		assert.Equal(t, tc.want, c.retries, "Max %d", tc.max)
+		assert.Nil(t, c.retryPolicy, "no Check: retry.DefaultCheck's fast path")
+		assert.Nil(t, c.prepareRetry)
+	}
+	assert.Equal(t, retry.DefaultMax, defaultConfig().retries, "without WithRetry")
 }
 
-// TestDefaultRetryPolicyInAPolicyJudgesTheCallersRequest: a policy that
-// wraps DefaultRetryPolicy gets the Transport's judgement of the caller's
+// TestDefaultCheckInAPolicyJudgesTheCallersRequest: a policy that
+// wraps retry.DefaultCheck gets the Transport's judgement of the caller's
 // request even when the base transport does not set resp.Request: a GET
 // that met a 503 is retried, a POST is not.
-func TestDefaultRetryPolicyInAPolicyJudgesTheCallersRequest(t *testing.T) {
+func TestDefaultCheckInAPolicyJudgesTheCallersRequest(t *testing.T) {
 	for _, tc := range []struct {
 		method string
 		calls  int
@@ -315,9 +284,9 @@ func TestDefaultRetryPolicyInAPolicyJudgesTheCallersRequest(t *testing.T) {
 					}
 					return &http.Response{StatusCode: code, Header: http.Header{}, Body: http.NoBody}, nil // no Request
 				})
-				tr := NewTransport(base, WithRetryPolicy(func(ctx context.Context, resp *http.Response, err error) (bool, error) {
-					return DefaultRetryPolicy(ctx, resp, err)
-				}))
+				tr := NewTransport(base, WithRetry(retry.Policy{Check: func(ctx context.Context, resp *http.Response, err error) (bool, error) {
+					return retry.DefaultCheck(ctx, resp, err)
+				}}))
 				r, _ := http.NewRequest(tc.method, mockURL, strings.NewReader("x"))
 				resp, err := tr.RoundTrip(r)
 				require.NoError(t, err)

@@ -16,6 +16,9 @@ import (
 	"github.com/jarcoal/httpmock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-go/pacer/observe"
+	"github.com/pacer-go/pacer/retry"
 )
 
 const mockURL = "https://api.example.com/v1/items"
@@ -91,7 +94,7 @@ func TestBareThrottleIsRetriedAfterAJitteredBackoff(t *testing.T) {
 			mu.Unlock()
 			return respond(503)(), nil
 		})
-		tr := NewTransport(m, WithRetries(3))
+		tr := NewTransport(m, WithRetry(retry.Policy{Max: 3}))
 		resp := mustGet(t, tr, mockURL)
 		assert.Equal(t, 503, resp.StatusCode, "the last response is returned when retries run out")
 		require.Len(t, at, 4)
@@ -138,9 +141,9 @@ func TestRetryDecision(t *testing.T) {
 		{"POST 503 is retried when the server says Stripe-Should-Retry: true", post, respond(503, "Stripe-Should-Retry", "true"), nil, 2},
 		{"GET is not retried when the server says x-should-retry: false", get, respond(429, "x-should-retry", "false"), nil, 1},
 		{"GET is not retried when the server says Stripe-Should-Retry: false", get, respond(503, "Stripe-Should-Retry", "False"), nil, 1},
-		{"POST 503 is retried when the policy says so", post, respond(503), []Option{WithRetryPolicy(retryEveryResponse)}, 2},
-		{"body without GetBody is never retried", req{method: http.MethodPut, body: "x", noGet: true}, respond(429, "X-Should-Retry", "true"), []Option{WithRetryPolicy(retryEveryResponse)}, 1},
-		{"WithRetries(0) disables retries", get, respond(429), []Option{WithRetries(0)}, 1},
+		{"POST 503 is retried when the policy says so", post, respond(503), []Option{WithRetry(retry.Policy{Check: retryEveryResponse})}, 2},
+		{"body without GetBody is never retried", req{method: http.MethodPut, body: "x", noGet: true}, respond(429, "X-Should-Retry", "true"), []Option{WithRetry(retry.Policy{Check: retryEveryResponse})}, 1},
+		{"WithRetry(retry.Policy{Max: retry.None}) disables retries", get, respond(429), []Option{WithRetry(retry.Policy{Max: retry.None})}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -251,7 +254,7 @@ func TestRequestBodyIsClosedOnEveryPath(t *testing.T) {
 
 func TestRequestBodyIsClosedWhenTheLimiterRefusesAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := NewTransport(newMock(respondInTurn(respond(429, "Retry-After", "60"), respond(200))), WithRetries(0), WithMaxWait(time.Second))
+		tr := NewTransport(newMock(respondInTurn(respond(429, "Retry-After", "60"), respond(200))), WithRetry(retry.Policy{Max: retry.None}), WithMaxWait(time.Second))
 		resp := mustGet(t, tr, mockURL) // the 429 pauses the endpoint for 60 s
 		require.Equal(t, 429, resp.StatusCode)
 		var bs spyBodies
@@ -408,7 +411,7 @@ func TestEveryAdmittedAttemptIsObservedExactlyOnce(t *testing.T) {
 		})
 		tr := NewTransport(m)
 		var attempts int
-		tr.observer = func(Attempt) { attempts++ }
+		tr.observer = func(observe.Attempt) { attempts++ }
 		for range 20 {
 			r, err := http.NewRequest(http.MethodGet, mockURL, nil)
 			require.NoError(t, err)
@@ -477,7 +480,7 @@ func TestOverloadRetriesStayWithinTheRetryBudget(t *testing.T) {
 		m := newMock(func(r *http.Request) (*http.Response, error) {
 			return respond(503, "X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "4000")(), nil
 		})
-		tr := NewTransport(m, WithRetries(3))
+		tr := NewTransport(m, WithRetry(retry.Policy{Max: 3}))
 		const calls = 200
 		for range calls {
 			resp := mustGet(t, tr, mockURL)

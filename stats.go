@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"time"
+
+	"github.com/pacer-go/pacer/observe"
 )
 
 // Stats is a snapshot of one rate-limited endpoint, for observability: an
@@ -16,30 +18,30 @@ type Stats struct {
 	// "scope#bucket" for a server-named bucket.
 	Key string
 
-	Limit       Limit     // current request rate; Inf when nothing limits it
-	Burst       int       // current request burst
-	Tokens      float64   // request tokens available now: 0 while callers are owed some or a pause holds, +Inf when unlimited
-	Waiting     int       // callers waiting in Acquire
-	InFlight    int       // admitted, not yet settled
-	Throttled   int64     // 429 and 503 responses (and 403s with an exhausted quota)
-	Requests    int64     // settled requests that got a response
-	PausedUntil time.Time // no request starts before this (Retry-After, or a spent quota's reset); zero when none
-	LastInfo    Info      // last non-empty Info observed
-	Mode        Mode      // ModeSlowStart, ModeHeaders, ModeProbing or ModeStatic
+	Limit       Limit        // current request rate; Inf when nothing limits it
+	Burst       int          // current request burst
+	Tokens      float64      // request tokens available now: 0 while callers are owed some or a pause holds, +Inf when unlimited
+	Waiting     int          // callers waiting in Acquire
+	InFlight    int          // admitted, not yet settled
+	Throttled   int64        // 429 and 503 responses (and 403s with an exhausted quota)
+	Requests    int64        // settled requests that got a response
+	PausedUntil time.Time    // no request starts before this (Retry-After, or a spent quota's reset); zero when none
+	LastInfo    Info         // last non-empty Info observed
+	Mode        observe.Mode // how the limit is decided: observe.ModeSlowStart, ModeHeaders, ModeProbing or ModeStatic
 
 	// Interactive and Batch break the waiting callers and the admitted
-	// requests down by class of work (see [Class]).
+	// requests down by class of work (see [work.Class]).
 	Interactive, Batch ClassStats
 
 	// Costs is, per quota the server counts in tokens, what a request with
-	// no stated cost (no [WithCost]) was learnt to cost from the quota's
+	// no stated cost (no [work.WithCost]) was learnt to cost from the quota's
 	// own figures; empty until one is learnt.
-	Costs []Cost
+	Costs []observe.Cost
 
 	// Counted by a Transport; zero in Adaptive.Stats.
 
 	// Retries counts attempts of this endpoint that were retried (throttled
-	// responses, or what a WithRetryPolicy policy asked to retry).
+	// responses, or what a [WithRetry] policy asked to retry).
 	Retries int64
 	// Refused counts requests refused at once with a [*RateLimitError].
 	Refused int64
@@ -93,33 +95,6 @@ func (h longWaitHook) report(lim *endpoint, method string, now time.Time) {
 	}
 }
 
-// Attempt describes one attempt of a request, for [WithObserver].
-type Attempt struct {
-	// Endpoint is the key of the limiter the attempt waited on: a pattern, a
-	// key, scheme://host, or "scope#bucket" for a server-named bucket.
-	Endpoint string
-	// Method is the request's method.
-	Method string
-	// Class is the request's class of work (see [WithClass]).
-	Class Class
-	// Retry is 0 for a request's first attempt and n for its n-th retry.
-	Retry int
-	// Wait is how long the attempt waited before being sent: the retry
-	// backoff, if any, plus the limiter's wait.
-	Wait time.Duration
-	// Latency is how long the base transport took to return; 0 when the
-	// attempt was not sent.
-	Latency time.Duration
-	// Status is the response's status code; 0 when there was no response.
-	Status int
-	// Throttled reports a response saying the rate limit was hit: a 429, a
-	// 503, or a 403 with an exhausted quota or a Retry-After.
-	Throttled bool
-	// Err is why there was no response: a [*RateLimitError] when the
-	// limiter refused at once, the context's error, or the base transport's.
-	Err error
-}
-
 // Stats returns a snapshot for observability. It has no side effects: it
 // reports the state as the last response or admission left it.
 func (a *Adaptive) Stats() Stats {
@@ -136,7 +111,7 @@ func (a *Adaptive) Stats() Stats {
 		st.PausedUntil = at
 	}
 	for _, c := range a.book.Costs(nil) {
-		st.Costs = append(st.Costs, Cost{Quota: c.Quota, Mean: c.Mean, Charged: c.Charged})
+		st.Costs = append(st.Costs, observe.Cost{Quota: c.Quota, Mean: c.Mean, Charged: c.Charged})
 	}
 	a.unlock()
 	st.Limit, st.Burst, st.Tokens = a.req.Limit(), a.req.Burst(), a.req.Tokens()
@@ -145,21 +120,6 @@ func (a *Adaptive) Stats() Stats {
 	st.Batch = ClassStats{Waiting: int(a.batchWaiting.Load()), Admitted: a.batchAdmits.Load()}
 	st.Interactive = ClassStats{Waiting: max(st.Waiting-st.Batch.Waiting, 0), Admitted: max(a.admissions.Load()-st.Batch.Admitted, 0)}
 	return st
-}
-
-// Cost is what a request with no stated cost takes of one token quota, as
-// learnt from the quota's figures: how far Remaining fell between responses
-// (plus what the quota says it refilled), less the stated costs of the
-// requests that had one, over the requests that had none.
-type Cost struct {
-	Quota string // the quota's name, as the server states it
-	// Mean is the learnt average cost of such a request, in tokens.
-	Mean float64
-	// Charged is what such a request is charged at admission: the mean
-	// plus a margin for the requests that cost more than most (two
-	// standard deviations of one request's cost). A response's figures
-	// true the charge up once it comes.
-	Charged float64
 }
 
 // lastInfoLocked is the Info of the last response that stated anything,

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/apisim"
+	"github.com/pacer-go/pacer/retry"
+	"github.com/pacer-go/pacer/work"
 )
 
 // tokenRun is what one token-quota run measured.
@@ -61,13 +63,13 @@ func (l tokenLoad) binds(cfg apisim.Config) (string, float64) {
 
 // runTokens runs workers callers for run against srv through a Transport,
 // each request using tokens as load says (the server is charged the
-// actual); hinted callers state the actual with WithCost.
+// actual); hinted callers state the actual with work.WithCost.
 func runTokens(t *testing.T, cfg apisim.Config, workers int, load tokenLoad, run time.Duration, hinted bool) tokenRun {
 	t.Helper()
 	var out tokenRun
 	synctest.Test(t, func(t *testing.T) {
 		srv := apisim.New(cfg)
-		tr := NewTransport(srv.Transport(), WithRetries(0))
+		tr := NewTransport(srv.Transport(), WithRetry(retry.Policy{Max: retry.None}))
 		client := &http.Client{Transport: tr}
 		ctx, cancel := context.WithCancel(context.Background())
 		start := time.Now()
@@ -82,7 +84,7 @@ func runTokens(t *testing.T, cfg apisim.Config, workers int, load tokenLoad, run
 					out := int(load.output * (0.5 + rng.Float64()))
 					rctx := ctx
 					if hinted {
-						rctx = WithCost(ctx, float64(cost))
+						rctx = work.WithCost(ctx, float64(cost))
 					}
 					req, _ := http.NewRequestWithContext(rctx, http.MethodPost, "http://api.test/v1/chat/completions", nil)
 					if load.total > 0 {

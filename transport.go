@@ -10,7 +10,11 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/header"
+	"github.com/pacer-go/pacer/internal/mark"
 	"github.com/pacer-go/pacer/internal/response"
+	"github.com/pacer-go/pacer/internal/retryrule"
+	"github.com/pacer-go/pacer/observe"
+	"github.com/pacer-go/pacer/work"
 )
 
 // Transport is an [http.RoundTripper] that keeps every request inside the
@@ -34,9 +38,9 @@ import (
 // A request waits for its limiter before it is sent, fails at once with a
 // [*RateLimitError] when that wait would pass its context's deadline or the
 // transport's MaxWait, and is retried (after a fresh wait) when the response
-// is a 429, a 503 or GitHub's 403 with an exhausted quota (or as
-// [WithRetryPolicy] decides), if it can be replayed safely (see
-// [WithRetries]).
+// is a 429, a 503 or GitHub's 403 with an exhausted quota (or as the
+// [WithRetry] policy decides), if it can be replayed safely (see package
+// retry).
 //
 // A Transport is safe for concurrent use. It never modifies a request, always
 // closes the request body, and leaves the response body to the caller, byte
@@ -59,13 +63,13 @@ type Transport struct {
 	mux          *http.ServeMux // nil without WithEndpoint
 	keyFunc      func(*http.Request) string
 	retries      int
-	retryPolicy  func(context.Context, *http.Response, error) (bool, error) // nil: DefaultRetryPolicy, without the context it needs
+	retryPolicy  func(context.Context, *http.Response, error) (bool, error) // nil: retry.DefaultCheck, without the context it needs
 	prepareRetry func(*http.Request) error
 	maxWait      time.Duration
 	maxDelay     time.Duration // the cap on a server's pauses: the longer of maxWait and DefaultMaxDelay
 	caps         header.Caps   // what a response's reading believes: waits up to maxDelay
 	logger       *slog.Logger
-	observer     func(Attempt)
+	observer     func(observe.Attempt)
 	longWait     longWaitHook
 	views        sync.Pool // *http.Request views for pattern matching
 }
@@ -142,7 +146,7 @@ var (
 
 // RoundTrip sends req once its endpoint's limiter admits it, and retries it
 // when the retry policy asks for it and the request can be retried (see
-// [WithRetries], [WithRetryPolicy]). It implements [http.RoundTripper].
+// [WithRetry]). It implements [http.RoundTripper].
 //
 // It returns a [*RateLimitError] without sending, and without sleeping, when
 // a wait would exceed the transport's MaxWait or pass req's context
@@ -158,8 +162,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// Field by field (see response.Read for why not whole values).
 	var rt roundTrip
 	rt.t, rt.req, rt.ctx = t, req, req.Context()
-	m := marksOf(rt.ctx)
-	rt.cost, rt.class, rt.probe = m.cost, m.class, m.probe
+	m := mark.Of(rt.ctx)
+	rt.cost, rt.class = m.Cost, work.Class(m.Class)
+	rt.probe, _ = m.Probe.(*sendProbe)
 	rt.u.method, rt.u.scheme, rt.u.host, rt.u.path = req.Method, req.URL.Scheme, req.URL.Host, req.URL.Path // partsOf, in place
 	if t.observer != nil {
 		rt.waitFrom = time.Now()
@@ -192,7 +197,7 @@ type roundTrip struct {
 	req      *http.Request // the caller's: sent by the first attempt, cloned by retries, never modified
 	ctx      context.Context
 	cost     float64
-	class    Class
+	class    work.Class
 	probe    *sendProbe // an adaptive Executor's call, told when each attempt goes; nil if none
 	u        urlParts
 	n        int           // the attempt: 0 for the first, n for the n-th retry
@@ -434,7 +439,7 @@ func (rt *roundTrip) settle(a *attemptState) {
 	if t.observer == nil {
 		return
 	}
-	at := Attempt{Endpoint: a.key, Method: rt.req.Method, Class: rt.class, Retry: rt.n, Err: a.err, Wait: elapsedSince(rt.waitFrom)}
+	at := observe.Attempt{Endpoint: a.key, Method: rt.req.Method, Class: rt.class, Retry: rt.n, Err: a.err, Wait: elapsedSince(rt.waitFrom)}
 	if a.sent && !a.sentAt.IsZero() {
 		at.Wait = a.sentAt.Sub(rt.waitFrom)
 		at.Latency = time.Since(a.sentAt)
@@ -486,47 +491,19 @@ func closeRequestBody(req *http.Request) {
 	}
 }
 
-// marks is what a context says of the requests made with it: their cost
-// and their class. One value under one key, so that a request's every
-// mark is found with one lookup.
-type marks struct {
-	cost    float64
-	class   Class
-	classed bool       // class was set (WithClass), not left Interactive by default
-	probe   *sendProbe // set by an adaptive Executor: see sendProbe
-}
-
-type marksKey struct{}
-
-func marksOf(ctx context.Context) marks {
-	m, _ := ctx.Value(marksKey{}).(marks)
-	return m
-}
-
 // The decide step: whether a settled attempt is retried, and when. It is
 // the Transport's own loop (the policy it asks, and what it may replay, are
 // in retry.go), so a request's path ends in the file it began in.
 
-// verdict is the Transport's reading of a response, handed to
-// DefaultRetryPolicy through the context of a user's policy so that both
-// judge the response alike.
-type verdict struct {
-	req       *http.Request // the caller's, whatever the base transport put in resp.Request
-	resp      *http.Response
-	throttled bool
-}
-
-type verdictKey struct{}
-
 // checkRetry asks the retry policy about a sent attempt.
 func (rt *roundTrip) checkRetry(a *attemptState) (bool, error) {
 	if rt.t.retryPolicy == nil {
-		// DefaultRetryPolicy, without a context to carry the verdict.
-		return a.resp != nil && retryThrottled(rt.req, a.resp, a.read.Throttled), nil
+		// retry.DefaultCheck, without a context to carry the verdict.
+		return a.resp != nil && retryrule.Retry(rt.req, a.resp, a.read.Throttled), nil
 	}
 	ctx := rt.ctx
 	if a.resp != nil {
-		ctx = context.WithValue(ctx, verdictKey{}, verdict{req: rt.req, resp: a.resp, throttled: a.read.Throttled})
+		ctx = retryrule.WithVerdict(ctx, retryrule.Verdict{Req: rt.req, Resp: a.resp, Throttled: a.read.Throttled})
 	}
 	return rt.t.retryPolicy(ctx, a.resp, a.err)
 }
@@ -599,23 +576,6 @@ func (t *Transport) tooLate(ctx context.Context, key string, at, now time.Time, 
 		return &RateLimitError{Endpoint: key, RetryAt: at, Info: info, Err: context.DeadlineExceeded}
 	}
 	return nil
-}
-
-// retryThrottled is DefaultRetryPolicy's decision on a response the
-// Transport has read, to req (nil: unknown, judged not idempotent): retry a
-// throttled one unless the server says not to, and a request that may not
-// be sent twice only when the server did not act on it.
-func retryThrottled(req *http.Request, resp *http.Response, throttled bool) bool {
-	if !throttled {
-		return false
-	}
-	switch serverSays(resp) {
-	case serverSaysNo:
-		return false
-	case serverSaysYes:
-		return true
-	}
-	return (req != nil && idempotent(req)) || refusedUnacted(resp.StatusCode)
 }
 
 // retryBudget bounds the retries of shed requests (overloaded) to a share

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/internal/apisim"
+	"github.com/pacer-go/pacer/retry"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -75,7 +76,7 @@ func TestTransportsSharingAStoreShareOneQuota(t *testing.T) {
 				mem := store.NewMemory()
 				var transports []*pacer.Transport
 				for range 4 {
-					opts := []pacer.Option{pacer.WithRetries(0)}
+					opts := []pacer.Option{pacer.WithRetry(retry.Policy{Max: retry.None})}
 					if shared {
 						opts = append(opts, pacer.WithStore(mem))
 					}

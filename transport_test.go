@@ -15,9 +15,13 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/pacer-go/pacer/internal/apisim"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-go/pacer/internal/apisim"
+	"github.com/pacer-go/pacer/observe"
+	"github.com/pacer-go/pacer/retry"
+	"github.com/pacer-go/pacer/work"
 )
 
 func TestInvalidOptionsPanicNamingTheOption(t *testing.T) {
@@ -33,7 +37,6 @@ func TestInvalidOptionsPanicNamingTheOption(t *testing.T) {
 		{`WithEndpoint("/x"): negative burst -2`, func() Option { return WithEndpoint("/x", 1, -2) }},
 		{"WithKeyFunc(nil)", func() Option { return WithKeyFunc(nil) }},
 		{"WithMaxWait(-1s)", func() Option { return WithMaxWait(-time.Second) }},
-		{"WithRetries(-1)", func() Option { return WithRetries(-1) }},
 		{"WithMaxEndpoints(0)", func() Option { return WithMaxEndpoints(0) }},
 		{"WithObserver(nil)", func() Option { return WithObserver(nil) }},
 		{"WithStore(nil)", func() Option { return WithStore(nil) }},
@@ -98,37 +101,27 @@ func TestCloseIdleConnectionsIsForwardedToTheBase(t *testing.T) {
 	NewTransport(okTransport{}).CloseIdleConnections() // a base without the method is fine
 }
 
-func TestWithCostCarriesANonNegativeCost(t *testing.T) {
-	ctx := context.Background()
-	assert.Zero(t, marksOf(ctx).cost)
-	assert.Equal(t, 1500.0, marksOf(WithCost(ctx, 1500)).cost)
-	assert.Zero(t, marksOf(WithCost(ctx, -3)).cost)
-	assert.Zero(t, marksOf(WithCost(ctx, math.NaN())).cost)
-	assert.Equal(t, 1500.0, marksOf(WithClass(WithCost(ctx, 1500), Batch)).cost, "a class keeps the cost")
-	assert.Equal(t, Batch, ClassOf(WithCost(WithClass(ctx, Batch), 1500)), "a cost keeps the class")
-}
-
 func TestObserverSeesEveryAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
-		var got []Attempt
+		var got []observe.Attempt
 		m := newMock(respondInTurn(respond(429, "Retry-After", "3"), respond(200)))
-		tr := NewTransport(m, WithObserver(func(a Attempt) {
+		tr := NewTransport(m, WithObserver(func(a observe.Attempt) {
 			mu.Lock()
 			got = append(got, a)
 			mu.Unlock()
 		}), WithMaxWait(time.Minute))
 		mustGet(t, tr, mockURL)
 		require.Len(t, got, 2)
-		assert.Equal(t, Attempt{Endpoint: "https://api.example.com", Method: "GET", Status: 429, Throttled: true}, got[0])
+		assert.Equal(t, observe.Attempt{Endpoint: "https://api.example.com", Method: "GET", Status: 429, Throttled: true}, got[0])
 		assert.GreaterOrEqual(t, got[1].Wait, 3*time.Second, "the retry waited Retry-After")
 		assert.Less(t, got[1].Wait, 5*time.Second)
 		got[1].Wait = 0
-		assert.Equal(t, Attempt{Endpoint: "https://api.example.com", Method: "GET", Retry: 1, Status: 200}, got[1])
+		assert.Equal(t, observe.Attempt{Endpoint: "https://api.example.com", Method: "GET", Retry: 1, Status: 200}, got[1])
 
 		got = nil
 		m2 := newMock(respondInTurn(respond(429, "Retry-After", "600")))
-		tr2 := NewTransport(m2, WithRetries(0), WithMaxWait(time.Minute), WithObserver(func(a Attempt) { got = append(got, a) }))
+		tr2 := NewTransport(m2, WithRetry(retry.Policy{Max: retry.None}), WithMaxWait(time.Minute), WithObserver(func(a observe.Attempt) { got = append(got, a) }))
 		mustGet(t, tr2, mockURL)
 		r, _ := http.NewRequest(http.MethodGet, mockURL, nil)
 		_, err := tr2.RoundTrip(r)
@@ -387,7 +380,7 @@ func TestSlowStartBoundsWhatAFanOutOntoAnExhaustedQuotaCosts(t *testing.T) {
 func TestEndpointPausedByItsServerSurvivesIdleEviction(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newMock(respondInTurn(respond(429, "Retry-After", "3600"), respond(200)))
-		tr := NewTransport(m, WithRetries(0), WithMaxWait(time.Second))
+		tr := NewTransport(m, WithRetry(retry.Policy{Max: retry.None}), WithMaxWait(time.Second))
 		mustGet(t, tr, mockURL)
 		time.Sleep(idleTTL + time.Minute)
 		mustGet(t, tr, "https://other.example.com/") // runs the sweep
@@ -406,7 +399,7 @@ func TestEndpointPausedByItsServerSurvivesIdleEviction(t *testing.T) {
 func TestWaitBeyondTheContextDeadlineFailsAtOnceWithoutSending(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newMock(respondInTurn(respond(429, "Retry-After", "30"), respond(200)))
-		tr := NewTransport(m, WithRetries(0))
+		tr := NewTransport(m, WithRetry(retry.Policy{Max: retry.None}))
 		mustGet(t, tr, mockURL) // pauses the endpoint for 30 s
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -443,7 +436,7 @@ func TestMaxWaitBoundsTheCallerNotTheServersPause(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				m := newMock(respondInTurn(respond(429, "Retry-After", tc.retryAfter), respond(200)))
-				opts := []Option{WithRetries(0)}
+				opts := []Option{WithRetry(retry.Policy{Max: retry.None})}
 				if tc.maxWait > 0 {
 					opts = append(opts, WithMaxWait(tc.maxWait))
 				}
@@ -468,8 +461,9 @@ func TestMaxWaitBoundsTheCallerNotTheServersPause(t *testing.T) {
 }
 
 // TestCostHintsKeepATokenQuotaFromBeingOverrun sends LLM-style requests
-// whose token quota binds long before the request quota: with WithCost the
-// limiter holds each request until the quota can cover it.
+// whose token quota binds long before the request quota: with
+// work.WithCost the limiter holds each request until the quota can cover
+// it.
 func TestCostHintsKeepATokenQuotaFromBeingOverrun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		api := apisim.New(apisim.Config{Style: apisim.StyleOpenAI, Limit: 1000, TokenLimit: 20000, Window: time.Minute})
@@ -479,7 +473,7 @@ func TestCostHintsKeepATokenQuotaFromBeingOverrun(t *testing.T) {
 		for range 4 {
 			wg.Go(func() {
 				for range 20 {
-					ctx := WithCost(context.Background(), 1000)
+					ctx := work.WithCost(context.Background(), 1000)
 					r, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.openai.test/v1/chat/completions", bytes.NewReader([]byte("{}")))
 					r.Header.Set(apisim.TokensHeader, "1000")
 					resp, err := tr.RoundTrip(r)
@@ -504,7 +498,7 @@ func TestCostHintsKeepATokenQuotaFromBeingOverrun(t *testing.T) {
 func TestClientTimeoutIsADeadlineTheLimiterRespects(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newMock(respondInTurn(respond(429, "Retry-After", "60"), respond(200)))
-		client := &http.Client{Transport: NewTransport(m, WithRetries(0)), Timeout: 5 * time.Second}
+		client := &http.Client{Transport: NewTransport(m, WithRetry(retry.Policy{Max: retry.None})), Timeout: 5 * time.Second}
 		resp, err := client.Get(mockURL)
 		require.NoError(t, err)
 		resp.Body.Close()
@@ -526,7 +520,7 @@ func TestRouteTheServerMovesToAnotherBucketFollowsIt(t *testing.T) {
 			respond(429, "X-RateLimit-Bucket", "y", "Retry-After", "30"),
 			respond(200, "X-RateLimit-Bucket", "y"),
 		))
-		tr := NewTransport(m, WithRetries(0), WithMaxWait(time.Second))
+		tr := NewTransport(m, WithRetry(retry.Policy{Max: retry.None}), WithMaxWait(time.Second))
 		mustGet(t, tr, mockURL) // through the host's limiter: reveals x
 		mustGet(t, tr, mockURL) // through x's
 		resp := mustGet(t, tr, mockURL)

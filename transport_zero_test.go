@@ -11,11 +11,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pacer-go/pacer/observe"
 )
 
 // The zero Transport works as NewTransport(nil) does, like the zero
 // http.Client: it sends through http.DefaultTransport, learns limits from
-// headers, retries a 429 (DefaultRetries) and is safe to start using from
+// headers, retries a 429 (retry.DefaultMax) and is safe to start using from
 // many goroutines at once.
 func TestZeroTransportIsUsable(t *testing.T) {
 	var n atomic.Int32
@@ -58,7 +60,7 @@ func TestZeroTransportIsUsable(t *testing.T) {
 	require.Len(t, st, 1)
 	assert.Equal(t, "http://"+srv.Listener.Addr().String(), st[0].Key)
 	assert.EqualValues(t, 1, st[0].Retries)
-	assert.Equal(t, ModeHeaders, st[0].Mode, "the limit was learnt from the headers")
+	assert.Equal(t, observe.ModeHeaders, st[0].Mode, "the limit was learnt from the headers")
 	assert.EqualValues(t, 5, st[0].Requests)
 	assert.Equal(t, 30*time.Second, tr.Backoff(time.Second, 0, 10, nil), "Backoff's cap")
 }

@@ -9,7 +9,9 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/retry"
 )
 
 // anthropicClient is the SDK on pacer, with sdkRetries of the SDK's own
@@ -139,7 +141,7 @@ func TestAnthropicStorm(t *testing.T) {
 				if sc.sdkRetries == 0 && s.requests > n+retries(tr) {
 					t.Errorf("%d server requests > %d calls + %d pacer retries", s.requests, n, retries(tr))
 				}
-				if sc.sdkRetries != 0 && s.requests <= n*(1+pacer.DefaultRetries) {
+				if sc.sdkRetries != 0 && s.requests <= n*(1+retry.DefaultMax) {
 					t.Errorf("SDK retries on: %d server requests for %d calls, no multiplication; update the README", s.requests, n)
 				}
 			})

@@ -14,7 +14,7 @@
 //     usually bind, and pacer learns what a call costs each of them from
 //     the quota's own response headers (x-ratelimit-*-tokens,
 //     anthropic-ratelimit-*-tokens; Stats.Costs shows what it learnt), so
-//     calls need no pacer.WithCost; WithCost remains an override for a
+//     calls need no work.WithCost; WithCost remains an override for a
 //     caller who knows a call's cost. The first minute of a saturated job
 //     is spent learning: some 429s, which pacer retries (with 16 or more
 //     calls at once on Anthropic, a few calls ran out of retries). After it
@@ -41,8 +41,8 @@
 //     deadline (or pacer.WithMaxWait): with an exhausted quota pacer waits
 //     until the reset, up to an hour on GitHub, where go-github alone fails
 //     at once.
-//   - go-retryablehttp: pacer.WithRetries(0), Client.Backoff = Transport.Backoff
-//     and Client.CheckRetry = CheckRetry(nil), so retryablehttp is the one
-//     layer that retries, waits what pacer knows, and does not retry
-//     pacer's refusals.
+//   - go-retryablehttp: pacer.WithRetry(retry.Policy{Max: retry.None}),
+//     Client.Backoff = Transport.Backoff and Client.CheckRetry =
+//     CheckRetry(nil), so retryablehttp is the one layer that retries,
+//     waits what pacer knows, and does not retry pacer's refusals.
 package integrations

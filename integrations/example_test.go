@@ -17,8 +17,10 @@ import (
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/integrations"
+	"github.com/pacer-go/pacer/retry"
 )
 
 // The examples run against a local fake of the provider with a quota of 10
@@ -64,7 +66,7 @@ func runExample(f *fake, call func(ctx context.Context) error) {
 // is safe to replay), and no cost stated. Against the real API the token
 // quota usually binds: pacer learns what a call costs it from the
 // x-ratelimit-*-tokens headers of the responses (Stats.Costs shows what it
-// learnt), so the calls need no pacer.WithCost. WithCost(ctx, n), which
+// learnt), so the calls need no work.WithCost. WithCost(ctx, n), which
 // reaches the Transport through the SDK's context, overrides the learnt
 // cost for a caller who knows it (prompt plus max_completion_tokens is what
 // OpenAI counts).
@@ -165,7 +167,7 @@ func ExampleCheckRetry() {
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 
-	tr := pacer.NewTransport(nil, pacer.WithRetries(0))
+	tr := pacer.NewTransport(nil, pacer.WithRetry(retry.Policy{Max: retry.None}))
 	client := retryablehttp.NewClient()
 	client.Logger = nil
 	client.HTTPClient = &http.Client{Transport: tr}

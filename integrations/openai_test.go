@@ -10,7 +10,9 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/retry"
 )
 
 // maxTokens is the max_completion_tokens (max_tokens) of most tests' calls.
@@ -181,8 +183,8 @@ func TestOpenAIStorm(t *testing.T) {
 		sdkRetries int
 		bound      int // server requests per call at most
 	}{
-		{"storm + x-should-retry: true, recommended", 0, 1 + pacer.DefaultRetries},
-		{"storm + x-should-retry: true, SDK default retries (2)", -1, (1 + 2) * (1 + pacer.DefaultRetries)},
+		{"storm + x-should-retry: true, recommended", 0, 1 + retry.DefaultMax},
+		{"storm + x-should-retry: true, SDK default retries (2)", -1, (1 + 2) * (1 + retry.DefaultMax)},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -200,7 +202,7 @@ func TestOpenAIStorm(t *testing.T) {
 				if sc.sdkRetries == 0 && s.requests > n+retries(tr) {
 					t.Errorf("%d server requests > %d calls + %d pacer retries", s.requests, n, retries(tr))
 				}
-				if sc.sdkRetries != 0 && s.requests <= n*(1+pacer.DefaultRetries) {
+				if sc.sdkRetries != 0 && s.requests <= n*(1+retry.DefaultMax) {
 					t.Errorf("SDK retries on: %d server requests for %d calls, no multiplication; the measured behaviour changed, update the README", s.requests, n)
 				}
 			})

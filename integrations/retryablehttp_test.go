@@ -11,13 +11,15 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/integrations"
+	"github.com/pacer-go/pacer/retry"
 )
 
 // retryableClient is go-retryablehttp on tr. recommended sets the package's
 // setup: Backoff from pacer and CheckRetry that lets refusals through (tr must
-// have WithRetries(0) so only retryablehttp retries).
+// have retries off (retry.None) so only retryablehttp retries).
 func retryableClient(tr *pacer.Transport, recommended bool) *retryablehttp.Client {
 	c := retryablehttp.NewClient()
 	c.Logger = nil
@@ -53,12 +55,12 @@ func getItemFrom(ctx context.Context, c *retryablehttp.Client, base string, n in
 func TestRetryableHTTPFanOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fake{provider: generic, limit: limit, window: window, latency: latency}
-		tr := pacer.NewTransport(inMemory{f}, pacer.WithRetries(0))
+		tr := pacer.NewTransport(inMemory{f}, pacer.WithRetry(retry.Policy{Max: retry.None}))
 		c := retryableClient(tr, true)
 		o := fanOut(calls, workers, func(i int) error { return getItem(background(), c, i) })
 		s := f.stats()
 		min := quotaMinimum(calls, limit, window)
-		record(t, row{sdk: "go-retryablehttp", scenario: "recommended: pacer WithRetries(0), Backoff, CheckRetry", calls: calls,
+		record(t, row{sdk: "go-retryablehttp", scenario: "recommended: pacer retry.None, Backoff, CheckRetry", calls: calls,
 			requests: s.requests, throttled: s.throttled, errs: o.errs, refusals: o.refusals, pacerRetries: retries(tr),
 			elapsed: o.elapsed, slowest: o.slowest, ratio: float64(o.elapsed) / float64(min)})
 		// retryablehttp's retries are not pacer's: none may happen either.
@@ -78,7 +80,7 @@ func TestRetryableHTTPRefusal(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				f := &fake{provider: generic, limit: 20, window: 4 * time.Second, latency: latency}
-				tr := pacer.NewTransport(inMemory{f}, pacer.WithRetries(0), pacer.WithMaxWait(300*time.Millisecond))
+				tr := pacer.NewTransport(inMemory{f}, pacer.WithRetry(retry.Policy{Max: retry.None}), pacer.WithMaxWait(300*time.Millisecond))
 				c := retryableClient(tr, sc.recommended)
 				o := fanOut(60, workers, func(i int) error { return getItem(background(), c, i) })
 				s := f.stats()
@@ -102,7 +104,7 @@ func TestRetryableHTTPDeadline(t *testing.T) {
 	for _, recommended := range []bool{true, false} {
 		synctest.Test(t, func(t *testing.T) {
 			f := &fake{provider: generic, limit: 1, window: 4 * time.Second, latency: latency}
-			tr := pacer.NewTransport(inMemory{f}, pacer.WithRetries(0))
+			tr := pacer.NewTransport(inMemory{f}, pacer.WithRetry(retry.Policy{Max: retry.None}))
 			c := retryableClient(tr, recommended)
 			if err := getItem(background(), c, 0); err != nil {
 				t.Fatal(err)
@@ -131,23 +133,23 @@ func TestRetryableHTTPStorm(t *testing.T) {
 		name         string
 		pacerRetries int
 	}{
-		{"storm, recommended (pacer WithRetries(0))", 0},
-		{"storm, pacer default retries (3) under retryablehttp's 4", pacer.DefaultRetries},
+		{"storm, recommended (pacer retry.None)", retry.None},
+		{"storm, pacer default retries (3) under retryablehttp's 4", retry.DefaultMax},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				f := &fake{provider: generic, limit: limit, window: window, latency: latency, storm: time.Minute}
-				tr := pacer.NewTransport(inMemory{f}, pacer.WithRetries(sc.pacerRetries))
+				tr := pacer.NewTransport(inMemory{f}, pacer.WithRetry(retry.Policy{Max: sc.pacerRetries}))
 				c := retryableClient(tr, true)
 				const n = 4
 				o := fanOut(n, n, func(i int) error { return getItem(background(), c, i) })
 				s := f.stats()
 				record(t, row{sdk: "go-retryablehttp", scenario: sc.name, calls: n, requests: s.requests, throttled: s.throttled,
 					errs: o.errs, refusals: o.refusals, pacerRetries: retries(tr), elapsed: o.elapsed, slowest: o.slowest})
-				if bound := n * (1 + c.RetryMax); sc.pacerRetries == 0 && s.requests > bound {
+				if bound := n * (1 + c.RetryMax); sc.pacerRetries == retry.None && s.requests > bound {
 					t.Errorf("%d server requests for %d calls; want ≤ %d (1 + RetryMax each)", s.requests, n, bound)
 				}
-				if bound := n * (1 + c.RetryMax); sc.pacerRetries != 0 && s.requests <= bound {
+				if bound := n * (1 + c.RetryMax); sc.pacerRetries != retry.None && s.requests <= bound {
 					t.Errorf("two layers: %d server requests, no multiplication; update the README", s.requests)
 				}
 			})

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/observe"
+	"github.com/pacer-go/pacer/work"
 )
 
 // The LLM SDKs saturating a token quota: workers call again as soon as a
@@ -61,7 +63,7 @@ type saturated struct {
 	late, late429   int           // requests after the first minute, and those answered 429
 	goodput         float64       // binding token quota's tokens used after the first minute ÷ its capacity then
 	goodputAll      float64       // the same over the whole run (the first minute's full bucket included)
-	costs           []pacer.Cost
+	costs           []observe.Cost
 }
 
 func (r saturated) String() string {
@@ -190,7 +192,7 @@ func TestTokenQuotaSaturated(t *testing.T) {
 					call = func(ctx context.Context, i int) error {
 						j := variedJob(i)
 						if sc.withCost {
-							ctx = pacer.WithCost(ctx, float64(j.cost()))
+							ctx = work.WithCost(ctx, float64(j.cost()))
 						}
 						return chatJob(ctx, c, j)
 					}

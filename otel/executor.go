@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/observe"
 )
 
 // The Executor's metrics, observed by [Observer.WatchExecutor].
@@ -22,7 +23,7 @@ const (
 	AttrAdaptive = attribute.Key("pacer.executor.adaptive")
 	// AttrBoundReason is why the bound moved: "headroom" (it rose),
 	// "latency", "overload", "quota" or "rate" (it fell), "probe" (a dip
-	// to read the latency floor again, and the return); see pacer.BoundReason.
+	// to read the latency floor again, and the return); see observe.BoundReason.
 	AttrBoundReason = attribute.Key("pacer.bound.reason")
 )
 
@@ -73,12 +74,12 @@ func (o *Observer) WatchExecutor(e *pacer.Executor, attrs ...attribute.KeyValue)
 	}
 	adaptive, fixed := with(AttrAdaptive.Bool(true)), with(AttrAdaptive.Bool(false))
 	reasons := [...]metric.ObserveOption{
-		with(AttrBoundReason.String(pacer.BoundHeadroom.String())),
-		with(AttrBoundReason.String(pacer.BoundLatency.String())),
-		with(AttrBoundReason.String(pacer.BoundOverload.String())),
-		with(AttrBoundReason.String(pacer.BoundQuota.String())),
-		with(AttrBoundReason.String(pacer.BoundRate.String())),
-		with(AttrBoundReason.String(pacer.BoundProbe.String())),
+		with(AttrBoundReason.String(observe.BoundHeadroom.String())),
+		with(AttrBoundReason.String(observe.BoundLatency.String())),
+		with(AttrBoundReason.String(observe.BoundOverload.String())),
+		with(AttrBoundReason.String(observe.BoundQuota.String())),
+		with(AttrBoundReason.String(observe.BoundRate.String())),
+		with(AttrBoundReason.String(observe.BoundProbe.String())),
 	}
 	reg, err := o.meter.RegisterCallback(func(_ context.Context, obs metric.Observer) error {
 		s := e.Stats()

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/observe"
 )
 
 // ScopeName is the instrumentation scope to name the Meter after:
@@ -39,7 +40,7 @@ const (
 	AttrEndpoint   = attribute.Key("pacer.endpoint")
 	AttrWaitResult = attribute.Key("pacer.wait.result")
 	AttrQuotaName  = attribute.Key("pacer.quota.name")
-	// AttrClass is a request's class of work (pacer.Class: "interactive",
+	// AttrClass is a request's class of work (work.Class: "interactive",
 	// "batch"), on every per-attempt instrument.
 	AttrClass = attribute.Key("pacer.class")
 	// The HTTP semantic conventions' keys, spelt here so that this module
@@ -194,7 +195,7 @@ func NewObserver(meter metric.Meter, opts ...Option) (*Observer, error) {
 // the request's goroutine and only adds to instruments, without allocating:
 // an attribute combination is built once, under a short lock, the first
 // time it is seen, and read lock-free after that.
-func (o *Observer) Record(a pacer.Attempt) {
+func (o *Observer) Record(a observe.Attempt) {
 	ctx := context.Background()
 	method := normalizeMethod(a.Method)
 	class := a.Class.String()
@@ -223,8 +224,8 @@ func (o *Observer) Record(a pacer.Attempt) {
 			o.throttled.Add(ctx, 1, attrs...)
 		}
 	case a.Err != nil && !canceled:
-		// The base transport failed. Attempt does not say whether an error
-		// came from the base transport or from before sending: a context
+		// The base transport failed. observe.Attempt does not say whether an
+		// error came from the base transport or from before sending: a context
 		// error with no time spent sending is taken for a canceled wait, and
 		// a replayed body's GetBody failing (rare) counts as sent.
 		o.requests.Add(ctx, 1, o.opts(setKey{endpoint: a.Endpoint, class: class, method: method, errType: errorType(a.Err)}).add...)

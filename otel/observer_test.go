@@ -15,7 +15,10 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/observe"
 	pacerotel "github.com/pacer-go/pacer/otel"
+	"github.com/pacer-go/pacer/retry"
+	"github.com/pacer-go/pacer/work"
 )
 
 const endpoint = "https://api.test"
@@ -149,7 +152,7 @@ func TestCountsRefusalsAndCanceledWaits(t *testing.T) {
 		base := &responder{fn: func(_ int64, req *http.Request) (*http.Response, error) {
 			return reply(req, http.StatusTooManyRequests, "Retry-After", "30"), nil
 		}}
-		tr := pacer.NewTransport(base, pacer.WithObserver(h.obs.Record), pacer.WithRetries(0))
+		tr := pacer.NewTransport(base, pacer.WithObserver(h.obs.Record), pacer.WithRetry(retry.Policy{Max: retry.None}))
 		client := &http.Client{Transport: tr}
 
 		resp, err := get(t, client, t.Context())
@@ -237,7 +240,7 @@ func TestNormalizesMethodsAndAddsStaticAttributes(t *testing.T) {
 		for _, m := range []string{"PROPFIND", "PATCH", "BREW"} {
 			ctx := t.Context()
 			if m == "BREW" {
-				ctx = pacer.WithClass(ctx, pacer.Batch) // its own series
+				ctx = work.WithClass(ctx, work.Batch) // its own series
 			}
 			req, err := http.NewRequestWithContext(ctx, m, endpoint+"/x", nil)
 			require.NoError(t, err)
@@ -271,7 +274,7 @@ func TestRecordDoesNotAllocateOnceWarm(t *testing.T) {
 		t.Skip("coverage instrumentation allocates")
 	}
 	h := newHarness(t)
-	a := pacer.Attempt{Endpoint: endpoint, Method: http.MethodGet, Retry: 1, Wait: time.Second,
+	a := observe.Attempt{Endpoint: endpoint, Method: http.MethodGet, Retry: 1, Wait: time.Second,
 		Latency: time.Millisecond, Status: http.StatusTooManyRequests, Throttled: true}
 	h.obs.Record(a)
 	assert.Zero(t, testing.AllocsPerRun(100, func() { h.obs.Record(a) }))
@@ -279,7 +282,7 @@ func TestRecordDoesNotAllocateOnceWarm(t *testing.T) {
 
 func BenchmarkRecord(b *testing.B) {
 	h := newHarness(b)
-	a := pacer.Attempt{Endpoint: endpoint, Method: http.MethodGet, Wait: time.Millisecond,
+	a := observe.Attempt{Endpoint: endpoint, Method: http.MethodGet, Wait: time.Millisecond,
 		Latency: time.Millisecond, Status: http.StatusOK}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {

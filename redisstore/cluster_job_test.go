@@ -20,6 +20,7 @@ import (
 	"github.com/pacer-go/pacer/internal/apisim"
 	"github.com/pacer-go/pacer/redisstore"
 	"github.com/pacer-go/pacer/redisstore/internal/redistest"
+	"github.com/pacer-go/pacer/retry"
 )
 
 // The job of TestAFleetJobLosesLittleWhenAMasterDies: four members (each
@@ -155,7 +156,7 @@ func runKillJob(t *testing.T, c *redistest.Cluster, mode redisstore.FailureMode,
 			redisstore.WithTimeout(500*time.Millisecond), redisstore.WithProbeInterval(50*time.Millisecond))
 		tr := &http.Transport{MaxIdleConnsPerHost: killWorkers}
 		defer tr.CloseIdleConnections()
-		clients[i] = &http.Client{Transport: pacer.NewTransport(tr, pacer.WithStore(stores[i]), pacer.WithRetries(0))}
+		clients[i] = &http.Client{Transport: pacer.NewTransport(tr, pacer.WithStore(stores[i]), pacer.WithRetry(retry.Policy{Max: retry.None}))}
 	}
 	defer func() {
 		for _, s := range stores {

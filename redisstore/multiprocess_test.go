@@ -26,6 +26,7 @@ import (
 	"github.com/pacer-go/pacer/internal/apisim"
 	"github.com/pacer-go/pacer/redisstore"
 	"github.com/pacer-go/pacer/redisstore/internal/redistest"
+	"github.com/pacer-go/pacer/retry"
 )
 
 // The multi-process tests re-execute this test binary: the children run
@@ -290,7 +291,7 @@ func TestMultiProcessChild(t *testing.T) {
 	workers, err := strconv.Atoi(os.Getenv(envWorkers))
 	require.NoError(t, err)
 
-	opts := []pacer.Option{pacer.WithRetries(0)}
+	opts := []pacer.Option{pacer.WithRetry(retry.Policy{Max: retry.None})}
 	var store *redisstore.Store
 	if mode == "shared" {
 		rdb := redis.NewClient(&redis.Options{Addr: os.Getenv(envRedis), ContextTimeoutEnabled: true})

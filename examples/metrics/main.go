@@ -1,6 +1,6 @@
 // Command metrics wires pacer's observer hook and Stats to a metrics system.
 //
-// pacer's core has no metrics dependency: WithObserver hands you one Attempt
+// pacer's core has no metrics dependency: WithObserver hands you one observe.Attempt
 // per request attempt, and Transport.Stats a snapshot per endpoint. This
 // program publishes both with the standard library's expvar (served at
 // /debug/vars by any server on http.DefaultServeMux) and prints them after
@@ -28,6 +28,7 @@ import (
 
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/internal/apisim"
+	"github.com/pacer-go/pacer/observe"
 )
 
 // Metrics, keyed by endpoint (and status). The Prometheus equivalents:
@@ -49,7 +50,7 @@ var (
 	latency   = expvar.NewMap("pacer_latency_seconds") // endpoint → total time in the base transport
 )
 
-// observe is the observer hook. It runs on the request's goroutine after
+// record is the observer hook. It runs on the request's goroutine after
 // every attempt, so it only updates counters. With Prometheus:
 //
 //	attempts.WithLabelValues(a.Endpoint, strconv.Itoa(a.Status), strconv.Itoa(a.Retry)).Inc()
@@ -60,7 +61,7 @@ var (
 //	attempts.Add(ctx, 1, metric.WithAttributes(attribute.String("endpoint", a.Endpoint),
 //		attribute.Int("http.response.status_code", a.Status)))
 //	waits.Record(ctx, a.Wait.Seconds(), metric.WithAttributes(attribute.String("endpoint", a.Endpoint)))
-func observe(a pacer.Attempt) {
+func record(a observe.Attempt) {
 	status := strconv.Itoa(a.Status)
 	if a.Err != nil {
 		status = "error"
@@ -115,7 +116,7 @@ func run(w io.Writer) error {
 	srv := httptest.NewServer(api)
 	defer srv.Close()
 
-	tr := pacer.NewTransport(nil, pacer.WithObserver(observe))
+	tr := pacer.NewTransport(nil, pacer.WithObserver(record))
 	transport.Store(tr)
 
 	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}

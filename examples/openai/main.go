@@ -7,7 +7,7 @@
 // the x-ratelimit-* headers, learns what a completion costs the token quota
 // from how its remaining tokens fall, and holds a request back until the
 // token quota can cover it, instead of sending it into a 429. (A caller
-// that knows a request's cost can state it with pacer.WithCost.)
+// that knows a request's cost can state it with work.WithCost.)
 //
 //	go run ./examples/openai
 package main

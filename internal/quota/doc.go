@@ -101,7 +101,7 @@
 //   - R60 Anthropic's tokens-* beside input- and output-tokens is ignored: it restates whichever is tighter.
 //   - R61 The horizon is 2 round trips (20 ms to 2 s), a round trip Little's law: answers overtake each other by about one.
 //   - R62 A new rate applies when 1% lower or 2% higher, a burst past 10%: the budgets, not the rate, keep a window from being overspent.
-//   - R63 Batch work leaves BatchReserve.Share of each quota while interactive work came within Idle, else Floor.
+//   - R63 Batch work leaves work.Reserve.Share of each quota while interactive work came within Idle, else Floor.
 //   - R64 A spread quota's burst is at most a second's worth and the safety factor's headroom, or what may go at once; the probe's a tenth of its rate; a ceiling caps both.
 //   - R65 What may go at once is put in the bucket as its level, with the limit: carried over, the old pace's level would hold it back.
 //   - R66 The largest cost seen sizes the token bucket's burst: a request too big for it would wait for ever.

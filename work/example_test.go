@@ -1,4 +1,4 @@
-package pacer_test
+package work_test
 
 import (
 	"context"
@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/internal/apisim"
+	"github.com/pacer-go/pacer/work"
 )
 
 // hourlyQuota is a fake API with GitHub's headers and a quota of limit
@@ -66,7 +69,7 @@ func ExampleWithClass() {
 	fmt.Println("interactive:", get("/me"))
 
 	// Every request this executor sends is batch work.
-	job := pacer.NewExecutor(client, pacer.WithDefaultClass(pacer.Batch), pacer.WithMaxConcurrency(1))
+	job := pacer.NewExecutor(client, pacer.WithDefaultClass(work.Batch), pacer.WithMaxConcurrency(1))
 	defer job.Close()
 	sent, refused := 0, 0
 	for range 100 {
@@ -89,4 +92,27 @@ func ExampleWithClass() {
 	// interactive: 200
 	// batch: 89 sent, 11 refused
 	// interactive: 200
+}
+
+// LLM APIs limit tokens as well as requests. WithCost tells the limiter how
+// many tokens a request will use, so it is held back until the token quota
+// the server advertised can cover it.
+func ExampleWithCost() {
+	api := apisim.New(apisim.Config{Style: apisim.StyleOpenAI, Limit: 500, TokenLimit: 30000, Window: time.Minute})
+	client := &http.Client{Transport: pacer.NewTransport(api.Transport())}
+
+	prompt := "Summarise the pacer README in one sentence."
+	estimate := float64(len(prompt)/4 + 256) // prompt tokens + max_tokens
+	ctx := work.WithCost(context.Background(), estimate)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.openai.example/v1/chat/completions",
+		strings.NewReader(`{"model":"gpt-x","max_tokens":256}`))
+	req.Header.Set(apisim.TokensHeader, "267") // what the simulated server charges
+	resp, err := client.Do(req)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	fmt.Println(resp.Status)
+	// Output: 200 OK
 }
