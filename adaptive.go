@@ -492,7 +492,7 @@ func (p *Permit) Abandon() {
 // abandon undoes an admission whose request was never sent.
 func (a *Adaptive) abandon(cost float64) {
 	a.mu.Lock()
-	a.refund(cost)
+	a.book.Refund(cost)
 	a.settle(cost)
 	a.admitted.Add(-1)
 	if m := thousandths(cost); m > 0 {

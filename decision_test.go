@@ -78,7 +78,7 @@ func TestDecision(t *testing.T) {
 		want: decision{ReqLimit: inf, ReqBurst: 1, TokLimit: inf, TokBurst: 1, Gate: 1, Mode: ModeHeaders, Reason: "none"},
 	}, {
 		name: "an inferred window on trial: a few in flight",
-		in:   with(func(in *decisionInput) { in.Quotas, in.InferTrial, in.TrialGate, in.Req.Budget = 1, true, 8, 90 }),
+		in:   with(func(in *decisionInput) { in.Quotas, in.InferTrial, in.Req.Budget = 1, true, 90 }),
 		want: decision{ReqLimit: inf, ReqBurst: 1, TokLimit: inf, TokBurst: 1, Gate: 8, Mode: ModeHeaders, Reason: "none"},
 	}, {
 		name: "a Ceiling below everything: its rate and burst, static",

@@ -462,8 +462,8 @@ func (a *Adaptive) retune(now time.Time) {
 		Started: a.started.Load(), Quotas: p.Known, Blind: p.Blind,
 		Req: p.Req, Tok: p.Tok,
 		ProbeRate: a.probe.Grow(now), ProbeEngaged: a.probe.Engaged(), ProbeClosed: a.probe.Closed(),
-		InferTrial: a.infer != nil && a.infer.Trial(), TrialGate: infer.TrialInFlight,
-		Ceiling: float64(a.cfg.Ceiling), CeilingBurst: float64(a.cfg.CeilingBurst),
+		InferTrial: a.infer != nil && a.infer.Trial(),
+		Ceiling:    float64(a.cfg.Ceiling), CeilingBurst: float64(a.cfg.CeilingBurst),
 		MaxCost: units(a.maxCost.Load()), Safety: a.safety,
 	}
 	in.canonicalize()

@@ -10,8 +10,8 @@ import (
 )
 
 // Admission: the wait for a request's slot, budget and tokens, every bound
-// on that wait, and the charge. The rules are package quota's table
-// (R1-R7, R52-R55, R63, R66); what a response teaches is in learn.go.
+// on that wait, and the charge (R1-R7, R52-R55, R63, R66). What a response
+// teaches is in learn.go.
 
 // Acquire waits until one request of the given cost may start and returns
 // its Permit. The request goes at once while every quota the server states
@@ -30,28 +30,13 @@ func (a *Adaptive) Acquire(ctx context.Context, cost float64) (Permit, error) {
 }
 
 // acquire is Acquire for a request of the given class, setting p only when
-// it admits the request.
+// it admits the request. It blocks until one request may start: a
+// slow-start slot, a request token, and cost tokens of any token quota. On
+// cancellation it refunds what it took; a wait too long consumes nothing
+// (R55).
 func (a *Adaptive) acquire(ctx context.Context, p *Permit, cost float64, class Class) error {
-	fleet, seq, err := a.admit(ctx, cost, class)
-	if err != nil {
-		return err
-	}
-	if !(cost > 0) || math.IsInf(cost, 1) {
-		cost = 0
-	}
-	p.a, p.cost, p.live, p.fleet, p.seq = a, cost, true, fleet, seq
-	return nil
-}
-
-// admit blocks until one request may start: a slow-start slot, a request
-// token, and cost tokens of any token quota (cost ≤ 0 charges request
-// quotas only). With a nil error the caller must settle the request exactly
-// once. On cancellation it returns ctx.Err() promptly and refunds what it
-// took; a wait past MaxWait, MaxDelay or ctx's deadline is a
-// *RateLimitError that consumes nothing (R55).
-func (a *Adaptive) admit(ctx context.Context, cost float64, class Class) ([]need, int64, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, 0, err
+		return err
 	}
 	if !(cost > 0) || math.IsInf(cost, 1) {
 		cost = 0
@@ -61,28 +46,26 @@ func (a *Adaptive) admit(ctx context.Context, cost float64, class Class) ([]need
 	if class == Batch {
 		a.batchWaiting.Add(1)
 	}
-	defer a.doneWaiting(class)
+	defer func() {
+		a.waiting.Add(-1)
+		if class == Batch {
+			a.batchWaiting.Add(-1)
+		}
+	}()
 	w := caller{a: a, ctx: ctx, cost: a.noteCost(cost), class: class}
 	w.n = int(math.Ceil(w.cost))
 	for {
 		seq, err := w.try()
 		if err != nil {
-			return nil, 0, err
+			return err
 		}
 		if seq != 0 {
 			if !w.held {
 				a.inflight.Add(1)
 			}
-			return w.fleet, seq, nil
+			p.a, p.cost, p.live, p.fleet, p.seq = a, cost, true, w.fleet, seq
+			return nil
 		}
-	}
-}
-
-// doneWaiting counts a caller of the class out of the waiting ones.
-func (a *Adaptive) doneWaiting(class Class) {
-	a.waiting.Add(-1)
-	if class == Batch {
-		a.batchWaiting.Add(-1)
 	}
 }
 
@@ -100,7 +83,7 @@ type caller struct {
 	ns  int64
 	now time.Time
 	// mark and seen are the counts of responses applied and of changes
-	// the pass's waits are computed after (see settled, awaitChange).
+	// the pass's waits are computed after (see await, awaitChange).
 	mark, seen int64
 }
 
@@ -115,27 +98,27 @@ func (w *caller) try() (seq int64, err error) {
 		}
 	}
 	w.readClock()
-	tokens := w.n > 0 && a.tokensTracked()
+	tokens := w.n > 0 && a.snap.Load().tokens
 	if w.class == Batch {
 		w.instant() // a reserve's wait is a time (R63)
 	}
 	var spent time.Time
 	switch {
 	case a.share != nil || a.fleet != nil || tokens:
-		spent = a.spentUntil(w.cost, w.class, w.ns, w.now)
+		spent = w.spentUntil()
 	case !a.snap.Load().charged:
 		// No quota known: only the request bucket's token.
 		if a.req.take(1, w.ns) {
 			return a.countAdmission(w.cost, w.class), nil
 		}
 	default:
-		at, tried, s, retryAt := a.admitAtOnce(w.cost, w.class, w.ns, w.now, &w.held)
+		at, tried, s, retryAt := w.admitAtOnce()
 		switch {
 		case s != 0:
 			return s, nil
 		case tried:
 			w.release()
-			return 0, a.awaitBudget(w.ctx, retryAt, w.mark, w.seen)
+			return 0, w.awaitBudget(retryAt)
 		}
 		spent = at
 	}
@@ -152,14 +135,19 @@ func (w *caller) try() (seq int64, err error) {
 			return 0, err
 		}
 	}
-	s, retryAt := a.charge(w.cost, w.class, w.ns, &w.held)
+	if !a.snap.Load().charged {
+		return a.countAdmission(w.cost, w.class), nil
+	}
+	a.mu.Lock()
+	s, retryAt := w.chargeLocked()
+	a.unlock()
 	if s != 0 {
 		return s, nil
 	}
 	a.fleet.giveBack(w.fleet)
 	w.fleet = nil
 	w.release()
-	return 0, a.awaitBudget(w.ctx, retryAt, w.mark, w.seen)
+	return 0, w.awaitBudget(retryAt)
 }
 
 // readClock reads the package clock for the pass (a request let through
@@ -211,15 +199,15 @@ func (w *caller) awaitQuota(spent time.Time, tokens bool) (again bool, err error
 	if tokens {
 		at = laterTime(at, a.tok.nextAt(w.n))
 	}
-	if err := a.tooLong(w.ctx, now, at); err != nil {
-		w.release()
-		return true, a.refuseOrAwait(w.ctx, now, at, err, w.mark, w.seen)
+	refusal := a.tooLong(w.ctx, now, at)
+	if refusal == nil {
+		if w.class != Batch || !spent.After(now) {
+			return false, nil
+		}
+		at = spent
 	}
-	if w.class == Batch && spent.After(now) {
-		w.release()
-		return true, a.awaitChange(w.ctx, spent.Sub(now), w.seen)
-	}
-	return false, nil
+	w.release()
+	return true, w.await(now, at, refusal)
 }
 
 // awaitBuckets waits for the request bucket's token and the token bucket's
@@ -234,7 +222,11 @@ func (w *caller) awaitBuckets(tokens bool) error {
 	}
 	if err != nil {
 		w.release()
-		return a.annotate(err)
+		var rle *RateLimitError
+		if errors.As(err, &rle) { // the bucket's: with the endpoint's key and Info
+			return a.rateLimitError(rle.RetryAt, rle.Err)
+		}
+		return err
 	}
 	if granted > w.ns {
 		if w.now = time.Now(); clockOf(w.now) >= a.snap.Load().checkAt {
@@ -248,8 +240,8 @@ func (w *caller) awaitBuckets(tokens bool) error {
 }
 
 // takeFleet takes the request from the fleet's budgets, or waits for their
-// window's reset (the next answer when that is unknown). again reports that
-// the pass is over.
+// window's reset (a second when that is unknown). again reports that the
+// pass is over.
 func (w *caller) takeFleet() (again bool, err error) {
 	a, now := w.a, w.instant()
 	w.fleet = a.fleetNeeds(w.cost, w.class)
@@ -266,16 +258,129 @@ func (w *caller) takeFleet() (again bool, err error) {
 	if at.IsZero() {
 		at = now.Add(time.Second)
 	}
-	if err := a.tooLong(w.ctx, now, at); err != nil {
-		return true, a.refuseOrAwait(w.ctx, now, at, err, w.mark, w.seen)
+	return true, w.await(now, at, a.tooLong(w.ctx, now, at))
+}
+
+// awaitBudget holds a caller whose charge a spent budget refused until the
+// budget can take a request (retryAt), or, when a look is out (retryAt
+// zero or past), until the next response. nil means look again.
+func (w *caller) awaitBudget(retryAt time.Time) error {
+	now := time.Now()
+	switch {
+	case retryAt.IsZero():
+		return nil
+	case !retryAt.After(now):
+		return w.a.awaitChange(w.ctx, time.Second, w.seen)
 	}
-	return true, a.awaitChange(w.ctx, at.Sub(now), w.seen)
+	return w.await(now, retryAt, w.a.tooLong(w.ctx, now, retryAt))
+}
+
+// await holds the caller until at, or until a change before it. A wait too
+// long to take (refusal, from tooLong) is refused once nothing of ours is in
+// flight (R55), or at ctx's deadline; until then the caller waits for their
+// answers, at most a second at a time. nil means look again.
+func (w *caller) await(now, at time.Time, refusal error) error {
+	a := w.a
+	if refusal == nil {
+		return a.awaitChange(w.ctx, at.Sub(now), w.seen)
+	}
+	a.mu.Lock() // responses are applied under mu
+	settled, changed := a.inflight.Load() == 0, a.applied.Load() != w.mark
+	a.unlock()
+	switch {
+	case settled && changed:
+		return nil // look again at what the last answers left
+	case settled:
+		return refusal
+	}
+	if err := a.awaitChange(w.ctx, min(at.Sub(now), time.Second), w.seen); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return refusal
+		}
+		return err
+	}
+	return nil
+}
+
+// spentUntil is when the budgets could take the request; zero when they
+// can now.
+func (w *caller) spentUntil() time.Time {
+	a := w.a
+	if !a.snap.Load().charged {
+		return time.Time{}
+	}
+	a.mu.Lock()
+	defer a.unlock()
+	now := w.now
+	if now.IsZero() {
+		now = timeOf(w.ns)
+	}
+	return w.spentUntilLocked(now)
+}
+
+// spentUntilLocked is spentUntil with mu held, for a limiter whose quotas
+// are known; now is the instant w.ns.
+func (w *caller) spentUntilLocked(now time.Time) time.Time {
+	share, idleAt := w.a.lanes.share(w.class, w.ns)
+	at := w.a.book.SpentUntil(w.cost, share, now)
+	if idleAt != 0 && !at.IsZero() {
+		at = earlierTime(at, clockTime(idleAt, now, w.ns))
+	}
+	return at
+}
+
+// admitAtOnce admits the request of a limiter whose quotas are known,
+// without a Store or a token quota, in one section under mu: the budgets'
+// look, the request bucket's token, the charge. tried reports that it went
+// as far as the charge (seq, retryAt); otherwise spent is when the budgets
+// could take the request, and the caller goes the general way.
+func (w *caller) admitAtOnce() (spent time.Time, tried bool, seq int64, retryAt time.Time) {
+	a := w.a
+	a.mu.Lock()
+	defer a.unlock()
+	if !a.snap.Load().charged { // published under mu: no quota known any more
+		return time.Time{}, false, 0, time.Time{}
+	}
+	if spent = w.spentUntilLocked(timeOf(w.ns)); !spent.IsZero() || !a.req.take(1, w.ns) {
+		return spent, false, 0, time.Time{}
+	}
+	seq, retryAt = w.chargeLocked()
+	return time.Time{}, true, seq, retryAt
+}
+
+// chargeLocked takes the request from every known quota and returns its
+// place in order; on failure seq is 0, nothing stays charged, and retryAt
+// is when to look again. Called with mu held, where responses are applied:
+// the charge and the request's entry in the in-flight count happen
+// together (R1).
+func (w *caller) chargeLocked() (seq int64, retryAt time.Time) {
+	a := w.a
+	share, idleAt := a.lanes.share(w.class, w.ns)
+	flight := units(a.inflightCost.Load())
+	if short, ok := a.book.Charge(w.cost, timeOf(w.ns), share, flight); !ok {
+		// A window may have rolled over since the last look: retune first.
+		t := time.Now()
+		a.retune(t)
+		out := a.inflight.Load()
+		if w.held {
+			out-- // the caller's own slot
+		}
+		retryAt, reserved := a.book.Refused(short, w.cost, t, share, flight, out == 0)
+		if reserved && idleAt != 0 {
+			retryAt = earlierTime(retryAt, clockTime(idleAt, t, clockOf(t))) // R63
+		}
+		return 0, retryAt
+	}
+	if !w.held {
+		a.inflight.Add(1)
+		w.held = true
+	}
+	return a.countAdmission(w.cost, w.class), time.Time{}
 }
 
 // countAdmission counts an admitted request and returns its place in the
 // order of admissions (1 for the first). Where a quota is charged it is
-// called under mu with the charge: every request is then either counted
-// in flight or already applied (R1).
+// called under mu with the charge (R1).
 func (a *Adaptive) countAdmission(cost float64, class Class) int64 {
 	a.admitted.Add(1)
 	seq := a.admissions.Add(1)
@@ -291,72 +396,22 @@ func (a *Adaptive) countAdmission(cost float64, class Class) int64 {
 	return seq
 }
 
-// awaitBudget holds a caller whose charge a spent budget refused until the
-// budget can take a request (retryAt), or, when a look is out (retryAt
-// zero or past), until the next response. nil means look again.
-func (a *Adaptive) awaitBudget(ctx context.Context, retryAt time.Time, mark, seen int64) error {
-	now := time.Now()
-	switch {
-	case retryAt.IsZero():
-		return nil
-	case !retryAt.After(now):
-		return a.awaitChange(ctx, time.Second, seen)
-	}
-	if err := a.tooLong(ctx, now, retryAt); err != nil {
-		return a.refuseOrAwait(ctx, now, retryAt, err, mark, seen)
-	}
-	return a.awaitChange(ctx, retryAt.Sub(now), seen)
-}
-
 // waitBucketAt waits for n tokens of b, planned at now on the package
 // clock: from b itself, or from the store's bucket of the same key (but
 // the token bucket of a fleet whose budget paces its token quotas). It
 // returns when they were due.
 func (a *Adaptive) waitBucketAt(ctx context.Context, b *Bucket, n int, now int64) (int64, error) {
-	if a.share == nil || b == a.tok && a.budgetPaced() {
+	local := a.share == nil
+	if !local && b == a.tok && a.fleet != nil {
+		a.mu.Lock()
+		local = a.budgetPacedLocked()
+		a.mu.Unlock()
+	}
+	if local {
 		return b.wait(ctx, n, a.cfg.MaxWait, now)
 	}
 	at, err := a.share.wait(ctx, a, b, n, b == a.tok)
 	return clockOf(at), err
-}
-
-// budgetPaced is budgetPacedLocked for a caller without the lock.
-func (a *Adaptive) budgetPaced() bool {
-	if a.fleet == nil {
-		return false
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.budgetPacedLocked()
-}
-
-// settled reports whether no request of this limiter is in flight (a spent
-// budget is final only then, R55), and whether a response was applied
-// since mark. Read under mu, where responses are applied.
-func (a *Adaptive) settled(mark int64) (settled, changed bool) {
-	a.mu.Lock()
-	defer a.unlock()
-	return a.inflight.Load() == 0, a.applied.Load() != mark
-}
-
-// refuseOrAwait handles a wait too long to take (refusal, from tooLong): it
-// is returned once nothing of ours is in flight, or at ctx's deadline;
-// until then the caller waits for their answers, at most a second at a
-// time. nil means look again.
-func (a *Adaptive) refuseOrAwait(ctx context.Context, now, at time.Time, refusal error, mark, seen int64) error {
-	switch settled, changed := a.settled(mark); {
-	case settled && changed:
-		return nil // look again at what the last answers left
-	case settled:
-		return refusal
-	}
-	if err := a.awaitChange(ctx, min(at.Sub(now), time.Second), seen); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return refusal
-		}
-		return err
-	}
-	return nil
 }
 
 // tooLong returns a *RateLimitError when a request could start only at at,
@@ -379,15 +434,6 @@ func (a *Adaptive) rateLimitError(at time.Time, cause error) *RateLimitError {
 	info := a.lastInfoLocked()
 	a.unlock()
 	return &RateLimitError{Endpoint: a.cfg.Key, RetryAt: at, Info: info, Err: cause}
-}
-
-// annotate fills in the endpoint's key and last Info on the bucket's errors.
-func (a *Adaptive) annotate(err error) error {
-	var rle *RateLimitError
-	if errors.As(err, &rle) {
-		return a.rateLimitError(rle.RetryAt, rle.Err)
-	}
-	return err
 }
 
 // awaitChange blocks until the next change that may free a budget
@@ -474,14 +520,9 @@ func (a *Adaptive) setGateLocked(cap int64) {
 		a.gated.Store(true)
 		return
 	}
-	if a.gated.Load() {
-		a.gated.Store(false)
-		close(a.gateWake)
-		a.gateWake = make(chan struct{})
-	}
+	a.wakeGateLocked()
+	a.gated.Store(false)
 }
-
-func (a *Adaptive) tokensTracked() bool { return a.snap.Load().tokens }
 
 // noteCost records a stated cost: its running average, and the largest,
 // which the token bucket's burst must hold (R66). It returns cost.
@@ -499,7 +540,7 @@ func (a *Adaptive) noteCost(cost float64) float64 {
 	// would size the burst too small for the larger.
 	for old := a.maxCost.Load(); m > old; old = a.maxCost.Load() {
 		if a.maxCost.CompareAndSwap(old, m) {
-			if a.tokensTracked() {
+			if a.snap.Load().tokens {
 				a.mu.Lock()
 				a.retune(time.Now())
 				a.unlock()
@@ -524,72 +565,6 @@ func (a *Adaptive) unlock() {
 	}
 }
 
-// heldSlots is the in-flight count a caller holding a gate slot accounts
-// for itself.
-func heldSlots(held bool) int64 {
-	if held {
-		return 1
-	}
-	return 0
-}
-
-// charge takes the request from every known quota and returns its place in
-// order; on failure seq is 0, nothing stays charged, and retryAt is when to
-// look again. The charge and the request's entry in the in-flight count
-// happen together under mu, where responses are applied: a response then
-// either comes before the charge or counts the request as unseen (R1). now
-// is the admission's reading of the package clock.
-func (a *Adaptive) charge(cost float64, class Class, now int64, held *bool) (seq int64, retryAt time.Time) {
-	if !a.snap.Load().charged {
-		return a.countAdmission(cost, class), time.Time{}
-	}
-	a.mu.Lock()
-	defer a.unlock()
-	return a.chargeLocked(cost, class, now, timeOf(now), held)
-}
-
-// chargeLocked is charge with mu held, for a limiter whose quotas are known;
-// at is the instant now.
-func (a *Adaptive) chargeLocked(cost float64, class Class, now int64, at time.Time, held *bool) (seq int64, retryAt time.Time) {
-	share, idleAt := a.lanes.share(class, now)
-	flight := units(a.inflightCost.Load())
-	if short, ok := a.book.Charge(cost, at, share, flight); !ok {
-		// A window may have rolled over since the last look: retune first.
-		t := time.Now()
-		a.retune(t)
-		nothingOut := a.inflight.Load() == heldSlots(*held)
-		retryAt, reserved := a.book.Refused(short, cost, t, share, flight, nothingOut)
-		if reserved && idleAt != 0 {
-			retryAt = earlierTime(retryAt, clockTime(idleAt, t, clockOf(t))) // R63
-		}
-		return 0, retryAt
-	}
-	if !*held {
-		a.inflight.Add(1)
-		*held = true
-	}
-	return a.countAdmission(cost, class), time.Time{}
-}
-
-// admitAtOnce admits a request to a limiter whose quotas are known, without
-// a Store or a token quota, in one section under mu: the budgets' look, the
-// request bucket's token, the charge. tried reports that it went as far as
-// the charge (seq, retryAt); otherwise spent is when the budgets could take
-// the request, and the caller goes the general way.
-func (a *Adaptive) admitAtOnce(cost float64, class Class, ns int64, now time.Time, held *bool) (spent time.Time, tried bool, seq int64, retryAt time.Time) {
-	a.mu.Lock()
-	defer a.unlock()
-	if !a.snap.Load().charged { // published under mu: no quota known any more
-		return time.Time{}, false, 0, time.Time{}
-	}
-	at := timeOf(ns)
-	if spent = a.spentUntilLocked(cost, class, ns, at); !spent.IsZero() || !a.req.take(1, ns) {
-		return spent, false, 0, time.Time{}
-	}
-	seq, retryAt = a.chargeLocked(cost, class, ns, at, held)
-	return time.Time{}, true, seq, retryAt
-}
-
 // fleetNeeds is what a request of cost takes of each quota the fleet's
 // budgets are kept for: the quotas this limiter knows.
 func (a *Adaptive) fleetNeeds(cost float64, class Class) []need {
@@ -610,34 +585,6 @@ func (a *Adaptive) fleetNeeds(cost float64, class Class) []need {
 	}
 	return needs
 }
-
-// spentUntil is when the budgets could take a request of cost; zero when
-// they can now. now is the instant ns, or zero.
-func (a *Adaptive) spentUntil(cost float64, class Class, ns int64, now time.Time) time.Time {
-	if !a.snap.Load().charged {
-		return time.Time{}
-	}
-	a.mu.Lock()
-	defer a.unlock()
-	if now.IsZero() {
-		now = timeOf(ns)
-	}
-	return a.spentUntilLocked(cost, class, ns, now)
-}
-
-// spentUntilLocked is spentUntil with mu held, for a limiter whose quotas
-// are known.
-func (a *Adaptive) spentUntilLocked(cost float64, class Class, ns int64, now time.Time) time.Time {
-	share, idleAt := a.lanes.share(class, ns)
-	at := a.book.SpentUntil(cost, share, now)
-	if idleAt != 0 && !at.IsZero() {
-		at = earlierTime(at, clockTime(idleAt, now, ns))
-	}
-	return at
-}
-
-// refund gives a request's charge back to every quota; called with mu held.
-func (a *Adaptive) refund(cost float64) { a.book.Refund(cost) }
 
 // thousand is the scale of the limiter's atomic counts of stated costs:
 // thousandths of a token, so that admissions and settles cancel exactly.
