@@ -7,15 +7,10 @@ import (
 	"github.com/pacer-go/pacer/internal/quota"
 )
 
-// The decision, apart from the state it is made from: retune reads what it
-// needs into a decisionInput, makeDecision turns that into the buckets'
-// rates and bursts, the in-flight gate and the mode, and retune applies them
-// in one place. makeDecision is pure, so retune skips it when its input has
-// not changed.
-
-// decisionInput is what the decision reads, taken under the limiter's lock
-// once the windows have moved on to now. It is comparable: the limiter keeps
-// the last one it applied.
+// decisionInput is what the decision reads, taken by retune under the
+// limiter's lock once the windows have moved on to now. makeDecision, a pure
+// function, turns it into what retune applies; it is comparable, so retune
+// skips an input it applied last.
 type decisionInput struct {
 	Started bool // a response has been seen (slow start is over)
 	Quotas  int  // windows that describe the current state of a quota

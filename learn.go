@@ -16,8 +16,7 @@ import (
 
 // What a response teaches the limiter: its request settled, what it said of
 // the quotas folded into the model, a throttle's reaction, and the retune
-// that applies the decision to the buckets. The rules are package quota's
-// table (R52-R66).
+// that applies the decision to the buckets (R52-R66).
 
 // doneWith is Done for a response read as m, which arrived at now; nil for
 // none.
@@ -26,10 +25,7 @@ func (p *Permit) doneWith(m *response.Meaning, now time.Time) {
 		return
 	}
 	p.live = false
-	untold := false
-	if p.a.fleet != nil {
-		untold = p.a.fleet.answered(p.fleet, m, now)
-	}
+	untold := p.a.fleet != nil && p.a.fleet.answered(p.fleet, m, now)
 	p.a.learn(m, p.seq, p.cost, now)
 	if untold {
 		p.a.tellInteractive(now)
@@ -44,9 +40,8 @@ func (a *Adaptive) learnOther(m *response.Meaning) {
 }
 
 // learnLate applies a refusal a response stated after it was settled (a
-// stream's first event, read as the caller reads the body): as another
-// limiter's response, less what that counts again, since the request was
-// answered and counted when its 200 came (R58).
+// stream's first event): as another limiter's response, less what that
+// counts again, since the request was counted when its 200 came (R58).
 func (a *Adaptive) learnLate(m *response.Meaning) {
 	now := time.Now()
 	a.mu.Lock()
@@ -56,7 +51,7 @@ func (a *Adaptive) learnLate(m *response.Meaning) {
 	if c := a.avgCost.Load(); c > 0 {
 		a.admittedCost.Add(-min(c, a.admittedCost.Load()))
 	}
-	a.appliedLocked(false)
+	a.changedLocked()
 	a.unlock()
 }
 
@@ -71,30 +66,18 @@ func (a *Adaptive) feed(from *Adaptive) {
 	if from == nil || from == a {
 		return
 	}
-	for {
-		old := a.feeders.Load()
-		var list []*Adaptive
-		if old != nil {
-			if slices.Contains(*old, from) || len(*old) >= maxFeeders {
-				return
-			}
-			list = slices.Clone(*old)
-		}
-		list = append(list, from)
-		if a.feeders.CompareAndSwap(old, &list) {
-			return
-		}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !slices.Contains(a.feeders, from) && len(a.feeders) < maxFeeders {
+		a.feeders = append(a.feeders, from)
 	}
 }
 
-// fed is how many requests the feeding limiters have in flight.
+// fed is how many requests the feeding limiters have in flight; called
+// with mu held.
 func (a *Adaptive) fed() int64 {
-	f := a.feeders.Load()
-	if f == nil {
-		return 0
-	}
 	var n int64
-	for _, b := range *f {
+	for _, b := range a.feeders {
 		n += max(b.inflight.Load(), 0)
 	}
 	return n
@@ -120,19 +103,21 @@ func (a *Adaptive) settle(cost float64) int64 {
 	return others
 }
 
-// learn is Permit.Done's and learnOther's common part: m is what the
-// response meant, nil when none was obtained; seq is the request's place in
-// this limiter's admissions (of the given cost), 0 for one another limiter
-// admitted; now is when the response arrived, or zero to read the clock.
-// The request leaves the in-flight count under mu, with the response
-// applied: every admitted request is either unseen or applied (R1).
+// learn applies what a response meant (m, nil when none was obtained) to a
+// request of this limiter's of the given cost (seq its place in the
+// admissions), or another limiter's (seq 0); now is when it arrived, zero
+// to read the clock. The request leaves the in-flight count under mu, with
+// the response applied (R1).
 func (a *Adaptive) learn(m *response.Meaning, seq int64, cost float64, now time.Time) {
 	if m != nil && m.Status != 0 && now.IsZero() {
 		now = time.Now()
 	}
 	a.mu.Lock()
 	a.learnLocked(m, seq, cost, now)
-	a.appliedLocked(seq > 0)
+	a.changedLocked()
+	if seq > 0 {
+		a.wakeGateLocked() // a slot freed
+	}
 	a.unlock()
 }
 
@@ -147,10 +132,7 @@ func (a *Adaptive) learnLocked(m *response.Meaning, seq int64, cost float64, now
 		return
 	}
 	others, fed := a.countAnswer(own, cost)
-	wasStarted := a.started.Load()
-	if !wasStarted {
-		a.started.Store(true)
-	}
+	wasStarted := a.started.Swap(true)
 	a.requests++
 	a.trackRTT(now, others)
 	if m.Quotas.Len() > 0 || m.RetryAfter > 0 || m.Bucket != "" {
@@ -166,8 +148,7 @@ func (a *Adaptive) learnLocked(m *response.Meaning, seq int64, cost float64, now
 		a.pauseLocked(now.Add(min(m.RetryAfter, a.cfg.MaxDelay))) // R54
 	}
 	if sig == response.Gone || sig == response.TooLarge {
-		// Gone for good, or larger than the whole limit: waiting cannot help.
-		a.retune(now)
+		a.retune(now) // gone for good, or above the whole limit: no wait helps
 		return
 	}
 	engaged := a.probe.Engaged() // Meter may let go of a probe that measured nothing
@@ -175,10 +156,10 @@ func (a *Adaptive) learnLocked(m *response.Meaning, seq int64, cost float64, now
 	if status >= 400 {
 		a.probe.Refused(now, m.RetryAfter)
 	}
-	if sig == response.BodyLimit {
+	switch {
+	case sig == response.BodyLimit:
 		a.bodyLimitLocked(now, m.RetryAfter, exhausted, others)
-	}
-	if m.Throttled && sig != response.BodyLimit {
+	case m.Throttled:
 		a.throttledLocked(m, now, exhausted, others, handoff, handoffSpan)
 	}
 	if wasStarted && status < http.StatusBadRequest && sig == response.None && a.book.Len() == 0 && !engaged && !a.probe.Engaged() && m.RetryAfter == 0 {
@@ -188,9 +169,9 @@ func (a *Adaptive) learnLocked(m *response.Meaning, seq int64, cost float64, now
 }
 
 // countAnswer counts an answer in: a request of ours leaves the in-flight
-// count; one another limiter admitted was charged to this quota, and is
-// ours for the drift (R58). It returns what is in flight besides it, and
-// what feeding limiters have out (R59).
+// count; one another limiter admitted is ours for the drift (R58). It
+// returns what is in flight besides it, and what feeding limiters have out
+// (R59).
 func (a *Adaptive) countAnswer(own bool, cost float64) (others, fed int64) {
 	fed = a.fed()
 	if own {
@@ -203,7 +184,7 @@ func (a *Adaptive) countAnswer(own bool, cost float64) (others, fed int64) {
 }
 
 // uncount takes back the admission of an answer the server did not count
-// (R58): the drift's books would read it as a refill.
+// (R58).
 func (a *Adaptive) uncount(own bool, cost float64) {
 	a.admitted.Add(-1)
 	switch c := a.avgCost.Load(); {
@@ -218,8 +199,9 @@ func (a *Adaptive) uncount(own bool, cost float64) {
 }
 
 // readReports sets a.reports to what the response said of the quotas, with
-// the stated quotas' and the inferred one's. When the inferred model gives
-// up, the rate it measured over span is handed to the probe.
+// the stated quotas' (R51, dropped for good once the server states its own)
+// and the inferred one's. When the inferred model gives up, the rate it
+// measured over span is handed to the probe.
 func (a *Adaptive) readReports(m *response.Meaning, now time.Time) (handoff float64, span time.Duration) {
 	nq := m.Quotas.Len()
 	a.reports = a.reports[:0]
@@ -232,21 +214,29 @@ func (a *Adaptive) readReports(m *response.Meaning, now time.Time) (handoff floa
 		a.reports = append(a.reports, quota.Named{Name: q.Name, Tokens: q.Unit == header.Tokens,
 			Report: quota.Report{Limit: q.Limit, Remaining: q.Remaining, Reset: q.Reset, Window: q.Window}})
 	}
-	if len(a.stated) > 0 {
-		a.reportStated(now, nq > 0, m.Counted())
-	}
-	switch {
-	case a.infer == nil:
+	switch stated := a.stated; {
+	case len(stated) == 0:
 	case nq > 0:
-		a.stopInferring()
-	case m.Body == response.None:
+		a.book.Drop(func(name string) bool {
+			return slices.ContainsFunc(stated, func(s statedQuota) bool { return s.name == name })
+		})
+		a.stated = nil
+	default:
+		for i := range stated {
+			a.reports = append(a.reports, quota.Named{Name: stated[i].name, Report: stated[i].Answered(now, m.Counted())})
+		}
+	}
+	if a.infer != nil && nq == 0 && m.Body == response.None {
 		r, ok := a.infer.Observe(now, m.Status, m.RetryAfter)
 		if a.infer.Off() {
 			handoff, span = a.infer.Capacity(now)
-			a.stopInferring()
 		} else if ok {
 			a.reports = append(a.reports, quota.Named{Name: infer.Name, Report: r})
 		}
+	}
+	if a.infer != nil && (nq > 0 || a.infer.Off()) {
+		a.infer = nil // the server states its quotas, or the model does not fit
+		a.book.DropInferred()
 	}
 	return handoff, span
 }
@@ -266,13 +256,12 @@ func (a *Adaptive) observe(m *response.Meaning, seq int64, now time.Time, others
 	return a.book.Observe(a.reports, now, a.counts(float64(others)), seen)
 }
 
-// throttledLocked reacts to a throttle (R56): a 503 while the quotas show
-// room is overload, retried under a budget; one no spent quota explains
-// cuts the probe and holds new requests until its next look.
+// throttledLocked reacts to a throttle (R56).
 func (a *Adaptive) throttledLocked(m *response.Meaning, now time.Time, exhausted bool, others int64, handoff float64, span time.Duration) {
 	a.throttled++
 	switch {
-	case m.Overloaded() && !exhausted && (len(a.reports) > 0 || a.quotasKnown()):
+	case m.Overloaded() && !exhausted && (len(a.reports) > 0 || a.book.Known()):
+		// Overload while the quotas show room: retried under a budget.
 	case len(a.reports) == 0 || !exhausted:
 		if hold := a.probe.Throttle(now, others, a.rtt()); !hold.IsZero() {
 			a.pauseLocked(hold)
@@ -289,33 +278,15 @@ func (a *Adaptive) throttledLocked(m *response.Meaning, now time.Time, exhausted
 	}
 }
 
-// appliedLocked announces a response applied: the callers waiting for a
-// change look again, and, for a request of ours, one waiting at the gate.
-func (a *Adaptive) appliedLocked(own bool) {
-	a.changedLocked()
-	if own {
-		a.wakeGateLocked()
-	}
-}
-
-// stopInferring hands the endpoint over to the quotas its server states.
-func (a *Adaptive) stopInferring() {
-	a.infer = nil
-	a.book.DropInferred()
-}
-
 // state starts the quotas stated for the endpoint at now, as a server's
 // statement of them would (R51): slow start is over before it began.
 func (a *Adaptive) state(qs []Quota, now time.Time) {
 	a.mu.Lock()
-	a.stated = a.stated[:0]
+	a.stated, a.reports = a.stated[:0], a.reports[:0]
 	for _, q := range qs {
-		a.stated = append(a.stated, statedQuota{name: q.Name, Stated: quota.Stated{Limit: q.Limit, Window: q.Window}})
-	}
-	a.reports = a.reports[:0]
-	for i := range a.stated {
-		s := &a.stated[i]
+		s := statedQuota{name: q.Name, Stated: quota.Stated{Limit: q.Limit, Window: q.Window}}
 		a.reports = append(a.reports, quota.Named{Name: s.name, Report: s.Start(now)})
+		a.stated = append(a.stated, s)
 	}
 	a.book.Observe(a.reports, now, quota.Counts{}, quota.Seen{Horizon: a.horizon(), Age: a.rtt()})
 	a.started.Store(true)
@@ -323,26 +294,6 @@ func (a *Adaptive) state(qs []Quota, now time.Time) {
 	a.changedLocked()
 	a.unlock()
 }
-
-// reportStated adds to a.reports what the stated quotas say after a
-// response (counted: one the server counted), or drops them for good when
-// the server states quotas of its own (R51).
-func (a *Adaptive) reportStated(now time.Time, serverStates, counted bool) {
-	if serverStates {
-		stated := a.stated
-		a.book.Drop(func(name string) bool {
-			return slices.ContainsFunc(stated, func(s statedQuota) bool { return s.name == name })
-		})
-		a.stated = nil
-		return
-	}
-	for i := range a.stated {
-		s := &a.stated[i]
-		a.reports = append(a.reports, quota.Named{Name: s.name, Report: s.Answered(now, counted)})
-	}
-}
-
-func (a *Adaptive) quotasKnown() bool { return a.book.Known() }
 
 // counts is what the model needs of the in-flight and admission counts,
 // with unseen requests in flight.
@@ -355,8 +306,8 @@ func (a *Adaptive) counts(unseen float64) quota.Counts {
 	}
 }
 
-// derivedQuota names the quota that only restates others (R60): Anthropic's
-// tokens-* beside its input-tokens and output-tokens; "" when none does.
+// derivedQuota names the quota that only restates others (R60); "" when
+// none does.
 func derivedQuota(qs *header.Quotas) string {
 	var in, out, all bool
 	for i := range qs.Len() {
@@ -396,6 +347,8 @@ func (a *Adaptive) horizon() time.Duration {
 	return min(max(2*a.rtt(), 20*time.Millisecond), 2*time.Second)
 }
 
+// pauseLocked holds every request until t (R54, R57), here and in the
+// store's bucket.
 func (a *Adaptive) pauseLocked(t time.Time) {
 	if t.After(a.paused) {
 		a.paused = t
@@ -429,17 +382,15 @@ func (a *Adaptive) bodyLimitLocked(now time.Time, retryAfter time.Duration, exha
 	a.probe.Punished(now, until, others, a.rtt(), a.safety, bodyLimitCycle, bodyLimitMemory)
 }
 
+// The waits of body-stated limits (R57).
 const (
-	// bodyLimitWait is the least wait after a body-stated limit with no
-	// Retry-After: GitHub documents at least a minute (R57).
-	bodyLimitWait = time.Minute
-	// bodyLimitMaxWait caps the doubling of repeated ones: four doublings.
-	bodyLimitMaxWait = 15 * time.Minute
-	// bodyLimitMemory is how long a body-stated limit counts towards the
-	// doubling, and how long the probe stays below what the server admitted.
+	bodyLimitWait    = time.Minute      // GitHub documents at least a minute
+	bodyLimitMaxWait = 15 * time.Minute // four doublings
+	// bodyLimitMemory is how long one counts towards the doubling, and how
+	// long the probe stays below what the server admitted.
 	bodyLimitMemory = time.Hour
-	// bodyLimitCycle is the least time the probe takes to climb back to what
-	// the server admitted: a trip costs a minute's pause or more.
+	// bodyLimitCycle is the least time the probe takes to climb back to
+	// what the server admitted: a trip costs a minute's pause or more.
 	bodyLimitCycle = 5 * time.Minute
 )
 
@@ -481,9 +432,8 @@ func (a *Adaptive) retune(now time.Time) {
 }
 
 // apply sets a bucket's limit and burst when they changed enough to matter
-// (R62): a limit 1% lower or 2% higher, a burst by a tenth, or below need
-// (the largest cost, R66). What may go at once (fill) is the bucket's level,
-// set with the limit (R65).
+// (R62), or the burst is below need (R66), and what may go at once (fill)
+// as its level (R65).
 func (a *Adaptive) apply(b *Bucket, rate float64, burst, need int, fill float64, what, reason string) {
 	limit := Inf
 	if !math.IsInf(rate, 1) {

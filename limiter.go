@@ -10,8 +10,7 @@ import (
 )
 
 // Admission: the wait for a request's slot, budget and tokens, every bound
-// on that wait, and the charge (R1-R7, R52-R55, R63, R66). What a response
-// teaches is in learn.go.
+// on that wait, and the charge (R1-R7, R52-R55, R63, R66).
 
 // Acquire waits until one request of the given cost may start and returns
 // its Permit. The request goes at once while every quota the server states
@@ -30,10 +29,7 @@ func (a *Adaptive) Acquire(ctx context.Context, cost float64) (Permit, error) {
 }
 
 // acquire is Acquire for a request of the given class, setting p only when
-// it admits the request. It blocks until one request may start: a
-// slow-start slot, a request token, and cost tokens of any token quota. On
-// cancellation it refunds what it took; a wait too long consumes nothing
-// (R55).
+// it admits the request.
 func (a *Adaptive) acquire(ctx context.Context, p *Permit, cost float64, class Class) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -52,11 +48,12 @@ func (a *Adaptive) acquire(ctx context.Context, p *Permit, cost float64, class C
 			a.batchWaiting.Add(-1)
 		}
 	}()
-	w := caller{a: a, ctx: ctx, cost: a.noteCost(cost), class: class}
-	w.n = int(math.Ceil(w.cost))
+	a.noteCost(cost)
+	w := caller{a: a, ctx: ctx, cost: cost, class: class, n: int(math.Ceil(cost))}
 	for {
 		seq, err := w.try()
 		if err != nil {
+			w.release()
 			return err
 		}
 		if seq != 0 {
@@ -83,12 +80,13 @@ type caller struct {
 	ns  int64
 	now time.Time
 	// mark and seen are the counts of responses applied and of changes
-	// the pass's waits are computed after (see await, awaitChange).
+	// the pass's waits are computed after (see await).
 	mark, seen int64
 }
 
 // try is one pass of admission: the admission's place in order, or 0 to
-// look again.
+// look again. The budgets are charged last: a caller queued in a bucket
+// holds no quota of a window that may end first.
 func (w *caller) try() (seq int64, err error) {
 	a := w.a
 	w.fleet = nil
@@ -102,27 +100,7 @@ func (w *caller) try() (seq int64, err error) {
 	if w.class == Batch {
 		w.instant() // a reserve's wait is a time (R63)
 	}
-	var spent time.Time
-	switch {
-	case a.share != nil || a.fleet != nil || tokens:
-		spent = w.spentUntil()
-	case !a.snap.Load().charged:
-		// No quota known: only the request bucket's token.
-		if a.req.take(1, w.ns) {
-			return a.countAdmission(w.cost, w.class), nil
-		}
-	default:
-		at, tried, s, retryAt := w.admitAtOnce()
-		switch {
-		case s != 0:
-			return s, nil
-		case tried:
-			w.release()
-			return 0, w.awaitBudget(retryAt)
-		}
-		spent = at
-	}
-	if tokens || !spent.IsZero() {
+	if spent := w.spentUntil(); tokens || !spent.IsZero() {
 		if again, err := w.awaitQuota(spent, tokens); again || err != nil {
 			return 0, err
 		}
@@ -146,13 +124,11 @@ func (w *caller) try() (seq int64, err error) {
 	}
 	a.fleet.giveBack(w.fleet)
 	w.fleet = nil
-	w.release()
 	return 0, w.awaitBudget(retryAt)
 }
 
-// readClock reads the package clock for the pass (a request let through
-// at once reads it once), rolls the quotas on when a look is due, and
-// notes what the pass's waits are computed after.
+// readClock reads the package clock for the pass, rolls the quotas on when
+// a look is due, and notes what the pass's waits are computed after.
 func (w *caller) readClock() {
 	a := w.a
 	w.ns, w.now = clockNow(), time.Time{}
@@ -206,14 +182,11 @@ func (w *caller) awaitQuota(spent time.Time, tokens bool) (again bool, err error
 		}
 		at = spent
 	}
-	w.release()
 	return true, w.await(now, at, refusal)
 }
 
 // awaitBuckets waits for the request bucket's token and the token bucket's
-// cost. The budgets are charged only after: a caller queued in a bucket
-// holds no quota of a window that may end first, and a reset that passed
-// meanwhile rolls the windows on first.
+// cost, and rolls the quotas on when a look fell due meanwhile.
 func (w *caller) awaitBuckets(tokens bool) error {
 	a := w.a
 	granted, err := a.waitBucketAt(w.ctx, a.req, 1, w.ns)
@@ -221,7 +194,6 @@ func (w *caller) awaitBuckets(tokens bool) error {
 		granted, err = a.waitBucketAt(w.ctx, a.tok, w.n, granted)
 	}
 	if err != nil {
-		w.release()
 		var rle *RateLimitError
 		if errors.As(err, &rle) { // the bucket's: with the endpoint's key and Info
 			return a.rateLimitError(rle.RetryAt, rle.Err)
@@ -246,15 +218,10 @@ func (w *caller) takeFleet() (again bool, err error) {
 	a, now := w.a, w.instant()
 	w.fleet = a.fleetNeeds(w.cost, w.class)
 	ok, at, err := a.fleet.take(w.ctx, w.fleet, now, a.lanes.since(w.ns))
-	switch {
-	case err != nil:
-		w.release()
-		return true, err
-	case ok:
-		return false, nil
+	if ok || err != nil {
+		return err != nil, err
 	}
 	w.fleet = nil
-	w.release()
 	if at.IsZero() {
 		at = now.Add(time.Second)
 	}
@@ -265,6 +232,7 @@ func (w *caller) takeFleet() (again bool, err error) {
 // budget can take a request (retryAt), or, when a look is out (retryAt
 // zero or past), until the next response. nil means look again.
 func (w *caller) awaitBudget(retryAt time.Time) error {
+	w.release()
 	now := time.Now()
 	switch {
 	case retryAt.IsZero():
@@ -275,11 +243,13 @@ func (w *caller) awaitBudget(retryAt time.Time) error {
 	return w.await(now, retryAt, w.a.tooLong(w.ctx, now, retryAt))
 }
 
-// await holds the caller until at, or until a change before it. A wait too
-// long to take (refusal, from tooLong) is refused once nothing of ours is in
-// flight (R55), or at ctx's deadline; until then the caller waits for their
-// answers, at most a second at a time. nil means look again.
+// await gives back the caller's slot and holds it until at, or a change
+// before. A wait too long to take (refusal, from tooLong) is refused once
+// nothing of ours is in flight (R55), or at ctx's deadline; until then the
+// caller waits for their answers, a second at most at a time. nil means
+// look again.
 func (w *caller) await(now, at time.Time, refusal error) error {
+	w.release()
 	a := w.a
 	if refusal == nil {
 		return a.awaitChange(w.ctx, at.Sub(now), w.seen)
@@ -315,44 +285,18 @@ func (w *caller) spentUntil() time.Time {
 	if now.IsZero() {
 		now = timeOf(w.ns)
 	}
-	return w.spentUntilLocked(now)
-}
-
-// spentUntilLocked is spentUntil with mu held, for a limiter whose quotas
-// are known; now is the instant w.ns.
-func (w *caller) spentUntilLocked(now time.Time) time.Time {
-	share, idleAt := w.a.lanes.share(w.class, w.ns)
-	at := w.a.book.SpentUntil(w.cost, share, now)
+	share, idleAt := a.lanes.share(w.class, w.ns)
+	at := a.book.SpentUntil(w.cost, share, now)
 	if idleAt != 0 && !at.IsZero() {
 		at = earlierTime(at, clockTime(idleAt, now, w.ns))
 	}
 	return at
 }
 
-// admitAtOnce admits the request of a limiter whose quotas are known,
-// without a Store or a token quota, in one section under mu: the budgets'
-// look, the request bucket's token, the charge. tried reports that it went
-// as far as the charge (seq, retryAt); otherwise spent is when the budgets
-// could take the request, and the caller goes the general way.
-func (w *caller) admitAtOnce() (spent time.Time, tried bool, seq int64, retryAt time.Time) {
-	a := w.a
-	a.mu.Lock()
-	defer a.unlock()
-	if !a.snap.Load().charged { // published under mu: no quota known any more
-		return time.Time{}, false, 0, time.Time{}
-	}
-	if spent = w.spentUntilLocked(timeOf(w.ns)); !spent.IsZero() || !a.req.take(1, w.ns) {
-		return spent, false, 0, time.Time{}
-	}
-	seq, retryAt = w.chargeLocked()
-	return time.Time{}, true, seq, retryAt
-}
-
 // chargeLocked takes the request from every known quota and returns its
 // place in order; on failure seq is 0, nothing stays charged, and retryAt
-// is when to look again. Called with mu held, where responses are applied:
-// the charge and the request's entry in the in-flight count happen
-// together (R1).
+// is when to look again. Called with mu held, where responses are applied,
+// so that the request is either in flight or applied (R1).
 func (w *caller) chargeLocked() (seq int64, retryAt time.Time) {
 	a := w.a
 	share, idleAt := a.lanes.share(w.class, w.ns)
@@ -379,8 +323,7 @@ func (w *caller) chargeLocked() (seq int64, retryAt time.Time) {
 }
 
 // countAdmission counts an admitted request and returns its place in the
-// order of admissions (1 for the first). Where a quota is charged it is
-// called under mu with the charge (R1).
+// order of admissions (1 for the first).
 func (a *Adaptive) countAdmission(cost float64, class Class) int64 {
 	a.admitted.Add(1)
 	seq := a.admissions.Add(1)
@@ -397,9 +340,9 @@ func (a *Adaptive) countAdmission(cost float64, class Class) int64 {
 }
 
 // waitBucketAt waits for n tokens of b, planned at now on the package
-// clock: from b itself, or from the store's bucket of the same key (but
-// the token bucket of a fleet whose budget paces its token quotas). It
-// returns when they were due.
+// clock, and returns when they were due: from b itself, or from the
+// store's bucket of the same key (but not the token bucket of a fleet
+// whose budget paces its token quotas).
 func (a *Adaptive) waitBucketAt(ctx context.Context, b *Bucket, n int, now int64) (int64, error) {
 	local := a.share == nil
 	if !local && b == a.tok && a.fleet != nil {
@@ -437,10 +380,9 @@ func (a *Adaptive) rateLimitError(at time.Time, cause error) *RateLimitError {
 }
 
 // awaitChange blocks until the next change that may free a budget
-// (changedLocked), or until d passes, at least minAwait. seen is the count
-// of changes the caller read before it looked at what made it wait: a
-// change since returns at once. Changes are counted under the lock this
-// registers under, so none is missed.
+// (changedLocked) or until d passes, at least minAwait; at once when the
+// count of changes is no longer seen. Changes are counted under the lock
+// this registers under, so none is missed.
 func (a *Adaptive) awaitChange(ctx context.Context, d time.Duration, seen int64) error {
 	d = max(d, minAwait)
 	a.mu.Lock()
@@ -454,13 +396,12 @@ func (a *Adaptive) awaitChange(ctx context.Context, d time.Duration, seen int64)
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
-	case <-wake:
-		return nil
-	case <-timer.C:
-		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-wake:
+	case <-timer.C:
 	}
+	return nil
 }
 
 // minAwait is the shortest pause of admission on a spent budget: no busy
@@ -491,8 +432,8 @@ func (a *Adaptive) enterGate(ctx context.Context) (held bool, err error) {
 	}
 }
 
-// wakeGateLocked lets the callers waiting at the gate look again: a slot
-// freed. Called with mu held.
+// wakeGateLocked lets the callers waiting at the gate look again. Called
+// with mu held.
 func (a *Adaptive) wakeGateLocked() {
 	if a.gated.Load() {
 		close(a.gateWake)
@@ -525,8 +466,8 @@ func (a *Adaptive) setGateLocked(cap int64) {
 }
 
 // noteCost records a stated cost: its running average, and the largest,
-// which the token bucket's burst must hold (R66). It returns cost.
-func (a *Adaptive) noteCost(cost float64) float64 {
+// which the token bucket's burst must hold (R66).
+func (a *Adaptive) noteCost(cost float64) {
 	m := thousandths(cost)
 	if m > 0 {
 		// A racy average is fine: it only sizes what counts as spent.
@@ -548,7 +489,6 @@ func (a *Adaptive) noteCost(cost float64) float64 {
 			break
 		}
 	}
-	return cost
 }
 
 // later queues f to run once mu is released; called with mu held. Logging,
@@ -565,8 +505,8 @@ func (a *Adaptive) unlock() {
 	}
 }
 
-// fleetNeeds is what a request of cost takes of each quota the fleet's
-// budgets are kept for: the quotas this limiter knows.
+// fleetNeeds is what a request of cost takes of each quota this limiter
+// knows, for the fleet's budgets, with batch work's reserve (R7, R63).
 func (a *Adaptive) fleetNeeds(cost float64, class Class) []need {
 	a.mu.Lock()
 	defer a.unlock()
