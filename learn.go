@@ -14,12 +14,10 @@ import (
 	"github.com/pacer-go/pacer/internal/response"
 )
 
-// What a response teaches the limiter: its request settled, what it said of
-// the quotas folded into the model, a throttle's reaction, and the retune
-// that applies the decision to the buckets (R52-R66).
+// What a response teaches the limiter, and the retune that applies the
+// decision to the buckets (R52-R66).
 
-// doneWith is Done for a response read as m, which arrived at now; nil for
-// none.
+// doneWith is Done for a response read as m (nil: none) that came at now.
 func (p *Permit) doneWith(m *response.Meaning, now time.Time) {
 	if !p.live {
 		return
@@ -32,16 +30,15 @@ func (p *Permit) doneWith(m *response.Meaning, now time.Time) {
 	}
 }
 
-// learnOther applies what a response meant, as Permit.Done does, for a
-// request another limiter that shares the server's bucket admitted: it
-// does not touch the in-flight count.
+// learnOther applies what a response meant to a request another limiter
+// admitted for the server's same bucket: nothing of ours leaves flight.
 func (a *Adaptive) learnOther(m *response.Meaning) {
 	a.learn(m, 0, 0, time.Time{})
 }
 
 // learnLate applies a refusal a response stated after it was settled (a
-// stream's first event): as another limiter's response, less what that
-// counts again, since the request was counted when its 200 came (R58).
+// stream's first event) as learnOther does, less the admission that counts
+// again: the request was counted when its 200 came (R58).
 func (a *Adaptive) learnLate(m *response.Meaning) {
 	now := time.Now()
 	a.mu.Lock()
@@ -55,8 +52,8 @@ func (a *Adaptive) learnLate(m *response.Meaning) {
 	a.unlock()
 }
 
-// maxFeeders bounds the limiters feed remembers: the host limiters and
-// patterns whose routes the server put in one bucket, a handful.
+// maxFeeders bounds the limiters feed remembers: the host's and patterns'
+// whose routes the server put in one bucket, a handful.
 const maxFeeders = 8
 
 // feed records that from admits requests the server may count against this
@@ -73,8 +70,7 @@ func (a *Adaptive) feed(from *Adaptive) {
 	}
 }
 
-// fed is how many requests the feeding limiters have in flight; called
-// with mu held.
+// fed is how many requests the feeding limiters have in flight; mu held.
 func (a *Adaptive) fed() int64 {
 	var n int64
 	for _, b := range a.feeders {
@@ -103,11 +99,10 @@ func (a *Adaptive) settle(cost float64) int64 {
 	return others
 }
 
-// learn applies what a response meant (m, nil when none was obtained) to a
-// request of this limiter's of the given cost (seq its place in the
-// admissions), or another limiter's (seq 0); now is when it arrived, zero
-// to read the clock. The request leaves the in-flight count under mu, with
-// the response applied (R1).
+// learn applies what a response meant (m; nil: none came) to our request
+// of the given cost and place in the admissions (seq), or to another
+// limiter's (seq 0), at now (zero: read the clock). Ours leaves the
+// in-flight count under mu, with the response applied (R1).
 func (a *Adaptive) learn(m *response.Meaning, seq int64, cost float64, now time.Time) {
 	if m != nil && m.Status != 0 && now.IsZero() {
 		now = time.Now()
@@ -168,10 +163,9 @@ func (a *Adaptive) learnLocked(m *response.Meaning, seq int64, cost float64, now
 	a.retune(now)
 }
 
-// countAnswer counts an answer in: a request of ours leaves the in-flight
-// count; one another limiter admitted is ours for the drift (R58). It
-// returns what is in flight besides it, and what feeding limiters have out
-// (R59).
+// countAnswer counts an answer in: ours leaves the in-flight count, another
+// limiter's counts as ours (R58). It returns what is in flight besides it,
+// and what feeding limiters have out (R59).
 func (a *Adaptive) countAnswer(own bool, cost float64) (others, fed int64) {
 	fed = a.fed()
 	if own {
@@ -183,8 +177,7 @@ func (a *Adaptive) countAnswer(own bool, cost float64) (others, fed int64) {
 	return a.inflight.Load() + fed, fed
 }
 
-// uncount takes back the admission of an answer the server did not count
-// (R58).
+// uncount takes back the admission of an answer the server did not count (R58).
 func (a *Adaptive) uncount(own bool, cost float64) {
 	a.admitted.Add(-1)
 	switch c := a.avgCost.Load(); {
@@ -198,10 +191,9 @@ func (a *Adaptive) uncount(own bool, cost float64) {
 	}
 }
 
-// readReports sets a.reports to what the response said of the quotas, with
-// the stated quotas' (R51, dropped for good once the server states its own)
-// and the inferred one's. When the inferred model gives up, the rate it
-// measured over span is handed to the probe.
+// readReports sets a.reports to what the response said of the quotas, the
+// stated quotas' (R51) and the inferred one's; handoff is the rate the
+// inferred model measured over span when it gives up, for the probe.
 func (a *Adaptive) readReports(m *response.Meaning, now time.Time) (handoff float64, span time.Duration) {
 	nq := m.Quotas.Len()
 	a.reports = a.reports[:0]
@@ -241,8 +233,7 @@ func (a *Adaptive) readReports(m *response.Meaning, now time.Time) (handoff floa
 	return handoff, span
 }
 
-// observe folds a.reports into the model and reports whether one says a
-// quota is spent.
+// observe folds a.reports into the model; true when one says a quota is spent.
 func (a *Adaptive) observe(m *response.Meaning, seq int64, now time.Time, others, fed int64) bool {
 	if len(a.reports) == 0 && a.book.Len() == 0 {
 		return false // a server that states no quota
@@ -295,8 +286,7 @@ func (a *Adaptive) state(qs []Quota, now time.Time) {
 	a.unlock()
 }
 
-// counts is what the model needs of the in-flight and admission counts,
-// with unseen requests in flight.
+// counts is the model's view of the counts, with unseen requests in flight.
 func (a *Adaptive) counts(unseen float64) quota.Counts {
 	return quota.Counts{
 		Inflight: unseen, InflightCost: units(a.inflightCost.Load()),
@@ -306,8 +296,7 @@ func (a *Adaptive) counts(unseen float64) quota.Counts {
 	}
 }
 
-// derivedQuota names the quota that only restates others (R60); "" when
-// none does.
+// derivedQuota names the quota that only restates others (R60), or "".
 func derivedQuota(qs *header.Quotas) string {
 	var in, out, all bool
 	for i := range qs.Len() {
@@ -347,8 +336,7 @@ func (a *Adaptive) horizon() time.Duration {
 	return min(max(2*a.rtt(), 20*time.Millisecond), 2*time.Second)
 }
 
-// pauseLocked holds every request until t (R54, R57), here and in the
-// store's bucket.
+// pauseLocked holds every request until t, here and in the store (R54, R57).
 func (a *Adaptive) pauseLocked(t time.Time) {
 	if t.After(a.paused) {
 		a.paused = t
@@ -394,9 +382,8 @@ const (
 	bodyLimitCycle = 5 * time.Minute
 )
 
-// retune rolls windows whose reset passed, decides the request and token
-// rates and bursts from every source (quotas, probe, ceiling) and applies
-// them to the buckets. Called with mu held.
+// retune rolls the windows on to now, decides (makeDecision) and applies
+// the decision to the buckets and the gate. Called with mu held.
 func (a *Adaptive) retune(now time.Time) {
 	p := a.book.Advance(now, a.counts(float64(a.inflight.Load())), max(units(a.avgCost.Load()), 1))
 	next := int64(math.MaxInt64)
@@ -473,8 +460,7 @@ func (a *Adaptive) apply(b *Bucket, rate float64, burst, need int, fill float64,
 	}
 }
 
-// significant reports a change worth a log record: 10% or more, or to or
-// from Inf.
+// significant reports a change worth a log record: 10%, or to or from Inf.
 func significant(old, new Limit) bool {
 	if (old == Inf) != (new == Inf) {
 		return true
@@ -482,9 +468,9 @@ func significant(old, new Limit) bool {
 	return math.Abs(float64(new-old)) >= 0.1*float64(old)
 }
 
-// nextAllowed is the earliest time a new request could start if Acquire
-// were called now (now when there is no wait), for the Transport's retry
-// decisions. It changes nothing: a window whose reset has passed shows free.
+// nextAllowed is when a request could start if Acquire were called now,
+// for the Transport's retries. It changes nothing: a window whose reset
+// passed shows free.
 func (a *Adaptive) nextAllowed() time.Time {
 	now := time.Now()
 	at := a.req.nextAt(1)
@@ -494,8 +480,8 @@ func (a *Adaptive) nextAllowed() time.Time {
 	return laterTime(now, at)
 }
 
-// heldUntilLocked is when the pause and the spent request quotas let a
-// request go; called with mu held.
+// heldUntilLocked is when the pause and spent request quotas let a request
+// go; called with mu held.
 func (a *Adaptive) heldUntilLocked() time.Time {
 	return laterTime(a.paused, a.book.HeldUntil())
 }

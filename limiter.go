@@ -127,8 +127,8 @@ func (w *caller) try() (seq int64, err error) {
 	return 0, w.awaitBudget(retryAt)
 }
 
-// readClock reads the package clock for the pass, rolls the quotas on when
-// a look is due, and notes what the pass's waits are computed after.
+// readClock reads the clock for the pass, rolls the quotas on when a look
+// is due, and notes what the pass's waits are computed after.
 func (w *caller) readClock() {
 	a := w.a
 	w.ns, w.now = clockNow(), time.Time{}
@@ -165,10 +165,9 @@ func (w *caller) release() {
 	a.mu.Unlock()
 }
 
-// awaitQuota bounds the whole wait a spent budget or the token bucket asks
-// for, up front (R55), and holds batch work for the quota outside the
-// buckets, where a token it took would pace interactive work behind it.
-// again reports that the pass is over.
+// awaitQuota bounds the wait a spent budget or the token bucket asks for up
+// front (R55), and holds batch work outside the buckets, where a token it
+// took would pace interactive work behind it. again: the pass is over.
 func (w *caller) awaitQuota(spent time.Time, tokens bool) (again bool, err error) {
 	a, now := w.a, w.instant()
 	at := laterTime(a.req.nextAt(1), spent)
@@ -212,8 +211,7 @@ func (w *caller) awaitBuckets(tokens bool) error {
 }
 
 // takeFleet takes the request from the fleet's budgets, or waits for their
-// window's reset (a second when that is unknown). again reports that the
-// pass is over.
+// reset (a second when unknown). again: the pass is over.
 func (w *caller) takeFleet() (again bool, err error) {
 	a, now := w.a, w.instant()
 	w.fleet = a.fleetNeeds(w.cost, w.class)
@@ -228,9 +226,9 @@ func (w *caller) takeFleet() (again bool, err error) {
 	return true, w.await(now, at, a.tooLong(w.ctx, now, at))
 }
 
-// awaitBudget holds a caller whose charge a spent budget refused until the
-// budget can take a request (retryAt), or, when a look is out (retryAt
-// zero or past), until the next response. nil means look again.
+// awaitBudget holds a caller a spent budget refused until it can take a
+// request (retryAt), or, when a look is out (retryAt zero or past), until
+// the next response. nil: look again.
 func (w *caller) awaitBudget(retryAt time.Time) error {
 	w.release()
 	now := time.Now()
@@ -244,10 +242,9 @@ func (w *caller) awaitBudget(retryAt time.Time) error {
 }
 
 // await gives back the caller's slot and holds it until at, or a change
-// before. A wait too long to take (refusal, from tooLong) is refused once
-// nothing of ours is in flight (R55), or at ctx's deadline; until then the
-// caller waits for their answers, a second at most at a time. nil means
-// look again.
+// before. A wait too long (refusal, from tooLong) is refused once nothing
+// of ours is in flight, or at ctx's deadline; until then the caller waits
+// for their answers, a second at most at a time (R55). nil: look again.
 func (w *caller) await(now, at time.Time, refusal error) error {
 	w.release()
 	a := w.a
@@ -294,9 +291,8 @@ func (w *caller) spentUntil() time.Time {
 }
 
 // chargeLocked takes the request from every known quota and returns its
-// place in order; on failure seq is 0, nothing stays charged, and retryAt
-// is when to look again. Called with mu held, where responses are applied,
-// so that the request is either in flight or applied (R1).
+// place in order, or 0, nothing charged, and when to look again (retryAt).
+// Called with mu held, where responses are applied (R1).
 func (w *caller) chargeLocked() (seq int64, retryAt time.Time) {
 	a := w.a
 	share, idleAt := a.lanes.share(w.class, w.ns)
@@ -339,10 +335,9 @@ func (a *Adaptive) countAdmission(cost float64, class Class) int64 {
 	return seq
 }
 
-// waitBucketAt waits for n tokens of b, planned at now on the package
-// clock, and returns when they were due: from b itself, or from the
-// store's bucket of the same key (but not the token bucket of a fleet
-// whose budget paces its token quotas).
+// waitBucketAt waits for n tokens of b, planned at now (package clock), and
+// returns when they were due: from the store's bucket of b's key, but b's
+// own without a Store or for the tokens of a fleet its budget paces.
 func (a *Adaptive) waitBucketAt(ctx context.Context, b *Bucket, n int, now int64) (int64, error) {
 	local := a.share == nil
 	if !local && b == a.tok && a.fleet != nil {
@@ -379,10 +374,9 @@ func (a *Adaptive) rateLimitError(at time.Time, cause error) *RateLimitError {
 	return &RateLimitError{Endpoint: a.cfg.Key, RetryAt: at, Info: info, Err: cause}
 }
 
-// awaitChange blocks until the next change that may free a budget
-// (changedLocked) or until d passes, at least minAwait; at once when the
-// count of changes is no longer seen. Changes are counted under the lock
-// this registers under, so none is missed.
+// awaitChange blocks until the next change (changedLocked) or until d, at
+// least minAwait, passes; at once when the count of changes is no longer
+// seen. It registers under the lock changes are counted under.
 func (a *Adaptive) awaitChange(ctx context.Context, d time.Duration, seen int64) error {
 	d = max(d, minAwait)
 	a.mu.Lock()
@@ -432,8 +426,7 @@ func (a *Adaptive) enterGate(ctx context.Context) (held bool, err error) {
 	}
 }
 
-// wakeGateLocked lets the callers waiting at the gate look again. Called
-// with mu held.
+// wakeGateLocked lets the callers waiting at the gate look again; mu held.
 func (a *Adaptive) wakeGateLocked() {
 	if a.gated.Load() {
 		close(a.gateWake)
@@ -441,9 +434,8 @@ func (a *Adaptive) wakeGateLocked() {
 	}
 }
 
-// changedLocked counts a change that may free a budget (a response
-// applied, a charge given back, a window rolled) and wakes the callers
-// waiting for one. Called with mu held, once the change is made.
+// changedLocked counts a change made under mu that may free a budget (a
+// response, a refund, a roll) and wakes awaitChange's callers.
 func (a *Adaptive) changedLocked() {
 	a.changes.Add(1)
 	if a.respWaiters > 0 {
@@ -453,8 +445,7 @@ func (a *Adaptive) changedLocked() {
 	}
 }
 
-// setGateLocked raises (cap > 0) or lowers (cap 0) the in-flight cap.
-// Called with mu held.
+// setGateLocked raises (cap > 0) or lowers (cap 0) the in-flight cap; mu held.
 func (a *Adaptive) setGateLocked(cap int64) {
 	if cap > 0 {
 		a.gateCap = cap
