@@ -126,7 +126,18 @@ func (a *Adaptive) learnLocked(m *response.Meaning, seq int64, cost float64, now
 		}
 		return
 	}
-	others, fed := a.countAnswer(own, cost)
+	// Ours leaves the in-flight count; another limiter's answer charged
+	// here is ours (R58), and its request one of the feeders' (R59).
+	fed := a.fed()
+	others := fed
+	if own {
+		others += a.settle(cost)
+	} else {
+		fed = max(fed-1, 0)
+		a.admitted.Add(1)
+		a.admittedCost.Add(a.avgCost.Load())
+		others = a.inflight.Load() + fed
+	}
 	wasStarted := a.started.Swap(true)
 	a.requests++
 	a.trackRTT(now, others)
@@ -137,7 +148,12 @@ func (a *Adaptive) learnLocked(m *response.Meaning, seq int64, cost float64, now
 		a.uncount(own, cost)
 	}
 	handoff, handoffSpan := a.readReports(m, now)
-	exhausted := a.observe(m, seq, now, others, fed)
+	exhausted := false // a report says a quota is spent; none without quotas
+	if len(a.reports) > 0 || a.book.Len() > 0 {
+		seen := quota.Seen{Horizon: a.horizon(), Age: a.rtt(), Seq: seq, Admissions: a.admissions.Load(),
+			Refused: m.Status == http.StatusTooManyRequests, Fed: float64(fed)}
+		exhausted = a.book.Observe(a.reports, now, a.counts(float64(others)), seen)
+	}
 	status, sig := m.Status, m.Body
 	if m.RetryAfter > 0 && status >= 400 {
 		a.pauseLocked(now.Add(min(m.RetryAfter, a.cfg.MaxDelay))) // R54
@@ -161,20 +177,6 @@ func (a *Adaptive) learnLocked(m *response.Meaning, seq int64, cost float64, now
 		return // nothing the decision reads changed
 	}
 	a.retune(now)
-}
-
-// countAnswer counts an answer in: ours leaves the in-flight count, another
-// limiter's counts as ours (R58). It returns what is in flight besides it,
-// and what feeding limiters have out (R59).
-func (a *Adaptive) countAnswer(own bool, cost float64) (others, fed int64) {
-	fed = a.fed()
-	if own {
-		return a.settle(cost) + fed, fed
-	}
-	fed = max(fed-1, 0) // its own request is one of the feeders'
-	a.admitted.Add(1)
-	a.admittedCost.Add(a.avgCost.Load())
-	return a.inflight.Load() + fed, fed
 }
 
 // uncount takes back the admission of an answer the server did not count (R58).
@@ -231,20 +233,6 @@ func (a *Adaptive) readReports(m *response.Meaning, now time.Time) (handoff floa
 		a.book.DropInferred()
 	}
 	return handoff, span
-}
-
-// observe folds a.reports into the model; true when one says a quota is spent.
-func (a *Adaptive) observe(m *response.Meaning, seq int64, now time.Time, others, fed int64) bool {
-	if len(a.reports) == 0 && a.book.Len() == 0 {
-		return false // a server that states no quota
-	}
-	seen := quota.Seen{
-		Horizon: a.horizon(), Age: a.rtt(),
-		Seq: seq, Admissions: a.admissions.Load(),
-		Refused: m.Status == http.StatusTooManyRequests,
-		Fed:     float64(fed),
-	}
-	return a.book.Observe(a.reports, now, a.counts(float64(others)), seen)
 }
 
 // throttledLocked reacts to a throttle (R56).
@@ -430,7 +418,8 @@ func (a *Adaptive) apply(b *Bucket, rate float64, burst, need int, fill float64,
 	setLimit, setBurst := keepLimit, keepBurst
 	if (old != Inf) != (limit != Inf) || float64(limit) < float64(old)*0.99 || float64(limit) > float64(old)*1.02 {
 		setLimit = limit
-		if l := a.cfg.Logger; l != nil && significant(old, limit) {
+		// Logged when 10% or more, or to or from Inf.
+		if l := a.cfg.Logger; l != nil && (old == Inf || limit == Inf || math.Abs(float64(limit-old)) >= 0.1*float64(old)) {
 			key, mode := a.cfg.Key, a.mode
 			a.later(func() {
 				l.LogAttrs(context.Background(), slog.LevelDebug, "pacer: retuned",
@@ -458,14 +447,6 @@ func (a *Adaptive) apply(b *Bucket, rate float64, burst, need int, fill float64,
 			a.later(func() { a.share.publish(limit, burst) })
 		}
 	}
-}
-
-// significant reports a change worth a log record: 10%, or to or from Inf.
-func significant(old, new Limit) bool {
-	if (old == Inf) != (new == Inf) {
-		return true
-	}
-	return math.Abs(float64(new-old)) >= 0.1*float64(old)
 }
 
 // nextAllowed is when a request could start if Acquire were called now,
