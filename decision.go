@@ -37,11 +37,8 @@ type decision struct {
 	TokBurst int
 	TokNeed  int // the largest request's cost: the token burst must hold it (R66)
 
-	// Gate caps the requests in flight: 0 none, n > 0 at most n; KeepGate
-	// leaves slow start's gate as it is.
-	Gate     int64
-	KeepGate bool
-	Mode     Mode
+	Gate int64 // the cap on requests in flight, 0 none; in slow start its own (R52)
+	Mode Mode
 	// Reason names what set the request rate, for the log: "quota",
 	// "probe", "ceiling" or "none".
 	Reason string
@@ -51,11 +48,10 @@ type decision struct {
 // beside an unlimited rate (a budget only bounds a finite rate's burst).
 // Inputs of one canonical form get the same decision.
 func (in *decisionInput) canonicalize() {
-	if math.IsInf(in.Req.Rate, 1) {
-		in.Req.Budget, in.Req.AtOnce, in.Req.Spare = math.Inf(1), 0, 0
-	}
-	if math.IsInf(in.Tok.Rate, 1) {
-		in.Tok.Budget, in.Tok.AtOnce, in.Tok.Spare = math.Inf(1), 0, 0
+	for _, p := range [...]*quota.Pace{&in.Req, &in.Tok} {
+		if math.IsInf(p.Rate, 1) {
+			p.Budget, p.AtOnce, p.Spare = math.Inf(1), 0, 0
+		}
 	}
 }
 
@@ -90,7 +86,7 @@ func makeDecision(s decisionInput) decision {
 
 	switch {
 	case !s.Started:
-		d.Mode, d.KeepGate = ModeSlowStart, true
+		d.Mode = ModeSlowStart
 		return d
 	case s.Quotas > 0 || s.Blind:
 		d.Mode = ModeHeaders

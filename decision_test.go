@@ -25,7 +25,7 @@ func TestDecision(t *testing.T) {
 	}{{
 		name: "before the first response: unlimited, slow start keeps its gate",
 		in:   with(func(in *decisionInput) { in.Started = false }),
-		want: decision{ReqLimit: inf, ReqBurst: 1, TokLimit: inf, TokBurst: 1, KeepGate: true, Mode: ModeSlowStart, Reason: "none"},
+		want: decision{ReqLimit: inf, ReqBurst: 1, TokLimit: inf, TokBurst: 1, Mode: ModeSlowStart, Reason: "none"},
 	}, {
 		name: "a server that says nothing and never refused: unlimited, probing",
 		in:   base,

@@ -401,7 +401,7 @@ func (a *Adaptive) retune(now time.Time) {
 	a.mode = d.Mode
 	a.apply(a.req, d.ReqLimit, d.ReqBurst, 1, min(float64(d.ReqBurst), in.Req.AtOnce), "requests", d.Reason)
 	a.apply(a.tok, d.TokLimit, d.TokBurst, d.TokNeed, min(float64(d.TokBurst), in.Tok.AtOnce), "tokens", "quota")
-	if !d.KeepGate {
+	if d.Mode != ModeSlowStart { // slow start keeps its gate (R52)
 		a.setGateLocked(d.Gate)
 	}
 }
