@@ -16,8 +16,7 @@ type decisionInput struct {
 	Quotas  int  // windows that describe the current state of a quota
 	Blind   bool // a window is being looked at: one request in flight learns it
 
-	// The tightest request and token quotas' paces (quota.Pace).
-	Req, Tok quota.Pace
+	Req, Tok quota.Pace // the tightest request and token quotas' paces
 
 	ProbeRate    float64 // the CUBIC fallback's rate now; Inf until a throttle
 	ProbeEngaged bool

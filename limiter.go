@@ -72,16 +72,13 @@ type caller struct {
 	ctx   context.Context
 	cost  float64
 	class Class
-	n     int    // the cost in whole tokens
-	held  bool   // an in-flight slot is taken through the gate
-	fleet []need // what the fleet's budgets gave this pass
-	// The pass's reading of the clock: ns on the package clock, now the
-	// same instant as a time, zero until a step needs one.
-	ns  int64
-	now time.Time
-	// mark and seen are the counts of responses applied and of changes
-	// the pass's waits are computed after (see await).
-	mark, seen int64
+	n     int       // the cost in whole tokens
+	held  bool      // an in-flight slot is taken through the gate
+	fleet []need    // what the fleet's budgets gave this pass
+	ns    int64     // the pass's reading of the package clock
+	now   time.Time // the same instant, zero until a step needs it
+	mark  int64     // the count of responses applied the pass read (see await)
+	seen  int64     // the count of changes the pass read (see awaitChange)
 }
 
 // try is one pass of admission: the admission's place in order, or 0 to
@@ -260,13 +257,11 @@ func (w *caller) await(now, at time.Time, refusal error) error {
 	case settled:
 		return refusal
 	}
-	if err := a.awaitChange(w.ctx, min(at.Sub(now), time.Second), w.seen); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return refusal
-		}
-		return err
+	err := a.awaitChange(w.ctx, min(at.Sub(now), time.Second), w.seen)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return refusal
 	}
-	return nil
+	return err
 }
 
 // spentUntil is when the budgets could take the request; zero when they
@@ -378,7 +373,6 @@ func (a *Adaptive) rateLimitError(at time.Time, cause error) *RateLimitError {
 // least minAwait, passes; at once when the count of changes is no longer
 // seen. It registers under the lock changes are counted under.
 func (a *Adaptive) awaitChange(ctx context.Context, d time.Duration, seen int64) error {
-	d = max(d, minAwait)
 	a.mu.Lock()
 	if a.changes.Load() != seen {
 		a.mu.Unlock()
@@ -387,7 +381,7 @@ func (a *Adaptive) awaitChange(ctx context.Context, d time.Duration, seen int64)
 	a.respWaiters++
 	wake := a.respWake
 	a.mu.Unlock()
-	timer := time.NewTimer(d)
+	timer := time.NewTimer(max(d, minAwait))
 	defer timer.Stop()
 	select {
 	case <-ctx.Done():
