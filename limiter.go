@@ -496,10 +496,7 @@ func (a *Adaptive) fleetNeeds(cost float64, class Class) []need {
 	a.mu.Lock()
 	defer a.unlock()
 	qs := a.book.Needs(nil, cost)
-	if len(qs) == 0 {
-		return nil
-	}
-	needs := make([]need, 0, len(qs))
+	needs := make([]need, 0, len(qs)) // the fleet reads only their len
 	for _, q := range qs {
 		n := need{quota: q.Quota, amount: q.Amount}
 		if class == Batch && !q.Looking {
