@@ -97,7 +97,26 @@ func (w *caller) try() (seq int64, err error) {
 	if w.class == Batch {
 		w.instant() // a reserve's wait is a time (R63)
 	}
-	if spent := w.spentUntil(); tokens || !spent.IsZero() {
+	var spent time.Time
+	switch {
+	case a.share != nil || a.fleet != nil || tokens:
+		spent = w.spentUntil()
+	case !a.snap.Load().charged:
+		// No quota known: only the request bucket's token.
+		if a.req.take(1, w.ns) {
+			return a.countAdmission(w.cost, w.class), nil
+		}
+	default:
+		at, tried, s, retryAt := w.admitAtOnce()
+		switch {
+		case s != 0:
+			return s, nil
+		case tried:
+			return 0, w.awaitBudget(retryAt)
+		}
+		spent = at
+	}
+	if tokens || !spent.IsZero() {
 		if again, err := w.awaitQuota(spent, tokens); again || err != nil {
 			return 0, err
 		}
@@ -277,12 +296,39 @@ func (w *caller) spentUntil() time.Time {
 	if now.IsZero() {
 		now = timeOf(w.ns)
 	}
-	share, idleAt := a.lanes.share(w.class, w.ns)
-	at := a.book.SpentUntil(w.cost, share, now)
+	return w.spentUntilLocked(now)
+}
+
+// spentUntilLocked is spentUntil with mu held, for a limiter whose quotas
+// are known; now is the instant w.ns.
+func (w *caller) spentUntilLocked(now time.Time) time.Time {
+	share, idleAt := w.a.lanes.share(w.class, w.ns)
+	at := w.a.book.SpentUntil(w.cost, share, now)
 	if idleAt != 0 && !at.IsZero() {
 		at = earlierTime(at, clockTime(idleAt, now, w.ns))
 	}
 	return at
+}
+
+// admitAtOnce admits the request of a limiter whose quotas are known,
+// without a Store or a token quota, in one section under mu: the budgets'
+// look, the request bucket's token, the charge. tried reports that it went
+// as far as the charge (seq, retryAt); otherwise spent is when the budgets
+// could take the request, and the caller goes the general way. In one
+// section, a caller the budget no longer covers waits on spent instead of
+// failing a charge (whose retune and Refused move the model).
+func (w *caller) admitAtOnce() (spent time.Time, tried bool, seq int64, retryAt time.Time) {
+	a := w.a
+	a.mu.Lock()
+	defer a.unlock()
+	if !a.snap.Load().charged { // published under mu: no quota known any more
+		return time.Time{}, false, 0, time.Time{}
+	}
+	if spent = w.spentUntilLocked(timeOf(w.ns)); !spent.IsZero() || !a.req.take(1, w.ns) {
+		return spent, false, 0, time.Time{}
+	}
+	seq, retryAt = w.chargeLocked()
+	return time.Time{}, true, seq, retryAt
 }
 
 // chargeLocked takes the request from every known quota and returns its
