@@ -159,8 +159,6 @@ type Adaptive struct {
 	share *storeShare // nil without a Store
 	fleet *fleetShare // nil without a Store that keeps budgets
 
-	feeders atomic.Pointer[[]*Adaptive] // limiters whose requests may land in this quota (feed)
-
 	// outbox holds what must happen once mu is released: log records and
 	// Store publishes (user code and I/O never run under mu). Guarded by
 	// mu, and empty whenever mu is free (unlock runs it): a section that
@@ -210,6 +208,8 @@ type Adaptive struct {
 	// closed at the next change if respWaiters > 0.
 	respWake    chan struct{}
 	respWaiters int
+
+	feeders []*Adaptive // limiters whose requests may land in this quota (feed)
 
 	book  *quota.Book // the quotas the server states (or the inferred one)
 	probe *cubic.Probe
@@ -472,7 +472,7 @@ func (p *Permit) Abandon() {
 // abandon undoes an admission whose request was never sent.
 func (a *Adaptive) abandon(cost float64) {
 	a.mu.Lock()
-	a.refund(cost)
+	a.book.Refund(cost)
 	a.settle(cost)
 	a.admitted.Add(-1)
 	if m := thousandths(cost); m > 0 {

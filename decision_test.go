@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/pacer-go/pacer/internal/quota"
+
 	"github.com/pacer-go/pacer/observe"
 )
 
@@ -26,7 +27,7 @@ func TestDecision(t *testing.T) {
 	}{{
 		name: "before the first response: unlimited, slow start keeps its gate",
 		in:   with(func(in *decisionInput) { in.Started = false }),
-		want: decision{ReqLimit: inf, ReqBurst: 1, TokLimit: inf, TokBurst: 1, KeepGate: true, Mode: observe.ModeSlowStart, Reason: "none"},
+		want: decision{ReqLimit: inf, ReqBurst: 1, TokLimit: inf, TokBurst: 1, Mode: observe.ModeSlowStart, Reason: "none"},
 	}, {
 		name: "a server that says nothing and never refused: unlimited, probing",
 		in:   base,
@@ -79,7 +80,7 @@ func TestDecision(t *testing.T) {
 		want: decision{ReqLimit: inf, ReqBurst: 1, TokLimit: inf, TokBurst: 1, Gate: 1, Mode: observe.ModeHeaders, Reason: "none"},
 	}, {
 		name: "an inferred window on trial: a few in flight",
-		in:   with(func(in *decisionInput) { in.Quotas, in.InferTrial, in.TrialGate, in.Req.Budget = 1, true, 8, 90 }),
+		in:   with(func(in *decisionInput) { in.Quotas, in.InferTrial, in.Req.Budget = 1, true, 90 }),
 		want: decision{ReqLimit: inf, ReqBurst: 1, TokLimit: inf, TokBurst: 1, Gate: 8, Mode: observe.ModeHeaders, Reason: "none"},
 	}, {
 		name: "a Ceiling below everything: its rate and burst, static",

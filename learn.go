@@ -12,41 +12,35 @@ import (
 	"github.com/pacer-go/pacer/internal/infer"
 	"github.com/pacer-go/pacer/internal/quota"
 	"github.com/pacer-go/pacer/internal/response"
+
+	"github.com/pacer-go/pacer/observe"
 )
 
-// What a response teaches the limiter: its request settled, what it said of
-// the quotas folded into the model, a throttle's reaction, and the retune
-// that applies the decision to the buckets. The rules are package quota's
-// table (R52-R66).
+// What a response teaches the limiter, and the retune that applies the
+// decision to the buckets (R52-R66).
 
-// doneWith is Done for a response read as m, which arrived at now; nil for
-// none.
+// doneWith is Done for a response read as m (nil: none) that came at now.
 func (p *Permit) doneWith(m *response.Meaning, now time.Time) {
 	if !p.live {
 		return
 	}
 	p.live = false
-	untold := false
-	if p.a.fleet != nil {
-		untold = p.a.fleet.answered(p.fleet, m, now)
-	}
+	untold := p.a.fleet != nil && p.a.fleet.answered(p.fleet, m, now)
 	p.a.learn(m, p.seq, p.cost, now)
 	if untold {
 		p.a.tellInteractive(now)
 	}
 }
 
-// learnOther applies what a response meant, as Permit.Done does, for a
-// request another limiter that shares the server's bucket admitted: it
-// does not touch the in-flight count.
+// learnOther applies what a response meant to a request another limiter
+// admitted for the server's same bucket: nothing of ours leaves flight.
 func (a *Adaptive) learnOther(m *response.Meaning) {
 	a.learn(m, 0, 0, time.Time{})
 }
 
 // learnLate applies a refusal a response stated after it was settled (a
-// stream's first event, read as the caller reads the body): as another
-// limiter's response, less what that counts again, since the request was
-// answered and counted when its 200 came (R58).
+// stream's first event) as learnOther does, less the admission that counts
+// again: the request was counted when its 200 came (R58).
 func (a *Adaptive) learnLate(m *response.Meaning) {
 	now := time.Now()
 	a.mu.Lock()
@@ -56,12 +50,12 @@ func (a *Adaptive) learnLate(m *response.Meaning) {
 	if c := a.avgCost.Load(); c > 0 {
 		a.admittedCost.Add(-min(c, a.admittedCost.Load()))
 	}
-	a.appliedLocked(false)
+	a.changedLocked()
 	a.unlock()
 }
 
-// maxFeeders bounds the limiters feed remembers: the host limiters and
-// patterns whose routes the server put in one bucket, a handful.
+// maxFeeders bounds the limiters feed remembers: the host's and patterns'
+// whose routes the server put in one bucket, a handful.
 const maxFeeders = 8
 
 // feed records that from admits requests the server may count against this
@@ -71,30 +65,17 @@ func (a *Adaptive) feed(from *Adaptive) {
 	if from == nil || from == a {
 		return
 	}
-	for {
-		old := a.feeders.Load()
-		var list []*Adaptive
-		if old != nil {
-			if slices.Contains(*old, from) || len(*old) >= maxFeeders {
-				return
-			}
-			list = slices.Clone(*old)
-		}
-		list = append(list, from)
-		if a.feeders.CompareAndSwap(old, &list) {
-			return
-		}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !slices.Contains(a.feeders, from) && len(a.feeders) < maxFeeders {
+		a.feeders = append(a.feeders, from)
 	}
 }
 
-// fed is how many requests the feeding limiters have in flight.
+// fed is how many requests the feeding limiters have in flight; mu held.
 func (a *Adaptive) fed() int64 {
-	f := a.feeders.Load()
-	if f == nil {
-		return 0
-	}
 	var n int64
-	for _, b := range *f {
+	for _, b := range a.feeders {
 		n += max(b.inflight.Load(), 0)
 	}
 	return n
@@ -120,19 +101,20 @@ func (a *Adaptive) settle(cost float64) int64 {
 	return others
 }
 
-// learn is Permit.Done's and learnOther's common part: m is what the
-// response meant, nil when none was obtained; seq is the request's place in
-// this limiter's admissions (of the given cost), 0 for one another limiter
-// admitted; now is when the response arrived, or zero to read the clock.
-// The request leaves the in-flight count under mu, with the response
-// applied: every admitted request is either unseen or applied (R1).
+// learn applies what a response meant (m; nil: none came) to our request
+// of the given cost and place in the admissions (seq), or to another
+// limiter's (seq 0), at now (zero: read the clock). Ours leaves the
+// in-flight count under mu, with the response applied (R1).
 func (a *Adaptive) learn(m *response.Meaning, seq int64, cost float64, now time.Time) {
 	if m != nil && m.Status != 0 && now.IsZero() {
 		now = time.Now()
 	}
 	a.mu.Lock()
 	a.learnLocked(m, seq, cost, now)
-	a.appliedLocked(seq > 0)
+	a.changedLocked()
+	if seq > 0 {
+		a.wakeGateLocked() // a slot freed
+	}
 	a.unlock()
 }
 
@@ -146,11 +128,19 @@ func (a *Adaptive) learnLocked(m *response.Meaning, seq int64, cost float64, now
 		}
 		return
 	}
-	others, fed := a.countAnswer(own, cost)
-	wasStarted := a.started.Load()
-	if !wasStarted {
-		a.started.Store(true)
+	// Ours leaves the in-flight count; another limiter's answer charged
+	// here is ours (R58), and its request one of the feeders' (R59).
+	fed := a.fed()
+	others := fed
+	if own {
+		others += a.settle(cost)
+	} else {
+		fed = max(fed-1, 0)
+		a.admitted.Add(1)
+		a.admittedCost.Add(a.avgCost.Load())
+		others = a.inflight.Load() + fed
 	}
+	wasStarted := a.started.Swap(true)
 	a.requests++
 	a.trackRTT(now, others)
 	if m.Quotas.Len() > 0 || m.RetryAfter > 0 || m.Bucket != "" {
@@ -160,14 +150,18 @@ func (a *Adaptive) learnLocked(m *response.Meaning, seq int64, cost float64, now
 		a.uncount(own, cost)
 	}
 	handoff, handoffSpan := a.readReports(m, now)
-	exhausted := a.observe(m, seq, now, others, fed)
+	exhausted := false // a report says a quota is spent; none without quotas
+	if len(a.reports) > 0 || a.book.Len() > 0 {
+		seen := quota.Seen{Horizon: a.horizon(), Age: a.rtt(), Seq: seq, Admissions: a.admissions.Load(),
+			Refused: m.Status == http.StatusTooManyRequests, Fed: float64(fed)}
+		exhausted = a.book.Observe(a.reports, now, a.counts(float64(others)), seen)
+	}
 	status, sig := m.Status, m.Body
 	if m.RetryAfter > 0 && status >= 400 {
 		a.pauseLocked(now.Add(min(m.RetryAfter, a.cfg.MaxDelay))) // R54
 	}
 	if sig == response.Gone || sig == response.TooLarge {
-		// Gone for good, or larger than the whole limit: waiting cannot help.
-		a.retune(now)
+		a.retune(now) // gone for good, or above the whole limit: no wait helps
 		return
 	}
 	engaged := a.probe.Engaged() // Meter may let go of a probe that measured nothing
@@ -175,10 +169,10 @@ func (a *Adaptive) learnLocked(m *response.Meaning, seq int64, cost float64, now
 	if status >= 400 {
 		a.probe.Refused(now, m.RetryAfter)
 	}
-	if sig == response.BodyLimit {
+	switch {
+	case sig == response.BodyLimit:
 		a.bodyLimitLocked(now, m.RetryAfter, exhausted, others)
-	}
-	if m.Throttled && sig != response.BodyLimit {
+	case m.Throttled:
 		a.throttledLocked(m, now, exhausted, others, handoff, handoffSpan)
 	}
 	if wasStarted && status < http.StatusBadRequest && sig == response.None && a.book.Len() == 0 && !engaged && !a.probe.Engaged() && m.RetryAfter == 0 {
@@ -187,23 +181,7 @@ func (a *Adaptive) learnLocked(m *response.Meaning, seq int64, cost float64, now
 	a.retune(now)
 }
 
-// countAnswer counts an answer in: a request of ours leaves the in-flight
-// count; one another limiter admitted was charged to this quota, and is
-// ours for the drift (R58). It returns what is in flight besides it, and
-// what feeding limiters have out (R59).
-func (a *Adaptive) countAnswer(own bool, cost float64) (others, fed int64) {
-	fed = a.fed()
-	if own {
-		return a.settle(cost) + fed, fed
-	}
-	fed = max(fed-1, 0) // its own request is one of the feeders'
-	a.admitted.Add(1)
-	a.admittedCost.Add(a.avgCost.Load())
-	return a.inflight.Load() + fed, fed
-}
-
-// uncount takes back the admission of an answer the server did not count
-// (R58): the drift's books would read it as a refill.
+// uncount takes back the admission of an answer the server did not count (R58).
 func (a *Adaptive) uncount(own bool, cost float64) {
 	a.admitted.Add(-1)
 	switch c := a.avgCost.Load(); {
@@ -217,9 +195,9 @@ func (a *Adaptive) uncount(own bool, cost float64) {
 	}
 }
 
-// readReports sets a.reports to what the response said of the quotas, with
-// the stated quotas' and the inferred one's. When the inferred model gives
-// up, the rate it measured over span is handed to the probe.
+// readReports sets a.reports to what the response said of the quotas, the
+// stated quotas' (R51) and the inferred one's; handoff is the rate the
+// inferred model measured over span when it gives up, for the probe.
 func (a *Adaptive) readReports(m *response.Meaning, now time.Time) (handoff float64, span time.Duration) {
 	nq := m.Quotas.Len()
 	a.reports = a.reports[:0]
@@ -232,47 +210,39 @@ func (a *Adaptive) readReports(m *response.Meaning, now time.Time) (handoff floa
 		a.reports = append(a.reports, quota.Named{Name: q.Name, Tokens: q.Unit == header.Tokens,
 			Report: quota.Report{Limit: q.Limit, Remaining: q.Remaining, Reset: q.Reset, Window: q.Window}})
 	}
-	if len(a.stated) > 0 {
-		a.reportStated(now, nq > 0, m.Counted())
-	}
-	switch {
-	case a.infer == nil:
+	switch stated := a.stated; {
+	case len(stated) == 0:
 	case nq > 0:
-		a.stopInferring()
-	case m.Body == response.None:
+		a.book.Drop(func(name string) bool {
+			return slices.ContainsFunc(stated, func(s statedQuota) bool { return s.name == name })
+		})
+		a.stated = nil
+	default:
+		for i := range stated {
+			a.reports = append(a.reports, quota.Named{Name: stated[i].name, Report: stated[i].Answered(now, m.Counted())})
+		}
+	}
+	if a.infer != nil && nq == 0 && m.Body == response.None {
 		r, ok := a.infer.Observe(now, m.Status, m.RetryAfter)
 		if a.infer.Off() {
 			handoff, span = a.infer.Capacity(now)
-			a.stopInferring()
 		} else if ok {
 			a.reports = append(a.reports, quota.Named{Name: infer.Name, Report: r})
 		}
 	}
+	if a.infer != nil && (nq > 0 || a.infer.Off()) {
+		a.infer = nil // the server states its quotas, or the model does not fit
+		a.book.DropInferred()
+	}
 	return handoff, span
 }
 
-// observe folds a.reports into the model and reports whether one says a
-// quota is spent.
-func (a *Adaptive) observe(m *response.Meaning, seq int64, now time.Time, others, fed int64) bool {
-	if len(a.reports) == 0 && a.book.Len() == 0 {
-		return false // a server that states no quota
-	}
-	seen := quota.Seen{
-		Horizon: a.horizon(), Age: a.rtt(),
-		Seq: seq, Admissions: a.admissions.Load(),
-		Refused: m.Status == http.StatusTooManyRequests,
-		Fed:     float64(fed),
-	}
-	return a.book.Observe(a.reports, now, a.counts(float64(others)), seen)
-}
-
-// throttledLocked reacts to a throttle (R56): a 503 while the quotas show
-// room is overload, retried under a budget; one no spent quota explains
-// cuts the probe and holds new requests until its next look.
+// throttledLocked reacts to a throttle (R56).
 func (a *Adaptive) throttledLocked(m *response.Meaning, now time.Time, exhausted bool, others int64, handoff float64, span time.Duration) {
 	a.throttled++
 	switch {
-	case m.Overloaded() && !exhausted && (len(a.reports) > 0 || a.quotasKnown()):
+	case m.Overloaded() && !exhausted && (len(a.reports) > 0 || a.book.Known()):
+		// Overload while the quotas show room: retried under a budget.
 	case len(a.reports) == 0 || !exhausted:
 		if hold := a.probe.Throttle(now, others, a.rtt()); !hold.IsZero() {
 			a.pauseLocked(hold)
@@ -289,33 +259,15 @@ func (a *Adaptive) throttledLocked(m *response.Meaning, now time.Time, exhausted
 	}
 }
 
-// appliedLocked announces a response applied: the callers waiting for a
-// change look again, and, for a request of ours, one waiting at the gate.
-func (a *Adaptive) appliedLocked(own bool) {
-	a.changedLocked()
-	if own {
-		a.wakeGateLocked()
-	}
-}
-
-// stopInferring hands the endpoint over to the quotas its server states.
-func (a *Adaptive) stopInferring() {
-	a.infer = nil
-	a.book.DropInferred()
-}
-
 // state starts the quotas stated for the endpoint at now, as a server's
 // statement of them would (R51): slow start is over before it began.
 func (a *Adaptive) state(qs []Quota, now time.Time) {
 	a.mu.Lock()
-	a.stated = a.stated[:0]
+	a.stated, a.reports = a.stated[:0], a.reports[:0]
 	for _, q := range qs {
-		a.stated = append(a.stated, statedQuota{name: q.Name, Stated: quota.Stated{Limit: q.Limit, Window: q.Window}})
-	}
-	a.reports = a.reports[:0]
-	for i := range a.stated {
-		s := &a.stated[i]
+		s := statedQuota{name: q.Name, Stated: quota.Stated{Limit: q.Limit, Window: q.Window}}
 		a.reports = append(a.reports, quota.Named{Name: s.name, Report: s.Start(now)})
+		a.stated = append(a.stated, s)
 	}
 	a.book.Observe(a.reports, now, quota.Counts{}, quota.Seen{Horizon: a.horizon(), Age: a.rtt()})
 	a.started.Store(true)
@@ -324,28 +276,7 @@ func (a *Adaptive) state(qs []Quota, now time.Time) {
 	a.unlock()
 }
 
-// reportStated adds to a.reports what the stated quotas say after a
-// response (counted: one the server counted), or drops them for good when
-// the server states quotas of its own (R51).
-func (a *Adaptive) reportStated(now time.Time, serverStates, counted bool) {
-	if serverStates {
-		stated := a.stated
-		a.book.Drop(func(name string) bool {
-			return slices.ContainsFunc(stated, func(s statedQuota) bool { return s.name == name })
-		})
-		a.stated = nil
-		return
-	}
-	for i := range a.stated {
-		s := &a.stated[i]
-		a.reports = append(a.reports, quota.Named{Name: s.name, Report: s.Answered(now, counted)})
-	}
-}
-
-func (a *Adaptive) quotasKnown() bool { return a.book.Known() }
-
-// counts is what the model needs of the in-flight and admission counts,
-// with unseen requests in flight.
+// counts is the model's view of the counts, with unseen requests in flight.
 func (a *Adaptive) counts(unseen float64) quota.Counts {
 	return quota.Counts{
 		Inflight: unseen, InflightCost: units(a.inflightCost.Load()),
@@ -355,8 +286,7 @@ func (a *Adaptive) counts(unseen float64) quota.Counts {
 	}
 }
 
-// derivedQuota names the quota that only restates others (R60): Anthropic's
-// tokens-* beside its input-tokens and output-tokens; "" when none does.
+// derivedQuota names the quota that only restates others (R60), or "".
 func derivedQuota(qs *header.Quotas) string {
 	var in, out, all bool
 	for i := range qs.Len() {
@@ -396,6 +326,7 @@ func (a *Adaptive) horizon() time.Duration {
 	return min(max(2*a.rtt(), 20*time.Millisecond), 2*time.Second)
 }
 
+// pauseLocked holds every request until t, here and in the store (R54, R57).
 func (a *Adaptive) pauseLocked(t time.Time) {
 	if t.After(a.paused) {
 		a.paused = t
@@ -429,23 +360,20 @@ func (a *Adaptive) bodyLimitLocked(now time.Time, retryAfter time.Duration, exha
 	a.probe.Punished(now, until, others, a.rtt(), bodyLimitCycle, bodyLimitMemory)
 }
 
+// The waits of body-stated limits (R57).
 const (
-	// bodyLimitWait is the least wait after a body-stated limit with no
-	// Retry-After: GitHub documents at least a minute (R57).
-	bodyLimitWait = time.Minute
-	// bodyLimitMaxWait caps the doubling of repeated ones: four doublings.
-	bodyLimitMaxWait = 15 * time.Minute
-	// bodyLimitMemory is how long a body-stated limit counts towards the
-	// doubling, and how long the probe stays below what the server admitted.
+	bodyLimitWait    = time.Minute      // GitHub documents at least a minute
+	bodyLimitMaxWait = 15 * time.Minute // four doublings
+	// bodyLimitMemory is how long one counts towards the doubling, and how
+	// long the probe stays below what the server admitted.
 	bodyLimitMemory = time.Hour
-	// bodyLimitCycle is the least time the probe takes to climb back to what
-	// the server admitted: a trip costs a minute's pause or more.
+	// bodyLimitCycle is the least time the probe takes to climb back to
+	// what the server admitted: a trip costs a minute's pause or more.
 	bodyLimitCycle = 5 * time.Minute
 )
 
-// retune rolls windows whose reset passed, decides the request and token
-// rates and bursts from every source (quotas, probe, ceiling) and applies
-// them to the buckets. Called with mu held.
+// retune rolls the windows on to now, decides (makeDecision) and applies
+// the decision to the buckets and the gate. Called with mu held.
 func (a *Adaptive) retune(now time.Time) {
 	p := a.book.Advance(now, a.counts(float64(a.inflight.Load())), max(units(a.avgCost.Load()), 1))
 	next := int64(math.MaxInt64)
@@ -462,8 +390,8 @@ func (a *Adaptive) retune(now time.Time) {
 		Started: a.started.Load(), Quotas: p.Known, Blind: p.Blind,
 		Req: p.Req, Tok: p.Tok,
 		ProbeRate: a.probe.Grow(now), ProbeEngaged: a.probe.Engaged(), ProbeClosed: a.probe.Closed(),
-		InferTrial: a.infer != nil && a.infer.Trial(), TrialGate: infer.TrialInFlight,
-		Ceiling: float64(a.cfg.Ceiling), CeilingBurst: float64(a.cfg.CeilingBurst),
+		InferTrial: a.infer != nil && a.infer.Trial(),
+		Ceiling:    float64(a.cfg.Ceiling), CeilingBurst: float64(a.cfg.CeilingBurst),
 		MaxCost: units(a.maxCost.Load()), Safety: a.safety,
 	}
 	in.canonicalize()
@@ -475,15 +403,14 @@ func (a *Adaptive) retune(now time.Time) {
 	a.mode = d.Mode
 	a.apply(a.req, d.ReqLimit, d.ReqBurst, 1, min(float64(d.ReqBurst), in.Req.AtOnce), "requests", d.Reason)
 	a.apply(a.tok, d.TokLimit, d.TokBurst, d.TokNeed, min(float64(d.TokBurst), in.Tok.AtOnce), "tokens", "quota")
-	if !d.KeepGate {
+	if d.Mode != observe.ModeSlowStart { // slow start keeps its gate (R52)
 		a.setGateLocked(d.Gate)
 	}
 }
 
 // apply sets a bucket's limit and burst when they changed enough to matter
-// (R62): a limit 1% lower or 2% higher, a burst by a tenth, or below need
-// (the largest cost, R66). What may go at once (fill) is the bucket's level,
-// set with the limit (R65).
+// (R62), or the burst is below need (R66), and what may go at once (fill)
+// as its level (R65).
 func (a *Adaptive) apply(b *Bucket, rate float64, burst, need int, fill float64, what, reason string) {
 	limit := Inf
 	if !math.IsInf(rate, 1) {
@@ -493,7 +420,8 @@ func (a *Adaptive) apply(b *Bucket, rate float64, burst, need int, fill float64,
 	setLimit, setBurst := keepLimit, keepBurst
 	if (old != Inf) != (limit != Inf) || float64(limit) < float64(old)*0.99 || float64(limit) > float64(old)*1.02 {
 		setLimit = limit
-		if l := a.cfg.Logger; l != nil && significant(old, limit) {
+		// Logged when 10% or more, or to or from Inf.
+		if l := a.cfg.Logger; l != nil && (old == Inf || limit == Inf || math.Abs(float64(limit-old)) >= 0.1*float64(old)) {
 			key, mode := a.cfg.Key, a.mode
 			a.later(func() {
 				l.LogAttrs(context.Background(), slog.LevelDebug, "pacer: retuned",
@@ -523,18 +451,9 @@ func (a *Adaptive) apply(b *Bucket, rate float64, burst, need int, fill float64,
 	}
 }
 
-// significant reports a change worth a log record: 10% or more, or to or
-// from Inf.
-func significant(old, new Limit) bool {
-	if (old == Inf) != (new == Inf) {
-		return true
-	}
-	return math.Abs(float64(new-old)) >= 0.1*float64(old)
-}
-
-// nextAllowed is the earliest time a new request could start if Acquire
-// were called now (now when there is no wait), for the Transport's retry
-// decisions. It changes nothing: a window whose reset has passed shows free.
+// nextAllowed is when a request could start if Acquire were called now,
+// for the Transport's retries. It changes nothing: a window whose reset
+// passed shows free.
 func (a *Adaptive) nextAllowed() time.Time {
 	now := time.Now()
 	at := a.req.nextAt(1)
@@ -544,8 +463,8 @@ func (a *Adaptive) nextAllowed() time.Time {
 	return laterTime(now, at)
 }
 
-// heldUntilLocked is when the pause and the spent request quotas let a
-// request go; called with mu held.
+// heldUntilLocked is when the pause and spent request quotas let a request
+// go; called with mu held.
 func (a *Adaptive) heldUntilLocked() time.Time {
 	return laterTime(a.paused, a.book.HeldUntil())
 }

@@ -7,12 +7,12 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/store"
+
 	"github.com/pacer-go/pacer/work"
 )
 
 // Admission: the wait for a request's slot, budget and tokens, every bound
-// on that wait, and the charge. The rules are package quota's table
-// (R1-R7, R52-R55, R63, R66); what a response teaches is in learn.go.
+// on that wait, and the charge (R1-R7, R52-R55, R63, R66).
 
 // Acquire waits until one request of the given cost may start and returns
 // its Permit. The request goes at once while every quota the server states
@@ -33,26 +33,8 @@ func (a *Adaptive) Acquire(ctx context.Context, cost float64) (Permit, error) {
 // acquire is Acquire for a request of the given class, setting p only when
 // it admits the request.
 func (a *Adaptive) acquire(ctx context.Context, p *Permit, cost float64, class work.Class) error {
-	fleet, seq, err := a.admit(ctx, cost, class)
-	if err != nil {
-		return err
-	}
-	if !(cost > 0) || math.IsInf(cost, 1) {
-		cost = 0
-	}
-	p.a, p.cost, p.live, p.fleet, p.seq = a, cost, true, fleet, seq
-	return nil
-}
-
-// admit blocks until one request may start: a slow-start slot, a request
-// token, and cost tokens of any token quota (cost ≤ 0 charges request
-// quotas only). With a nil error the caller must settle the request exactly
-// once. On cancellation it returns ctx.Err() promptly and refunds what it
-// took; a wait past MaxWait, MaxDelay or ctx's deadline is a
-// *RateLimitError that consumes nothing (R55).
-func (a *Adaptive) admit(ctx context.Context, cost float64, class work.Class) ([]need, int64, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, 0, err
+		return err
 	}
 	if !(cost > 0) || math.IsInf(cost, 1) {
 		cost = 0
@@ -62,28 +44,27 @@ func (a *Adaptive) admit(ctx context.Context, cost float64, class work.Class) ([
 	if class == work.Batch {
 		a.batchWaiting.Add(1)
 	}
-	defer a.doneWaiting(class)
-	w := caller{a: a, ctx: ctx, cost: a.noteCost(cost), class: class}
-	w.n = int(math.Ceil(w.cost))
+	defer func() {
+		a.waiting.Add(-1)
+		if class == work.Batch {
+			a.batchWaiting.Add(-1)
+		}
+	}()
+	a.noteCost(cost)
+	w := caller{a: a, ctx: ctx, cost: cost, class: class, n: int(math.Ceil(cost))}
 	for {
 		seq, err := w.try()
 		if err != nil {
-			return nil, 0, err
+			w.release()
+			return err
 		}
 		if seq != 0 {
 			if !w.held {
 				a.inflight.Add(1)
 			}
-			return w.fleet, seq, nil
+			p.a, p.cost, p.live, p.fleet, p.seq = a, cost, true, w.fleet, seq
+			return nil
 		}
-	}
-}
-
-// doneWaiting counts a caller of the class out of the waiting ones.
-func (a *Adaptive) doneWaiting(class work.Class) {
-	a.waiting.Add(-1)
-	if class == work.Batch {
-		a.batchWaiting.Add(-1)
 	}
 }
 
@@ -93,20 +74,18 @@ type caller struct {
 	ctx   context.Context
 	cost  float64
 	class work.Class
-	n     int    // the cost in whole tokens
-	held  bool   // an in-flight slot is taken through the gate
-	fleet []need // what the fleet's budgets gave this pass
-	// The pass's reading of the clock: ns on the package clock, now the
-	// same instant as a time, zero until a step needs one.
-	ns  int64
-	now time.Time
-	// mark and seen are the counts of responses applied and of changes
-	// the pass's waits are computed after (see settled, awaitChange).
-	mark, seen int64
+	n     int       // the cost in whole tokens
+	held  bool      // an in-flight slot is taken through the gate
+	fleet []need    // what the fleet's budgets gave this pass
+	ns    int64     // the pass's reading of the package clock
+	now   time.Time // the same instant, zero until a step needs it
+	mark  int64     // the count of responses applied the pass read (see await)
+	seen  int64     // the count of changes the pass read (see awaitChange)
 }
 
 // try is one pass of admission: the admission's place in order, or 0 to
-// look again.
+// look again. The budgets are charged last: a caller queued in a bucket
+// holds no quota of a window that may end first.
 func (w *caller) try() (seq int64, err error) {
 	a := w.a
 	w.fleet = nil
@@ -116,27 +95,26 @@ func (w *caller) try() (seq int64, err error) {
 		}
 	}
 	w.readClock()
-	tokens := w.n > 0 && a.tokensTracked()
+	tokens := w.n > 0 && a.snap.Load().tokens
 	if w.class == work.Batch {
 		w.instant() // a reserve's wait is a time (R63)
 	}
 	var spent time.Time
 	switch {
 	case a.share != nil || a.fleet != nil || tokens:
-		spent = a.spentUntil(w.cost, w.class, w.ns, w.now)
+		spent = w.spentUntil()
 	case !a.snap.Load().charged:
 		// No quota known: only the request bucket's token.
 		if a.req.take(1, w.ns) {
 			return a.countAdmission(w.cost, w.class), nil
 		}
 	default:
-		at, tried, s, retryAt := a.admitAtOnce(w.cost, w.class, w.ns, w.now, &w.held)
+		at, tried, s, retryAt := w.admitAtOnce()
 		switch {
 		case s != 0:
 			return s, nil
 		case tried:
-			w.release()
-			return 0, a.awaitBudget(w.ctx, retryAt, w.mark, w.seen)
+			return 0, w.awaitBudget(retryAt)
 		}
 		spent = at
 	}
@@ -153,19 +131,22 @@ func (w *caller) try() (seq int64, err error) {
 			return 0, err
 		}
 	}
-	s, retryAt := a.charge(w.cost, w.class, w.ns, &w.held)
+	if !a.snap.Load().charged {
+		return a.countAdmission(w.cost, w.class), nil
+	}
+	a.mu.Lock()
+	s, retryAt := w.chargeLocked()
+	a.unlock()
 	if s != 0 {
 		return s, nil
 	}
 	a.fleet.giveBack(w.fleet)
 	w.fleet = nil
-	w.release()
-	return 0, a.awaitBudget(w.ctx, retryAt, w.mark, w.seen)
+	return 0, w.awaitBudget(retryAt)
 }
 
-// readClock reads the package clock for the pass (a request let through
-// at once reads it once), rolls the quotas on when a look is due, and
-// notes what the pass's waits are computed after.
+// readClock reads the clock for the pass, rolls the quotas on when a look
+// is due, and notes what the pass's waits are computed after.
 func (w *caller) readClock() {
 	a := w.a
 	w.ns, w.now = clockNow(), time.Time{}
@@ -202,31 +183,27 @@ func (w *caller) release() {
 	a.mu.Unlock()
 }
 
-// awaitQuota bounds the whole wait a spent budget or the token bucket asks
-// for, up front (R55), and holds batch work for the quota outside the
-// buckets, where a token it took would pace interactive work behind it.
-// again reports that the pass is over.
+// awaitQuota bounds the wait a spent budget or the token bucket asks for up
+// front (R55), and holds batch work outside the buckets, where a token it
+// took would pace interactive work behind it. again: the pass is over.
 func (w *caller) awaitQuota(spent time.Time, tokens bool) (again bool, err error) {
 	a, now := w.a, w.instant()
 	at := laterTime(a.req.nextAt(1), spent)
 	if tokens {
 		at = laterTime(at, a.tok.nextAt(w.n))
 	}
-	if err := a.tooLong(w.ctx, now, at); err != nil {
-		w.release()
-		return true, a.refuseOrAwait(w.ctx, now, at, err, w.mark, w.seen)
+	refusal := a.tooLong(w.ctx, now, at)
+	if refusal == nil {
+		if w.class != work.Batch || !spent.After(now) {
+			return false, nil
+		}
+		at = spent
 	}
-	if w.class == work.Batch && spent.After(now) {
-		w.release()
-		return true, a.awaitChange(w.ctx, spent.Sub(now), w.seen)
-	}
-	return false, nil
+	return true, w.await(now, at, refusal)
 }
 
 // awaitBuckets waits for the request bucket's token and the token bucket's
-// cost. The budgets are charged only after: a caller queued in a bucket
-// holds no quota of a window that may end first, and a reset that passed
-// meanwhile rolls the windows on first.
+// cost, and rolls the quotas on when a look fell due meanwhile.
 func (w *caller) awaitBuckets(tokens bool) error {
 	a := w.a
 	granted, err := a.waitBucketAt(w.ctx, a.req, 1, w.ns)
@@ -234,8 +211,11 @@ func (w *caller) awaitBuckets(tokens bool) error {
 		granted, err = a.waitBucketAt(w.ctx, a.tok, w.n, granted)
 	}
 	if err != nil {
-		w.release()
-		return a.annotate(err)
+		var rle *RateLimitError
+		if errors.As(err, &rle) { // the bucket's: with the endpoint's key and Info
+			return a.rateLimitError(rle.RetryAt, rle.Err)
+		}
+		return err
 	}
 	if granted > w.ns {
 		if w.now = time.Now(); clockOf(w.now) >= a.snap.Load().checkAt {
@@ -249,34 +229,140 @@ func (w *caller) awaitBuckets(tokens bool) error {
 }
 
 // takeFleet takes the request from the fleet's budgets, or waits for their
-// window's reset (the next answer when that is unknown). again reports that
-// the pass is over.
+// reset (a second when unknown). again: the pass is over.
 func (w *caller) takeFleet() (again bool, err error) {
 	a, now := w.a, w.instant()
 	w.fleet = a.fleetNeeds(w.cost, w.class)
 	ok, at, err := a.fleet.take(w.ctx, w.fleet, now, a.lanes.since(w.ns))
-	switch {
-	case err != nil:
-		w.release()
-		return true, err
-	case ok:
-		return false, nil
+	if ok || err != nil {
+		return err != nil, err
 	}
 	w.fleet = nil
-	w.release()
 	if at.IsZero() {
 		at = now.Add(time.Second)
 	}
-	if err := a.tooLong(w.ctx, now, at); err != nil {
-		return true, a.refuseOrAwait(w.ctx, now, at, err, w.mark, w.seen)
+	return true, w.await(now, at, a.tooLong(w.ctx, now, at))
+}
+
+// awaitBudget holds a caller a spent budget refused until it can take a
+// request (retryAt), or, when a look is out (retryAt zero or past), until
+// the next response. nil: look again.
+func (w *caller) awaitBudget(retryAt time.Time) error {
+	w.release()
+	now := time.Now()
+	switch {
+	case retryAt.IsZero():
+		return nil
+	case !retryAt.After(now):
+		return w.a.awaitChange(w.ctx, time.Second, w.seen)
 	}
-	return true, a.awaitChange(w.ctx, at.Sub(now), w.seen)
+	return w.await(now, retryAt, w.a.tooLong(w.ctx, now, retryAt))
+}
+
+// await gives back the caller's slot and holds it until at, or a change
+// before. A wait too long (refusal, from tooLong) is refused once nothing
+// of ours is in flight, or at ctx's deadline; until then the caller waits
+// for their answers, a second at most at a time (R55). nil: look again.
+func (w *caller) await(now, at time.Time, refusal error) error {
+	w.release()
+	a := w.a
+	if refusal == nil {
+		return a.awaitChange(w.ctx, at.Sub(now), w.seen)
+	}
+	a.mu.Lock() // responses are applied under mu
+	settled, changed := a.inflight.Load() == 0, a.applied.Load() != w.mark
+	a.unlock()
+	switch {
+	case settled && changed:
+		return nil // look again at what the last answers left
+	case settled:
+		return refusal
+	}
+	err := a.awaitChange(w.ctx, min(at.Sub(now), time.Second), w.seen)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return refusal
+	}
+	return err
+}
+
+// spentUntil is when the budgets could take the request; zero when they
+// can now.
+func (w *caller) spentUntil() time.Time {
+	a := w.a
+	if !a.snap.Load().charged {
+		return time.Time{}
+	}
+	a.mu.Lock()
+	defer a.unlock()
+	now := w.now
+	if now.IsZero() {
+		now = timeOf(w.ns)
+	}
+	return w.spentUntilLocked(now)
+}
+
+// spentUntilLocked is spentUntil with mu held, for a limiter whose quotas
+// are known; now is the instant w.ns.
+func (w *caller) spentUntilLocked(now time.Time) time.Time {
+	share, idleAt := w.a.lanes.share(w.class, w.ns)
+	at := w.a.book.SpentUntil(w.cost, share, now)
+	if idleAt != 0 && !at.IsZero() {
+		at = earlierTime(at, clockTime(idleAt, now, w.ns))
+	}
+	return at
+}
+
+// admitAtOnce admits the request of a limiter whose quotas are known,
+// without a Store or a token quota, in one section under mu: the budgets'
+// look, the request bucket's token, the charge. tried reports that it went
+// as far as the charge (seq, retryAt); otherwise spent is when the budgets
+// could take the request, and the caller goes the general way. In one
+// section, a caller the budget no longer covers waits on spent instead of
+// failing a charge (whose retune and Refused move the model).
+func (w *caller) admitAtOnce() (spent time.Time, tried bool, seq int64, retryAt time.Time) {
+	a := w.a
+	a.mu.Lock()
+	defer a.unlock()
+	if !a.snap.Load().charged { // published under mu: no quota known any more
+		return time.Time{}, false, 0, time.Time{}
+	}
+	if spent = w.spentUntilLocked(timeOf(w.ns)); !spent.IsZero() || !a.req.take(1, w.ns) {
+		return spent, false, 0, time.Time{}
+	}
+	seq, retryAt = w.chargeLocked()
+	return time.Time{}, true, seq, retryAt
+}
+
+// chargeLocked takes the request from every known quota and returns its
+// place in order, or 0, nothing charged, and when to look again (retryAt).
+// Called with mu held, where responses are applied (R1).
+func (w *caller) chargeLocked() (seq int64, retryAt time.Time) {
+	a := w.a
+	share, idleAt := a.lanes.share(w.class, w.ns)
+	flight := units(a.inflightCost.Load())
+	if short, ok := a.book.Charge(w.cost, timeOf(w.ns), share, flight); !ok {
+		// A window may have rolled over since the last look: retune first.
+		t := time.Now()
+		a.retune(t)
+		out := a.inflight.Load()
+		if w.held {
+			out-- // the caller's own slot
+		}
+		retryAt, reserved := a.book.Refused(short, w.cost, t, share, flight, out == 0)
+		if reserved && idleAt != 0 {
+			retryAt = earlierTime(retryAt, clockTime(idleAt, t, clockOf(t))) // R63
+		}
+		return 0, retryAt
+	}
+	if !w.held {
+		a.inflight.Add(1)
+		w.held = true
+	}
+	return a.countAdmission(w.cost, w.class), time.Time{}
 }
 
 // countAdmission counts an admitted request and returns its place in the
-// order of admissions (1 for the first). Where a quota is charged it is
-// called under mu with the charge: every request is then either counted
-// in flight or already applied (R1).
+// order of admissions (1 for the first).
 func (a *Adaptive) countAdmission(cost float64, class work.Class) int64 {
 	a.admitted.Add(1)
 	seq := a.admissions.Add(1)
@@ -292,72 +378,21 @@ func (a *Adaptive) countAdmission(cost float64, class work.Class) int64 {
 	return seq
 }
 
-// awaitBudget holds a caller whose charge a spent budget refused until the
-// budget can take a request (retryAt), or, when a look is out (retryAt
-// zero or past), until the next response. nil means look again.
-func (a *Adaptive) awaitBudget(ctx context.Context, retryAt time.Time, mark, seen int64) error {
-	now := time.Now()
-	switch {
-	case retryAt.IsZero():
-		return nil
-	case !retryAt.After(now):
-		return a.awaitChange(ctx, time.Second, seen)
-	}
-	if err := a.tooLong(ctx, now, retryAt); err != nil {
-		return a.refuseOrAwait(ctx, now, retryAt, err, mark, seen)
-	}
-	return a.awaitChange(ctx, retryAt.Sub(now), seen)
-}
-
-// waitBucketAt waits for n tokens of b, planned at now on the package
-// clock: from b itself, or from the store's bucket of the same key (but
-// the token bucket of a fleet whose budget paces its token quotas). It
-// returns when they were due.
+// waitBucketAt waits for n tokens of b, planned at now (package clock), and
+// returns when they were due: from the store's bucket of b's key, but b's
+// own without a Store or for the tokens of a fleet its budget paces.
 func (a *Adaptive) waitBucketAt(ctx context.Context, b *Bucket, n int, now int64) (int64, error) {
-	if a.share == nil || b == a.tok && a.budgetPaced() {
+	local := a.share == nil
+	if !local && b == a.tok && a.fleet != nil {
+		a.mu.Lock()
+		local = a.budgetPacedLocked()
+		a.mu.Unlock()
+	}
+	if local {
 		return b.wait(ctx, n, a.cfg.MaxWait, now)
 	}
 	at, err := a.share.wait(ctx, a, b, n, b == a.tok)
 	return clockOf(at), err
-}
-
-// budgetPaced is budgetPacedLocked for a caller without the lock.
-func (a *Adaptive) budgetPaced() bool {
-	if a.fleet == nil {
-		return false
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.budgetPacedLocked()
-}
-
-// settled reports whether no request of this limiter is in flight (a spent
-// budget is final only then, R55), and whether a response was applied
-// since mark. Read under mu, where responses are applied.
-func (a *Adaptive) settled(mark int64) (settled, changed bool) {
-	a.mu.Lock()
-	defer a.unlock()
-	return a.inflight.Load() == 0, a.applied.Load() != mark
-}
-
-// refuseOrAwait handles a wait too long to take (refusal, from tooLong): it
-// is returned once nothing of ours is in flight, or at ctx's deadline;
-// until then the caller waits for their answers, at most a second at a
-// time. nil means look again.
-func (a *Adaptive) refuseOrAwait(ctx context.Context, now, at time.Time, refusal error, mark, seen int64) error {
-	switch settled, changed := a.settled(mark); {
-	case settled && changed:
-		return nil // look again at what the last answers left
-	case settled:
-		return refusal
-	}
-	if err := a.awaitChange(ctx, min(at.Sub(now), time.Second), seen); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return refusal
-		}
-		return err
-	}
-	return nil
 }
 
 // tooLong returns a *RateLimitError when a request could start only at at,
@@ -382,22 +417,10 @@ func (a *Adaptive) rateLimitError(at time.Time, cause error) *RateLimitError {
 	return &RateLimitError{Endpoint: a.cfg.Key, RetryAt: at, Info: info, Err: cause}
 }
 
-// annotate fills in the endpoint's key and last Info on the bucket's errors.
-func (a *Adaptive) annotate(err error) error {
-	var rle *RateLimitError
-	if errors.As(err, &rle) {
-		return a.rateLimitError(rle.RetryAt, rle.Err)
-	}
-	return err
-}
-
-// awaitChange blocks until the next change that may free a budget
-// (changedLocked), or until d passes, at least minAwait. seen is the count
-// of changes the caller read before it looked at what made it wait: a
-// change since returns at once. Changes are counted under the lock this
-// registers under, so none is missed.
+// awaitChange blocks until the next change (changedLocked) or until d, at
+// least minAwait, passes; at once when the count of changes is no longer
+// seen. It registers under the lock changes are counted under.
 func (a *Adaptive) awaitChange(ctx context.Context, d time.Duration, seen int64) error {
-	d = max(d, minAwait)
 	a.mu.Lock()
 	if a.changes.Load() != seen {
 		a.mu.Unlock()
@@ -406,16 +429,15 @@ func (a *Adaptive) awaitChange(ctx context.Context, d time.Duration, seen int64)
 	a.respWaiters++
 	wake := a.respWake
 	a.mu.Unlock()
-	timer := time.NewTimer(d)
+	timer := time.NewTimer(max(d, minAwait))
 	defer timer.Stop()
 	select {
-	case <-wake:
-		return nil
-	case <-timer.C:
-		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-wake:
+	case <-timer.C:
 	}
+	return nil
 }
 
 // minAwait is the shortest pause of admission on a spent budget: no busy
@@ -446,8 +468,7 @@ func (a *Adaptive) enterGate(ctx context.Context) (held bool, err error) {
 	}
 }
 
-// wakeGateLocked lets the callers waiting at the gate look again: a slot
-// freed. Called with mu held.
+// wakeGateLocked lets the callers waiting at the gate look again; mu held.
 func (a *Adaptive) wakeGateLocked() {
 	if a.gated.Load() {
 		close(a.gateWake)
@@ -455,9 +476,8 @@ func (a *Adaptive) wakeGateLocked() {
 	}
 }
 
-// changedLocked counts a change that may free a budget (a response
-// applied, a charge given back, a window rolled) and wakes the callers
-// waiting for one. Called with mu held, once the change is made.
+// changedLocked counts a change made under mu that may free a budget (a
+// response, a refund, a roll) and wakes awaitChange's callers.
 func (a *Adaptive) changedLocked() {
 	a.changes.Add(1)
 	if a.respWaiters > 0 {
@@ -467,26 +487,20 @@ func (a *Adaptive) changedLocked() {
 	}
 }
 
-// setGateLocked raises (cap > 0) or lowers (cap 0) the in-flight cap.
-// Called with mu held.
+// setGateLocked raises (cap > 0) or lowers (cap 0) the in-flight cap; mu held.
 func (a *Adaptive) setGateLocked(cap int64) {
 	if cap > 0 {
 		a.gateCap = cap
 		a.gated.Store(true)
 		return
 	}
-	if a.gated.Load() {
-		a.gated.Store(false)
-		close(a.gateWake)
-		a.gateWake = make(chan struct{})
-	}
+	a.wakeGateLocked()
+	a.gated.Store(false)
 }
 
-func (a *Adaptive) tokensTracked() bool { return a.snap.Load().tokens }
-
 // noteCost records a stated cost: its running average, and the largest,
-// which the token bucket's burst must hold (R66). It returns cost.
-func (a *Adaptive) noteCost(cost float64) float64 {
+// which the token bucket's burst must hold (R66).
+func (a *Adaptive) noteCost(cost float64) {
 	m := thousandths(cost)
 	if m > 0 {
 		// A racy average is fine: it only sizes what counts as spent.
@@ -500,7 +514,7 @@ func (a *Adaptive) noteCost(cost float64) float64 {
 	// would size the burst too small for the larger.
 	for old := a.maxCost.Load(); m > old; old = a.maxCost.Load() {
 		if a.maxCost.CompareAndSwap(old, m) {
-			if a.tokensTracked() {
+			if a.snap.Load().tokens {
 				a.mu.Lock()
 				a.retune(time.Now())
 				a.unlock()
@@ -508,7 +522,6 @@ func (a *Adaptive) noteCost(cost float64) float64 {
 			break
 		}
 	}
-	return cost
 }
 
 // later queues f to run once mu is released; called with mu held. Logging,
@@ -525,82 +538,13 @@ func (a *Adaptive) unlock() {
 	}
 }
 
-// heldSlots is the in-flight count a caller holding a gate slot accounts
-// for itself.
-func heldSlots(held bool) int64 {
-	if held {
-		return 1
-	}
-	return 0
-}
-
-// charge takes the request from every known quota and returns its place in
-// order; on failure seq is 0, nothing stays charged, and retryAt is when to
-// look again. The charge and the request's entry in the in-flight count
-// happen together under mu, where responses are applied: a response then
-// either comes before the charge or counts the request as unseen (R1). now
-// is the admission's reading of the package clock.
-func (a *Adaptive) charge(cost float64, class work.Class, now int64, held *bool) (seq int64, retryAt time.Time) {
-	if !a.snap.Load().charged {
-		return a.countAdmission(cost, class), time.Time{}
-	}
-	a.mu.Lock()
-	defer a.unlock()
-	return a.chargeLocked(cost, class, now, timeOf(now), held)
-}
-
-// chargeLocked is charge with mu held, for a limiter whose quotas are known;
-// at is the instant now.
-func (a *Adaptive) chargeLocked(cost float64, class work.Class, now int64, at time.Time, held *bool) (seq int64, retryAt time.Time) {
-	share, idleAt := a.lanes.share(class, now)
-	flight := units(a.inflightCost.Load())
-	if short, ok := a.book.Charge(cost, at, share, flight); !ok {
-		// A window may have rolled over since the last look: retune first.
-		t := time.Now()
-		a.retune(t)
-		nothingOut := a.inflight.Load() == heldSlots(*held)
-		retryAt, reserved := a.book.Refused(short, cost, t, share, flight, nothingOut)
-		if reserved && idleAt != 0 {
-			retryAt = earlierTime(retryAt, clockTime(idleAt, t, clockOf(t))) // R63
-		}
-		return 0, retryAt
-	}
-	if !*held {
-		a.inflight.Add(1)
-		*held = true
-	}
-	return a.countAdmission(cost, class), time.Time{}
-}
-
-// admitAtOnce admits a request to a limiter whose quotas are known, without
-// a Store or a token quota, in one section under mu: the budgets' look, the
-// request bucket's token, the charge. tried reports that it went as far as
-// the charge (seq, retryAt); otherwise spent is when the budgets could take
-// the request, and the caller goes the general way.
-func (a *Adaptive) admitAtOnce(cost float64, class work.Class, ns int64, now time.Time, held *bool) (spent time.Time, tried bool, seq int64, retryAt time.Time) {
-	a.mu.Lock()
-	defer a.unlock()
-	if !a.snap.Load().charged { // published under mu: no quota known any more
-		return time.Time{}, false, 0, time.Time{}
-	}
-	at := timeOf(ns)
-	if spent = a.spentUntilLocked(cost, class, ns, at); !spent.IsZero() || !a.req.take(1, ns) {
-		return spent, false, 0, time.Time{}
-	}
-	seq, retryAt = a.chargeLocked(cost, class, ns, at, held)
-	return time.Time{}, true, seq, retryAt
-}
-
-// fleetNeeds is what a request of cost takes of each quota the fleet's
-// budgets are kept for: the quotas this limiter knows.
+// fleetNeeds is what a request of cost takes of each quota this limiter
+// knows, for the fleet's budgets, with batch work's reserve (R7, R63).
 func (a *Adaptive) fleetNeeds(cost float64, class work.Class) []need {
 	a.mu.Lock()
 	defer a.unlock()
 	qs := a.book.Needs(nil, cost)
-	if len(qs) == 0 {
-		return nil
-	}
-	needs := make([]need, 0, len(qs))
+	needs := make([]need, 0, len(qs)) // the fleet reads only their len
 	for _, q := range qs {
 		n := need{quota: q.Quota, amount: q.Amount}
 		if class == work.Batch && !q.Looking {
@@ -611,34 +555,6 @@ func (a *Adaptive) fleetNeeds(cost float64, class work.Class) []need {
 	}
 	return needs
 }
-
-// spentUntil is when the budgets could take a request of cost; zero when
-// they can now. now is the instant ns, or zero.
-func (a *Adaptive) spentUntil(cost float64, class work.Class, ns int64, now time.Time) time.Time {
-	if !a.snap.Load().charged {
-		return time.Time{}
-	}
-	a.mu.Lock()
-	defer a.unlock()
-	if now.IsZero() {
-		now = timeOf(ns)
-	}
-	return a.spentUntilLocked(cost, class, ns, now)
-}
-
-// spentUntilLocked is spentUntil with mu held, for a limiter whose quotas
-// are known.
-func (a *Adaptive) spentUntilLocked(cost float64, class work.Class, ns int64, now time.Time) time.Time {
-	share, idleAt := a.lanes.share(class, ns)
-	at := a.book.SpentUntil(cost, share, now)
-	if idleAt != 0 && !at.IsZero() {
-		at = earlierTime(at, clockTime(idleAt, now, ns))
-	}
-	return at
-}
-
-// refund gives a request's charge back to every quota; called with mu held.
-func (a *Adaptive) refund(cost float64) { a.book.Refund(cost) }
 
 // thousand is the scale of the limiter's atomic counts of stated costs:
 // thousandths of a token, so that admissions and settles cancel exactly.
