@@ -15,10 +15,14 @@
 // the tests' why cite them by number. R52-R66 are what the limiter around
 // the model (package pacer) applies. When this table was first written
 // (issue 36) the model and the limiter applied 68 rules, of which the
-// package docs stated about 12; 66 are left. Two went, since neither the
-// recorded sessions' replay, bench/ nor a scenario test needed them: a
-// sliding request quota that refused with its reset ahead was read as a
-// fixed window, and a refused look doubled the wait before the next.
+// package docs stated about 12; 65 are left, numbered as they were. These
+// went, since neither the recorded sessions' replay, bench/ nor a scenario
+// test needed them:
+//   - a sliding request quota that refused with its reset ahead was read as
+//     a fixed window;
+//   - a refused look doubled the wait before the next;
+//   - R17 a fixed window's end was learnt from when its answers came, its
+//     stated resets being rounded up.
 //
 // The budget:
 //   - R1 The budget is the lowest Remaining stated, less what is in flight and others' spending over the figure's age: the server may not have counted those yet.
@@ -41,7 +45,6 @@
 //   - R14 A reset restated later while the window's is a few seconds ahead, within a second's rounding and not as a time to full moves, is the same reset: Reddit's delta seconds, Mastodon's microseconds (not a bucket of a second's, whose time to full is always a second ahead).
 //   - R15 A fixed window ends at the earliest reset its answers stated when surely the same window, else the latest: servers round resets up.
 //   - R16 A window's length is its policy's, else the advance between consecutive windows' resets once the old passed (half to 1.5 of the length known): no server states both.
-//   - R17 A fixed window of whole-second resets, its length stated or confirmed by a cadence of whole windows, ends by now + length for an answer at now (Phased): rounded resets are up to a second late.
 //
 // Kinds (the classify step):
 //   - R18 A quota that states no reset is a leaky bucket (Leaky): it refills as it goes.

@@ -5,18 +5,6 @@ import (
 	"time"
 )
 
-// setKind classifies the quota as k; a fixed window with a learnt phase is
-// Phased (R17).
-func (s *State) setKind(k Kind) {
-	if k.fixed() {
-		k = Fixed
-		if !s.win.phase.IsZero() {
-			k = Phased
-		}
-	}
-	s.kind = k
-}
-
 // classifyAtReset reads whether the quota jumped back at a reset (R19),
 // at every boundary that leaves room to tell, so one misreading does not
 // stick. Remaining is compared, not the budget, which the requests sent
@@ -32,9 +20,9 @@ func (s *State) classifyAtReset(q *Report, seen *Seen, boundary bool) {
 	}
 	switch {
 	case q.Remaining-before > max(0.5*(limit-before), seen.Unseen):
-		s.setKind(Fixed)
+		s.kind = Fixed
 	case !s.shared() && q.Remaining >= 1:
-		s.setKind(Sliding)
+		s.kind = Sliding
 	}
 	// Shared, or nothing left: others may have emptied the new window
 	// before our look.
@@ -158,7 +146,7 @@ func (s *State) readToFull(q *Report, now time.Time) {
 	case moved && fits:
 		f.runs++
 		if f.runs >= fullRuns {
-			s.setKind(ToFull)
+			s.kind = ToFull
 		}
 	case !fits && (moved || now.Sub(f.at) > tol): // moved elsewhere, or stayed while time passed
 		f.runs = 0

@@ -90,9 +90,6 @@ func (s *State) read(q *Report, now time.Time, seen *Seen) {
 	}
 	s.readFigure(q, now, seen, eff)
 	s.look.refused = seen.Refused && q.Remaining < 1
-	if timed {
-		s.learnPhase(now, q.Reset)
-	}
 }
 
 // lessDrain is a figure v less what others' measured spending took over
@@ -141,7 +138,7 @@ func (s *State) readFigure(q *Report, now time.Time, seen *Seen, eff float64) {
 	if !fresh {
 		s.low.window = min(s.low.window, q.Remaining)
 		if o := s.win.origin; timed && !s.kind.refills() && !o.IsZero() && now.Sub(o) >= tol && q.Reset.Sub(o) >= tol {
-			s.setKind(Sliding) // answers outlived the first reset stated, which moved on (R19)
+			s.kind = Sliding // answers outlived the first reset stated, which moved on (R19)
 		}
 	}
 	countsDown := timed && !s.kind.refills()
@@ -155,7 +152,7 @@ func (s *State) readFigure(q *Report, now time.Time, seen *Seen, eff float64) {
 		s.overtakenRefilling(q, now, seen)
 		return
 	case inStep || countsDown && s.fills(q, max(4*s.win.jitter, time.Second), 2):
-		s.setKind(ToFull) // R20, R21
+		s.kind = ToFull // R20, R21
 		s.win.extend(q.Reset)
 	default:
 		// The lowest Remaining of a window is its freshest figure (R11).
@@ -184,7 +181,6 @@ func (s *State) newWindow(q *Report, now time.Time, seen *Seen, eff float64) {
 	boundary := s.rolled || !now.Before(s.win.stamp) || (timed && (s.win.length == 0 || q.Reset.Sub(s.win.stamp) > s.win.length/2))
 	s.classifyAtReset(q, seen, boundary)
 	if timed {
-		s.checkCadence(q.Reset)
 		s.learnLength(q.Reset, now)
 		if boundary || s.win.origin.IsZero() {
 			s.win.origin = q.Reset
