@@ -3,7 +3,6 @@ package quota
 import (
 	"math"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -174,15 +173,6 @@ func (b *Book) Len() int { return len(b.states) }
 // Known reports whether a response described a quota the budget speaks for.
 func (b *Book) Known() bool {
 	return slices.ContainsFunc(b.states, func(s *State) bool { return s.known })
-}
-
-// String describes every quota's state, for debugging.
-func (b *Book) String() string {
-	parts := make([]string, len(b.states))
-	for i, s := range b.states {
-		parts[i] = s.String()
-	}
-	return strings.Join(parts, "; ")
 }
 
 // Plan is where Advance left the endpoint's quotas.

@@ -1,7 +1,6 @@
 package quota
 
 import (
-	"fmt"
 	"math"
 	"time"
 )
@@ -29,10 +28,6 @@ func (k Kind) fixed() bool { return k == Fixed }
 
 // refills reports whether the quota refills as it goes.
 func (k Kind) refills() bool { return k >= Sliding }
-
-func (k Kind) String() string {
-	return [...]string{"unknown", "fixed", "sliding", "to-full", "leaky"}[k]
-}
 
 // Mods are what modifies a quota of any kind.
 type Mods uint8
@@ -198,13 +193,6 @@ func (s *State) Limit() float64 {
 		return s.size.limit
 	}
 	return s.size.peak
-}
-
-// String describes the state, for debugging.
-func (s *State) String() string {
-	return fmt.Sprintf("%s: kind=%v mods=%b drift=%.3f budget=%.1f window=%v reset=%v look=%v est=%.0f±%.0f",
-		s.cfg.Name, s.kind, s.mods, s.drift.rate, s.Units(), s.win.length, s.win.reset, s.look.out,
-		s.cost.mean(), s.cost.deviation())
 }
 
 func (s *State) shared() bool { return s.mods&Shared != 0 }
