@@ -15,14 +15,16 @@
 // the tests' why cite them by number. R52-R66 are what the limiter around
 // the model (package pacer) applies. When this table was first written
 // (issue 36) the model and the limiter applied 68 rules, of which the
-// package docs stated about 12; 65 are left, numbered as they were. These
+// package docs stated about 12; 64 are left, numbered as they were. These
 // went, since neither the recorded sessions' replay, bench/ nor a scenario
 // test needed them:
 //   - a sliding request quota that refused with its reset ahead was read as
-//     a fixed window;
-//   - a refused look doubled the wait before the next;
+//     a fixed window.
+//   - a refused look doubled the wait before the next.
 //   - R17 a fixed window's end was learnt from when its answers came, its
 //     stated resets being rounded up.
+//   - R30 an answer from the window just rolled was ignored, the roll being
+//     early.
 //
 // The budget:
 //   - R1 The budget is the lowest Remaining stated, less what is in flight and others' spending over the figure's age: the server may not have counted those yet.
@@ -61,7 +63,6 @@
 //   - R27 A window of unknown kind ending spent looks 2 × window/limit (at most 1 s) after its reset: a sliding window has room again by then.
 //   - R28 A ToFull bucket at its reset is full, less what is in flight: no look.
 //   - R29 A quota that refills, with less than a unit above its keep at its reset, is looked at: nothing else would tell it refilled.
-//   - R30 An answer from the window just rolled is ignored; the look's own with its reset ahead undoes the roll: the roll was early.
 //   - R31 A quota rolled blind that the next answer does not describe is forgotten: the server stopped speaking of it.
 //   - R32 A reset no stated or learnt length explains (within 5% and a second) is believed only up to MaxDelay; then one request looks.
 //

@@ -84,10 +84,6 @@ func (s *State) read(q *Report, now time.Time, seen *Seen) {
 	}
 	s.applyDrift(now)
 	eff := s.lessDrain(q.Remaining-seen.Unseen, seen.Age) // R1
-	if timed && s.rolled && s.kind.fixed() && !q.Reset.After(s.win.stamp.Add(s.tolerance())) {
-		s.answerFromRolled(q, now, seen, eff) // R30
-		return
-	}
 	s.readFigure(q, now, seen, eff)
 	s.look.refused = seen.Refused && q.Remaining < 1
 }
@@ -105,19 +101,6 @@ func (s *State) setFigure(eff float64, now time.Time, seq int64) {
 	s.setAt, s.setSeq = now, seq
 	s.budget.have, s.budget.credit = milli(eff), 0
 	s.budget.room = milli(othersMaxShare * eff) // what others' predicted spending may take of it (R37)
-}
-
-// answerFromRolled reads an answer of the window just rolled (R30): nothing,
-// unless it is the look's own with its reset ahead, which undoes the roll.
-func (s *State) answerFromRolled(q *Report, now time.Time, seen *Seen, eff float64) {
-	if !s.look.out || !q.Reset.After(now) {
-		return
-	}
-	s.win.extend(q.Reset)
-	if s.win.length > 0 {
-		s.win.reset = q.Reset // the roll moved it a window on; the stated one is it
-	}
-	s.setFigure(eff, now, seen.Admissions)
 }
 
 // readFigure reads a report of the current or a new window: its reset, its

@@ -284,20 +284,6 @@ func TestObserve(t *testing.T) {
 			want: observed{known: true, reset: minute, rate: inf},
 		},
 		{
-			name: "a late response of the window that just rolled over is ignored",
-			why: "its reset (rounded up to 120.5 s) is the ended window's, overtaken by the roll " +
-				"at 120.01 s: its figure (45) says nothing of the new window, which keeps the 48 " +
-				"carried over",
-			events: []event{
-				obs(0, 0, Report{Limit: L, Remaining: 10, Reset: minute}, Seen{}),
-				obs(61*time.Second, 0, Report{Limit: L, Remaining: L, Reset: reset(2 * time.Minute)}, Seen{}),
-				obs(90*time.Second, 50, Report{Limit: L, Remaining: 50, Reset: reset(2 * time.Minute)}, Seen{Admitted: 50}),
-				adv(2*time.Minute+RollGuard, Seen{Admitted: 50}),
-				obs(120020*time.Millisecond, 0, Report{Limit: L, Remaining: 45, Reset: reset(120500 * time.Millisecond)}, Seen{Admitted: 50}),
-			},
-			want: observed{units: 48, known: true, rolled: true, reset: reset(3 * time.Minute), length: time.Minute, kind: Fixed, rate: inf},
-		},
-		{
 			name: "a look answered from a window that has not ended goes back to it",
 			why: "the roll assumed a reset that was early: the look's answer states the old " +
 				"window's reset still ahead, so the window is that one again until the reset it " +
