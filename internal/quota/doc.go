@@ -27,6 +27,8 @@
 //     early.
 //   - R36 a drift no response confirmed halved every window, so that others'
 //     old burst would not hold a client back for ever.
+//   - R38's second half: a refilling quota's drift baseline moved on every
+//     4 minimal spans.
 //
 // The budget:
 //   - R1 The budget is the lowest Remaining stated, less what is in flight and others' spending over the figure's age: the server may not have counted those yet.
@@ -73,7 +75,7 @@
 //   - R34 A drain is at most what the quota's long-run rate leaves us: above it the baseline erred.
 //   - R35 A quota is shared when a drain is measured, a figure is a unit below the budget (beyond what feeding limiters have out), a request quota refuses with budget left, or a window's books show 2 units nobody of ours spent.
 //   - R37 A refill raises the budget by safety × drift, to the limit; a drain lowers it by at most 0.9 of the last figure, and admission deducts it between answers.
-//   - R38 A fresh fixed window carries others' drain, not a refill; a refilling quota's baseline moves on every 4 minimal spans.
+//   - R38 A fresh fixed window carries others' drain, not a refill: others spend on across its reset, and it does not refill.
 //   - R39 An inferred or coordinated quota forgets others; a fleet's measures no drift: their spending is the count's error, or the store's to hold.
 //
 // Planning a rate:
