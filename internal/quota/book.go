@@ -215,7 +215,7 @@ func (b *Book) Advance(now time.Time, c Counts, tokenUnit float64) Plan {
 		if s.cfg.Tokens {
 			unit = max(tokenUnit, float64(s.blindAmount())/Milli)
 		}
-		st, ok := s.Advance(now, c.unseen(s), unit, c.Admitted)
+		st, ok := s.Advance(now, c.unseen(s), unit)
 		p.Rolled = p.Rolled || st.Rolled
 		if !ok {
 			continue

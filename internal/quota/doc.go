@@ -29,6 +29,8 @@
 //     old burst would not hold a client back for ever.
 //   - R38's second half: a refilling quota's drift baseline moved on every
 //     4 minimal spans.
+//   - R35's books: a fixed request window whose books showed 2 units nobody
+//     of ours spent was shared.
 //
 // The budget:
 //   - R1 The budget is the lowest Remaining stated, less what is in flight and others' spending over the figure's age: the server may not have counted those yet.
@@ -73,7 +75,7 @@
 // Others' spending and refill (the drift):
 //   - R33 The drift is the gap between a figure and the baseline less our spending since, beyond the noise of what was in flight at either end, over at least 2 horizons, 250 ms and a tenth of the window (not for the first measure of a quota just seen shared); a refill only of a quota known to refill: a higher figure of one that counts down is overtaken (R11).
 //   - R34 A drain is at most what the quota's long-run rate leaves us: above it the baseline erred.
-//   - R35 A quota is shared when a drain is measured, a figure is a unit below the budget (beyond what feeding limiters have out), a request quota refuses with budget left, or a window's books show 2 units nobody of ours spent.
+//   - R35 A quota is shared when a drain is measured, a figure is a unit below the budget (beyond what feeding limiters have out), or a request quota refuses with budget left.
 //   - R37 A refill raises the budget by safety × drift, to the limit; a drain lowers it by at most 0.9 of the last figure, and admission deducts it between answers.
 //   - R38 A fresh fixed window carries others' drain, not a refill: others spend on across its reset, and it does not refill.
 //   - R39 An inferred or coordinated quota forgets others; a fleet's measures no drift: their spending is the count's error, or the store's to hold.

@@ -424,7 +424,7 @@ func TestObserve(t *testing.T) {
 			}
 			assert.InDelta(t, c.want.drift, got.drift, 1e-9, "drift; why: %s", c.why)
 			got.drift = c.want.drift
-			st, _ := w.Advance(last(c.events), 0, 1, 0)
+			st, _ := w.Advance(last(c.events), 0, 1)
 			rateEqual(t, c.want.rate, st.Rate, "rate; why: "+c.why)
 			got.rate = c.want.rate
 			assert.Equal(t, c.want, got, "why: %s", c.why)
