@@ -15,7 +15,7 @@
 // the tests' why cite them by number. R52-R66 are what the limiter around
 // the model (package pacer) applies. When this table was first written
 // (issue 36) the model and the limiter applied 68 rules, of which the
-// package docs stated about 12; 63 are left, numbered as they were. These
+// package docs stated about 12; 62 are left, numbered as they were. These
 // went, since neither the recorded sessions' replay, bench/ nor a scenario
 // test needed them:
 //   - a sliding request quota that refused with its reset ahead was read as
@@ -31,6 +31,9 @@
 //     4 minimal spans.
 //   - R35's books: a fixed request window whose books showed 2 units nobody
 //     of ours spent was shared.
+//   - R21 a window's reset that moved later by 4 jitters (a second) with 2
+//     units spent, in step with a stated window's rate, was a bucket's time to
+//     full at once; R20 and R22 find such a bucket.
 //
 // The budget:
 //   - R1 The budget is the lowest Remaining stated, less what is in flight and others' spending over the figure's age: the server may not have counted those yet.
@@ -58,7 +61,6 @@
 //   - R18 A quota that states no reset is a leaky bucket (Leaky): it refills as it goes.
 //   - R19 At a reset that left a tenth of the limit to tell, a jump of half the room and more than in flight is a fixed window, none a sliding one, unless shared or nothing is left: others may have emptied the new window. A window answering past its first stated reset, that reset moved on, is sliding: a fixed window's reset does not outrun itself.
 //   - R20 A reset that moved later before the old passed, by what the spending since refills at the rate both ends state, is a bucket's time to full (ToFull).
-//   - R21 So is a window's reset that moved later by 4 jitters (a second) with 2 units spent, in step with a stated window's rate.
 //   - R22 Two moved resets in a row where the last rate predicts make ToFull; one that does not, or a reset that stays while time passes, undoes it: one may fit by chance.
 //   - R23 A coordinated quota not known to refill is not read as ToFull: the fleet's store keeps its budget.
 //

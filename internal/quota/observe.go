@@ -134,8 +134,8 @@ func (s *State) readFigure(q *Report, now time.Time, seen *Seen, eff float64) {
 	case !countsDown && eff > s.Units() && s.overtaken(now, seen):
 		s.overtakenRefilling(q, now, seen)
 		return
-	case inStep || countsDown && s.fills(q, max(4*s.win.jitter, time.Second), 2):
-		s.kind = ToFull // R20, R21
+	case inStep:
+		s.kind = ToFull // R20
 		s.win.extend(q.Reset)
 	default:
 		// The lowest Remaining of a window is its freshest figure (R11).

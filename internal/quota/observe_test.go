@@ -298,24 +298,6 @@ func TestObserve(t *testing.T) {
 			want: observed{known: true, reset: reset(120500 * time.Millisecond), length: time.Minute, kind: Fixed, rate: inf},
 		},
 		{
-			name: "a reset that moves later as the quota is spent marks a token bucket",
-			why: "a fixed window's reset stays put; one that moved 1.05 s in step with the " +
-				"spending (3 per 150 ms) is a bucket's time to full, so (limit − remaining) / " +
-				"time to full is its refill rate: (1200 − 986) / 10.7 s = 20 per second",
-			events: []event{
-				obs(0, 0, Report{Limit: 1200, Remaining: 1000, Reset: reset(10 * time.Second)}, Seen{Horizon: time.Second}),
-				obs(50*time.Millisecond, 3, Report{Limit: 1200, Remaining: 998, Reset: reset(10150 * time.Millisecond)}, Seen{Admitted: 3, Horizon: time.Second}),
-				obs(100*time.Millisecond, 3, Report{Limit: 1200, Remaining: 996, Reset: reset(10300 * time.Millisecond)}, Seen{Admitted: 6, Horizon: time.Second}),
-				obs(150*time.Millisecond, 3, Report{Limit: 1200, Remaining: 994, Reset: reset(10450 * time.Millisecond)}, Seen{Admitted: 9, Horizon: time.Second}),
-				obs(200*time.Millisecond, 3, Report{Limit: 1200, Remaining: 992, Reset: reset(10600 * time.Millisecond)}, Seen{Admitted: 12, Horizon: time.Second}),
-				obs(250*time.Millisecond, 3, Report{Limit: 1200, Remaining: 990, Reset: reset(10750 * time.Millisecond)}, Seen{Admitted: 15, Horizon: time.Second}),
-				obs(300*time.Millisecond, 3, Report{Limit: 1200, Remaining: 988, Reset: reset(10900 * time.Millisecond)}, Seen{Admitted: 18, Horizon: time.Second}),
-				obs(350*time.Millisecond, 3, Report{Limit: 1200, Remaining: 986, Reset: reset(11050 * time.Millisecond)}, Seen{Admitted: 21, Horizon: time.Second}),
-			},
-			// spread with its refill, keeping a unit: 0.9 × (985 + 20 × 10.7) / 10.7.
-			want: observed{units: 986, known: true, reset: reset(11050 * time.Millisecond), kind: ToFull, drift: 20, rate: 0.9 * (985 + 20*10.7) / 10.7},
-		},
-		{
 			name: "a reset that stays put as the quota is spent is no bucket",
 			why: "the same spending against a reset that does not move is a window counting " +
 				"down: nothing refills before the reset, so nothing is spread",
@@ -461,7 +443,7 @@ func TestAJumpNoLargerThanTheRequestsInFlightIsNoNewWindow(t *testing.T) {
 // every answer, so its reset is always a second ahead and moves on with
 // every answer by less than resets wander. Spent at its refill, its
 // Remaining stays put, so the moves are not in step with the spending
-// (R21). Answered densely, its answers
+// (R20). Answered densely, its answers
 // went on past the reset the first stated: it refills as it goes (R19),
 // and a higher Remaining from a request admitted after the budget was set
 // raises the budget (R12), where a window that counts down would have read
