@@ -53,10 +53,11 @@ const (
 	carryMargin = 2
 )
 
-// Advance brings a known quota to now and plans it (R24-R29, R37,
-// R40-R46). unseen is as in Seen; unit is what one request
-// takes. ok is false when the quota is not known.
+// Advance brings a known quota to now and plans it (R24-R29, R36, R37,
+// R40-R46). unseen is as in Seen; unit is what one request takes. ok is
+// false when the quota is not known.
 func (s *State) Advance(now time.Time, unseen, unit float64) (st Step, ok bool) {
+	s.ageDrift(now)
 	s.applyDrift(now)
 	if s.known && !s.win.reset.IsZero() && now.Sub(s.win.reset) >= RollGuard {
 		s.roll(now, unseen, unit)

@@ -15,7 +15,7 @@
 // the tests' why cite them by number. R52-R66 are what the limiter around
 // the model (package pacer) applies. When this table was first written
 // (issue 36) the model and the limiter applied 68 rules, of which the
-// package docs stated about 12; 62 are left, numbered as they were. These
+// package docs stated about 12; 63 are left, numbered as they were. These
 // went, since neither the recorded sessions' replay, bench/ nor a scenario
 // test needed them:
 //   - a sliding request quota that refused with its reset ahead was read as
@@ -25,8 +25,6 @@
 //     stated resets being rounded up.
 //   - R30 an answer from the window just rolled was ignored, the roll being
 //     early.
-//   - R36 a drift no response confirmed halved every window, so that others'
-//     old burst would not hold a client back for ever.
 //   - R38's second half: a refilling quota's drift baseline moved on every
 //     4 minimal spans.
 //   - R35's books: a fixed request window whose books showed 2 units nobody
@@ -78,6 +76,7 @@
 //   - R33 The drift is the gap between a figure and the baseline less our spending since, beyond the noise of what was in flight at either end, over at least 2 horizons, 250 ms and a tenth of the window (not for the first measure of a quota just seen shared); a refill only of a quota known to refill: a higher figure of one that counts down is overtaken (R11).
 //   - R34 A drain is at most what the quota's long-run rate leaves us: above it the baseline erred.
 //   - R35 A quota is shared when a drain is measured, a figure is a unit below the budget (beyond what feeding limiters have out), or a request quota refuses with budget left.
+//   - R36 A drift no response confirmed halves every window (a second at least); a stated refill does not age: others' old burst must not hold us back for ever.
 //   - R37 A refill raises the budget by safety × drift, to the limit; a drain lowers it by at most 0.9 of the last figure, and admission deducts it between answers.
 //   - R38 A fresh fixed window carries others' drain, not a refill: others spend on across its reset, and it does not refill.
 //   - R39 An inferred or coordinated quota forgets others; a fleet's measures no drift: their spending is the count's error, or the store's to hold.

@@ -11,7 +11,7 @@ import (
 type drift struct {
 	rate     float64
 	at       time.Time // applied to the budget up to here
-	measured time.Time // when a response last measured it (R33)
+	measured time.Time // when a response last measured it (R36)
 	base     baseline
 }
 
@@ -93,6 +93,23 @@ func (s *State) maxDrain(span time.Duration, ours float64) float64 {
 	}
 	over := max(span, win)
 	return max(limit*over.Seconds()/win.Seconds()-max(ours, 0), 0) / over.Seconds()
+}
+
+// ageDrift halves a drift no response confirmed for a window, at least a
+// second (R36).
+func (s *State) ageDrift(now time.Time) {
+	d := &s.drift
+	if d.rate == 0 || d.measured.IsZero() || s.kind == ToFull && d.rate > 0 {
+		return
+	}
+	span := max(s.length(), time.Second)
+	for now.Sub(d.measured) >= span && d.rate != 0 {
+		d.rate /= 2
+		if math.Abs(d.rate) < 1e-3 {
+			d.rate = 0
+		}
+		d.measured = d.measured.Add(span)
+	}
 }
 
 // applyDrift moves the budget by the drift since it was last applied

@@ -216,17 +216,17 @@ func TestAdvance(t *testing.T) {
 		},
 		{
 			name: "what a leaky bucket refilled since its last figure is not let go at once",
-			why: "a second on, the budget holds 1.8 more by the measured refill (2 a second, " +
-				"believed 0.9), a prediction others may share: it is paced at the rate; what " +
-				"the figure said is left still goes at once",
+			why: "a second on, the budget holds 0.9 more by the measured refill (2 a second, " +
+				"halved for a second without news), a prediction others may share: it is " +
+				"paced at the rate; what the figure said is left still goes at once",
 			events: []event{
 				obs(0, 0, Report{Limit: 40, Remaining: 20}, Seen{}),
 				obs(time.Second, 10, Report{Limit: 40, Remaining: 12}, Seen{Admitted: 10}),
 				adv(2*time.Second, Seen{Admitted: 10}),
 			},
 			want: advanced{
-				step: Step{Pace: Pace{Rate: 0.9 * (12.8 + 2*1), Budget: 13.8, AtOnce: 11}}, ok: true,
-				units: 13.8, keep: 1,
+				step: Step{Pace: Pace{Rate: 0.9 * (11.9 + 1*1), Budget: 12.9, AtOnce: 11}}, ok: true,
+				units: 12.9, keep: 1,
 			},
 		},
 		{

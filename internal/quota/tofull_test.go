@@ -64,6 +64,18 @@ func TestResetReadsAsTimeToFull(t *testing.T) {
 	}
 }
 
+// A refill the responses state is the quota's own: it is not aged away
+// when nothing confirms it, as others' measured spending is.
+func TestStatedRefillDoesNotAge(t *testing.T) {
+	w := New(Config{Name: "tokens", Tokens: true, Safety: 0.9, MaxDelay: time.Hour})
+	w.kind, w.drift.rate, w.drift.measured, w.win.length = ToFull, 666, t0, 4*time.Second
+	w.ageDrift(t0.Add(time.Minute))
+	assert.InDelta(t, 666.0, w.drift.rate, 1e-9)
+	w.kind = Sliding
+	w.ageDrift(t0.Add(time.Minute))
+	assert.Less(t, w.drift.rate, 1.0, "a measured drift halves each window")
+}
+
 // A reset that moves later before the old one passed is a new window or a
 // bucket's time to full; case by case (see fillsInStep), on a request
 // quota of 60 whose kind nothing has told yet: (seconds since t0,
