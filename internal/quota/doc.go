@@ -15,23 +15,10 @@
 // the tests' why cite them by number. R52-R66 are what the limiter around
 // the model (package pacer) applies. When this table was first written
 // (issue 36) the model and the limiter applied 68 rules, of which the
-// package docs stated about 12; 63 are left, numbered as they were. These
-// went, since neither the recorded sessions' replay, bench/ nor a scenario
-// test needed them:
-//   - a sliding request quota that refused with its reset ahead was read as
-//     a fixed window.
-//   - a refused look doubled the wait before the next.
-//   - R17 a fixed window's end was learnt from when its answers came, its
-//     stated resets being rounded up.
-//   - R30 an answer from the window just rolled was ignored, the roll being
-//     early.
-//   - R38's second half: a refilling quota's drift baseline moved on every
-//     4 minimal spans.
-//   - R35's books: a fixed request window whose books showed 2 units nobody
-//     of ours spent was shared.
-//   - R21 a window's reset that moved later by 4 jitters (a second) with 2
-//     units spent, in step with a stated window's rate, was a bucket's time to
-//     full at once; R20 and R22 find such a bucket.
+// package docs stated about 12; 63 are left, numbered as they were. R17,
+// R21, R30, parts of R35 and R38 and two rules before the numbering went,
+// since neither the recorded sessions' replay, bench/ nor a scenario test
+// needed them; the commits that removed them say what they did.
 //
 // The budget:
 //   - R1 The budget is the lowest Remaining stated, less what is in flight and others' spending over the figure's age: the server may not have counted those yet.
