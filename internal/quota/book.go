@@ -298,23 +298,3 @@ func (b *Book) Needs(dst []Need, cost float64) []Need {
 func (b *Book) DropInferred() {
 	b.drop(func(s *State) bool { return s.mods&Inferred != 0 })
 }
-
-// Snapshot is what a quota's state says, as a value.
-type Snapshot struct {
-	Name         string
-	Kind         Kind
-	Known        bool
-	Units, Limit float64
-	Length       time.Duration
-	Reset        time.Time
-}
-
-// Quota is a snapshot of the named quota's state, and whether the book
-// follows it.
-func (b *Book) Quota(name string) (Snapshot, bool) {
-	s := b.find(name)
-	if s == nil {
-		return Snapshot{}, false
-	}
-	return Snapshot{Name: name, Kind: s.kind, Known: s.known, Units: s.Units(), Limit: s.Limit(), Length: s.win.length, Reset: s.win.reset}, true
-}
