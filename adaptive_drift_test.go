@@ -76,7 +76,7 @@ func TestTwoAdaptivesSharingAQuotaWithoutAStore(t *testing.T) {
 					}
 					t.Logf("429s by window: %v", byWin)
 					for _, a := range lims {
-						t.Logf("%v", a.book)
+						t.Logf("%+v", a.Stats().LastInfo)
 					}
 				}
 				if latency == 0 {

@@ -23,14 +23,14 @@ func TestAdaptivePermitAbandonGivesBackItsCharge(t *testing.T) {
 			requestsLeft(100, 10, time.Minute), tokensLeft(10000, 5000, time.Minute)))
 		p, err := a.Acquire(context.Background(), 700)
 		require.NoError(t, err)
-		assert.Equal(t, 9.0, budgetOf(a, "requests"))
-		assert.Equal(t, 4300.0, budgetOf(a, "tokens"))
+		assert.Equal(t, 9.0, requestBudget(a))
+		assert.Equal(t, 4300.0-1000, tokenBudget(a), "less the reserve of a tenth of the limit (R4)")
 		assert.Equal(t, 1, a.Stats().InFlight)
 		p.Abandon()
 		p.Abandon() // settled once; later calls do nothing
 		p.Done(reply(http.StatusOK))
-		assert.Equal(t, 10.0, budgetOf(a, "requests"), "a request never sent costs nothing")
-		assert.Equal(t, 5000.0, budgetOf(a, "tokens"))
+		assert.Equal(t, 10.0, requestBudget(a), "a request never sent costs nothing")
+		assert.Equal(t, 5000.0-1000, tokenBudget(a))
 		assert.Zero(t, a.Stats().InFlight)
 	})
 }

@@ -53,13 +53,24 @@ func TestNewAdaptivePanicsOnInvalidConfigNamingTheField(t *testing.T) {
 	}
 }
 
-func budgetOf(a *Adaptive, name string) float64 {
+// budgets is what the tightest request quota and the tightest token quota
+// afford above what they keep back (R4), as the limiter's next decision
+// reads them (+Inf with none): the book advanced to now, as retune does.
+func budgets(a *Adaptive) (req, tok float64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if w, ok := a.book.Quota(name); ok {
-		return w.Units
-	}
-	return math.NaN()
+	p := a.book.Advance(time.Now(), a.counts(float64(a.inflight.Load())), max(units(a.avgCost.Load()), 1))
+	return p.Req.Budget, p.Tok.Budget
+}
+
+func requestBudget(a *Adaptive) float64 {
+	req, _ := budgets(a)
+	return req
+}
+
+func tokenBudget(a *Adaptive) float64 {
+	_, tok := budgets(a)
+	return tok
 }
 
 func TestAdaptiveIsUnlimitedUntilTheServerSaysOtherwise(t *testing.T) {
@@ -94,7 +105,7 @@ func TestAdaptiveSpendsWhatTheQuotaAffordsAtOnce(t *testing.T) {
 			require.NoError(t, err)
 		}
 		assert.Zero(t, time.Since(start), "all that is left goes at once")
-		assert.Equal(t, 0.0, budgetOf(a, "requests"))
+		assert.Equal(t, 0.0, requestBudget(a))
 		for i := range permits {
 			permits[i].Done(reply(http.StatusOK, requestsLeft(600, float64(598-i), time.Minute)))
 		}
@@ -131,7 +142,7 @@ func TestAdaptiveCountsRequestsInFlightAgainstTheRemainingQuota(t *testing.T) {
 		// The first response says 100 left; the other four requests may not
 		// have been counted yet.
 		first.Done(reply(http.StatusOK, requestsLeft(200, 100, time.Minute)))
-		assert.Equal(t, 96.0, budgetOf(a, "requests"))
+		assert.Equal(t, 96.0, requestBudget(a))
 		assert.Equal(t, 4, a.Stats().InFlight)
 	})
 }
@@ -147,7 +158,7 @@ func TestAdaptiveIgnoresAStaleHigherRemainingFromTheSameWindow(t *testing.T) {
 		p2.Done(reply(http.StatusOK, requestsLeft(100, 80, time.Minute)))
 		// With nothing of ours in flight any more, the lowest figure of the
 		// window is exact: 50, not the stale 80.
-		assert.Equal(t, 50.0, budgetOf(a, "requests"))
+		assert.Equal(t, 50.0, requestBudget(a))
 		assert.LessOrEqual(t, a.Stats().Limit, limit, "a stale response must not loosen the limit")
 	})
 }
@@ -157,7 +168,7 @@ func TestAdaptiveBelievesALaterResetAsANewWindow(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{})
 		admit(t, a, 0).Done(reply(http.StatusOK, requestsLeft(100, 3, 2*time.Second)))
 		admit(t, a, 0).Done(reply(http.StatusOK, requestsLeft(100, 99, 62*time.Second)))
-		assert.Equal(t, 99.0, budgetOf(a, "requests"))
+		assert.Equal(t, 99.0, requestBudget(a))
 	})
 }
 
@@ -269,7 +280,7 @@ func TestAdaptiveWaitReturnsPromptlyOnCancelAndRefunds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := NewAdaptive(AdaptiveConfig{})
 		admit(t, a, 0).Done(reply(http.StatusOK, requestsLeft(100, 0, time.Minute)))
-		budget := budgetOf(a, "requests")
+		budget := requestBudget(a)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error)
 		go func() {
@@ -280,7 +291,7 @@ func TestAdaptiveWaitReturnsPromptlyOnCancelAndRefunds(t *testing.T) {
 		assert.Equal(t, 1, a.Stats().Waiting)
 		cancel()
 		assert.ErrorIs(t, <-done, context.Canceled)
-		assert.Equal(t, budget, budgetOf(a, "requests"), "a cancelled wait charges no quota")
+		assert.Equal(t, budget, requestBudget(a), "a cancelled wait charges no quota")
 		assert.Zero(t, a.Stats().InFlight)
 		assert.Zero(t, a.Stats().Waiting)
 	})
@@ -354,11 +365,11 @@ func TestAdaptiveChargesCostOnlyToTokenQuotas(t *testing.T) {
 		admit(t, a, 10000).Done(reply(http.StatusOK,
 			requestsLeft(1000, 999, time.Minute), tokensLeft(100000, 90000, time.Minute)))
 		admit(t, a, 500)
-		assert.Equal(t, 89500.0, budgetOf(a, "tokens"))
-		assert.Equal(t, 998.0, budgetOf(a, "requests"))
+		assert.Equal(t, 89500.0-10000, tokenBudget(a), "less the reserve of a tenth of the limit (R4)")
+		assert.Equal(t, 998.0, requestBudget(a))
 		admit(t, a, 0)
-		assert.Equal(t, 89500.0, budgetOf(a, "tokens"), "no cost stated or learnt, no tokens")
-		assert.Equal(t, 997.0, budgetOf(a, "requests"))
+		assert.Equal(t, 89500.0-10000, tokenBudget(a), "no cost stated or learnt, no tokens")
+		assert.Equal(t, 997.0, requestBudget(a))
 	})
 }
 
@@ -490,7 +501,7 @@ func TestAdaptiveLearnDoesNotTouchInFlight(t *testing.T) {
 		st := a.Stats()
 		assert.Equal(t, 2, st.InFlight)
 		assert.Equal(t, observe.ModeHeaders, st.Mode, "a response ends slow start")
-		assert.Equal(t, 88.0, budgetOf(a, "requests"), "both requests in flight count")
+		assert.Equal(t, 88.0, requestBudget(a), "both requests in flight count")
 	})
 }
 
@@ -562,10 +573,11 @@ func TestAdaptiveIgnoresHostileHeaders(t *testing.T) {
 		}
 		p := admit(t, a, 0)
 		assert.NotPanics(t, func() { p.Done(reply(http.StatusTooManyRequests, []string{"Retry-After", "-3600"})) })
-		assert.True(t, math.IsNaN(budgetOf(a, "nan")), "not tracked")
-		assert.True(t, math.IsNaN(budgetOf(a, "neg")), "not tracked")
-		assert.True(t, math.IsNaN(budgetOf(a, "inf")), "not tracked")
-		assert.LessOrEqual(t, budgetOf(a, "window"), 10.0, "remaining clamped to the limit")
+		a.mu.Lock()
+		tracked := a.book.Len()
+		a.mu.Unlock()
+		assert.Equal(t, 1, tracked, "nan, neg and inf not tracked, window is")
+		assert.LessOrEqual(t, requestBudget(a), 10.0, "remaining clamped to the limit")
 	})
 }
 

@@ -13,10 +13,9 @@ import (
 // adaptation benchmark's workload (100 requests per 5 s fixed window, 32
 // callers, 20 ms latency, 15 s) against servers that state resets in whole
 // seconds, rounded up, with the window's phase at several offsets from the
-// whole second. A limiter that believes the stated reset idles for up to a
-// second of every window; one that learns the window's phase from when its
-// responses arrive does not, and never spends the next window early.
-func TestAdaptiveLearnsWindowPhaseBehindWholeSecondResets(t *testing.T) {
+// whole second. Believing the stated reset, the limiter is never early into
+// the next window, and a second's rounding costs a 5 s window no goodput.
+func TestAdaptiveKeepsUpBehindWholeSecondResets(t *testing.T) {
 	for _, style := range []apisim.Style{apisim.StyleGitHub, apisim.StyleAnthropic} {
 		for _, offset := range []time.Duration{100 * time.Millisecond, 300 * time.Millisecond, 500 * time.Millisecond, 700 * time.Millisecond, 900 * time.Millisecond} {
 			t.Run(fmt.Sprintf("%s/offset=%v", style, offset), func(t *testing.T) {

@@ -54,13 +54,13 @@ const (
 )
 
 // Advance brings a known quota to now and plans it (R24-R29, R36, R37,
-// R40-R46). unseen and admitted are as in Seen; unit is what one request
-// takes. ok is false when the quota is not known.
-func (s *State) Advance(now time.Time, unseen, unit, admitted float64) (st Step, ok bool) {
+// R40-R46). unseen is as in Seen; unit is what one request takes. ok is
+// false when the quota is not known.
+func (s *State) Advance(now time.Time, unseen, unit float64) (st Step, ok bool) {
 	s.ageDrift(now)
 	s.applyDrift(now)
 	if s.known && !s.win.reset.IsZero() && now.Sub(s.win.reset) >= RollGuard {
-		s.roll(now, unseen, unit, admitted)
+		s.roll(now, unseen, unit)
 		s.forgetOthers()
 		st.Rolled = true
 	}
@@ -228,8 +228,7 @@ func (s *State) burst() (atOnce, spare float64) {
 }
 
 // roll moves a window whose reset passed on to the next (R24-R29).
-func (s *State) roll(now time.Time, inflight, unit, admitted float64) {
-	s.readBooks(inflight, admitted)
+func (s *State) roll(now time.Time, inflight, unit float64) {
 	s.rolled, s.look.refused = true, false
 	s.carry = s.Units()
 	win, end := s.length(), s.win.reset
@@ -253,19 +252,6 @@ func (s *State) roll(now time.Time, inflight, unit, admitted float64) {
 		s.budget.have, s.budget.credit = 0, 0
 	case s.kind.fixed() || s.Units()-max(s.reserve(), float64(s.budget.keep)/Milli) < unit:
 		s.startLook(unit) // R26, R29
-	}
-}
-
-// readBooks reads a fixed request window's books at its end (R35): its
-// first figure, less what we spent since, the noise then in flight and its
-// lowest figure, is what others spent.
-func (s *State) readBooks(inflight, admitted float64) {
-	if s.cfg.Tokens || !s.kind.fixed() || s.drift.base.at.IsZero() || s.first.reset.IsZero() {
-		return
-	}
-	ours := admitted - s.drift.base.admitted
-	if others := s.first.remaining - ours - s.low.window - s.drift.base.unseen; others >= 2 && inflight == 0 {
-		s.mods |= Shared
 	}
 }
 

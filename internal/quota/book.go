@@ -3,7 +3,6 @@ package quota
 import (
 	"math"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -176,15 +175,6 @@ func (b *Book) Known() bool {
 	return slices.ContainsFunc(b.states, func(s *State) bool { return s.known })
 }
 
-// String describes every quota's state, for debugging.
-func (b *Book) String() string {
-	parts := make([]string, len(b.states))
-	for i, s := range b.states {
-		parts[i] = s.String()
-	}
-	return strings.Join(parts, "; ")
-}
-
 // Plan is where Advance left the endpoint's quotas.
 type Plan struct {
 	// Req and Tok are the tightest request and token quotas' paces.
@@ -225,7 +215,7 @@ func (b *Book) Advance(now time.Time, c Counts, tokenUnit float64) Plan {
 		if s.cfg.Tokens {
 			unit = max(tokenUnit, float64(s.blindAmount())/Milli)
 		}
-		st, ok := s.Advance(now, c.unseen(s), unit, c.Admitted)
+		st, ok := s.Advance(now, c.unseen(s), unit)
 		p.Rolled = p.Rolled || st.Rolled
 		if !ok {
 			continue
@@ -307,24 +297,4 @@ func (b *Book) Needs(dst []Need, cost float64) []Need {
 // server states quotas of its own.
 func (b *Book) DropInferred() {
 	b.drop(func(s *State) bool { return s.mods&Inferred != 0 })
-}
-
-// Snapshot is what a quota's state says, as a value.
-type Snapshot struct {
-	Name         string
-	Kind         Kind
-	Known        bool
-	Units, Limit float64
-	Length       time.Duration
-	Reset        time.Time
-}
-
-// Quota is a snapshot of the named quota's state, and whether the book
-// follows it.
-func (b *Book) Quota(name string) (Snapshot, bool) {
-	s := b.find(name)
-	if s == nil {
-		return Snapshot{}, false
-	}
-	return Snapshot{Name: name, Kind: s.kind, Known: s.known, Units: s.Units(), Limit: s.Limit(), Length: s.win.length, Reset: s.win.reset}, true
 }

@@ -181,7 +181,7 @@ func TestAFullQuotaTakesAChargeNearHalfItsLimit(t *testing.T) {
 	refused := 0
 	for amount := int64(13_500_000); amount < 15_000_000; amount += 997 {
 		w.budget.have = milli(30000)
-		w.Advance(now, 0, float64(amount)/Milli, 0)
+		w.Advance(now, 0, float64(amount)/Milli)
 		if !w.charge(amount, now, 0, 0) {
 			refused++
 		}

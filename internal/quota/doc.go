@@ -15,10 +15,10 @@
 // the tests' why cite them by number. R52-R66 are what the limiter around
 // the model (package pacer) applies. When this table was first written
 // (issue 36) the model and the limiter applied 68 rules, of which the
-// package docs stated about 12; 66 are left. Two went, since neither the
-// recorded sessions' replay, bench/ nor a scenario test needed them: a
-// sliding request quota that refused with its reset ahead was read as a
-// fixed window, and a refused look doubled the wait before the next.
+// package docs stated about 12; 63 are left, numbered as they were. R17,
+// R21, R30, parts of R35 and R38 and two rules before the numbering went,
+// since neither the recorded sessions' replay, bench/ nor a scenario test
+// needed them; the commits that removed them say what they did.
 //
 // The budget:
 //   - R1 The budget is the lowest Remaining stated, less what is in flight and others' spending over the figure's age: the server may not have counted those yet.
@@ -41,13 +41,11 @@
 //   - R14 A reset restated later while the window's is a few seconds ahead, within a second's rounding and not as a time to full moves, is the same reset: Reddit's delta seconds, Mastodon's microseconds (not a bucket of a second's, whose time to full is always a second ahead).
 //   - R15 A fixed window ends at the earliest reset its answers stated when surely the same window, else the latest: servers round resets up.
 //   - R16 A window's length is its policy's, else the advance between consecutive windows' resets once the old passed (half to 1.5 of the length known): no server states both.
-//   - R17 A fixed window of whole-second resets, its length stated or confirmed by a cadence of whole windows, ends by now + length for an answer at now (Phased): rounded resets are up to a second late.
 //
 // Kinds (the classify step):
 //   - R18 A quota that states no reset is a leaky bucket (Leaky): it refills as it goes.
 //   - R19 At a reset that left a tenth of the limit to tell, a jump of half the room and more than in flight is a fixed window, none a sliding one, unless shared or nothing is left: others may have emptied the new window. A window answering past its first stated reset, that reset moved on, is sliding: a fixed window's reset does not outrun itself.
 //   - R20 A reset that moved later before the old passed, by what the spending since refills at the rate both ends state, is a bucket's time to full (ToFull).
-//   - R21 So is a window's reset that moved later by 4 jitters (a second) with 2 units spent, in step with a stated window's rate.
 //   - R22 Two moved resets in a row where the last rate predicts make ToFull; one that does not, or a reset that stays while time passes, undoes it: one may fit by chance.
 //   - R23 A coordinated quota not known to refill is not read as ToFull: the fleet's store keeps its budget.
 //
@@ -58,17 +56,16 @@
 //   - R27 A window of unknown kind ending spent looks 2 × window/limit (at most 1 s) after its reset: a sliding window has room again by then.
 //   - R28 A ToFull bucket at its reset is full, less what is in flight: no look.
 //   - R29 A quota that refills, with less than a unit above its keep at its reset, is looked at: nothing else would tell it refilled.
-//   - R30 An answer from the window just rolled is ignored; the look's own with its reset ahead undoes the roll: the roll was early.
 //   - R31 A quota rolled blind that the next answer does not describe is forgotten: the server stopped speaking of it.
 //   - R32 A reset no stated or learnt length explains (within 5% and a second) is believed only up to MaxDelay; then one request looks.
 //
 // Others' spending and refill (the drift):
 //   - R33 The drift is the gap between a figure and the baseline less our spending since, beyond the noise of what was in flight at either end, over at least 2 horizons, 250 ms and a tenth of the window (not for the first measure of a quota just seen shared); a refill only of a quota known to refill: a higher figure of one that counts down is overtaken (R11).
 //   - R34 A drain is at most what the quota's long-run rate leaves us: above it the baseline erred.
-//   - R35 A quota is shared when a drain is measured, a figure is a unit below the budget (beyond what feeding limiters have out), a request quota refuses with budget left, or a window's books show 2 units nobody of ours spent.
+//   - R35 A quota is shared when a drain is measured, a figure is a unit below the budget (beyond what feeding limiters have out), or a request quota refuses with budget left.
 //   - R36 A drift no response confirmed halves every window (a second at least); a stated refill does not age: others' old burst must not hold us back for ever.
 //   - R37 A refill raises the budget by safety × drift, to the limit; a drain lowers it by at most 0.9 of the last figure, and admission deducts it between answers.
-//   - R38 A fresh fixed window carries others' drain, not a refill; a refilling quota's baseline moves on every 4 minimal spans.
+//   - R38 A fresh fixed window carries others' drain, not a refill: others spend on across its reset, and it does not refill.
 //   - R39 An inferred or coordinated quota forgets others; a fleet's measures no drift: their spending is the count's error, or the store's to hold.
 //
 // Planning a rate:

@@ -35,7 +35,7 @@ const (
 )
 
 // measureDrift measures the drift from the baseline to a response's figure
-// eff, with admitted and unseen as of it (R33, R34, R35, R38); first marks
+// eff, with admitted and unseen as of it (R33, R34, R35); first marks
 // the first measure of a quota just seen shared.
 func (s *State) measureDrift(now time.Time, eff, admitted, unseen float64, horizon time.Duration, first bool) {
 	d := &s.drift
@@ -77,9 +77,6 @@ func (s *State) measureDrift(now time.Time, eff, admitted, unseen float64, horiz
 		s.mods |= Shared
 	}
 	d.measured = now
-	if s.kind.refills() && span >= 4*minSpan {
-		d.base = baseline{at: now, budget: eff, admitted: admitted, unseen: unseen}
-	}
 }
 
 // maxDrain bounds what others can be spending, units a second, given that

@@ -5,18 +5,6 @@ import (
 	"time"
 )
 
-// setKind classifies the quota as k; a fixed window with a learnt phase is
-// Phased (R17).
-func (s *State) setKind(k Kind) {
-	if k.fixed() {
-		k = Fixed
-		if !s.win.phase.IsZero() {
-			k = Phased
-		}
-	}
-	s.kind = k
-}
-
 // classifyAtReset reads whether the quota jumped back at a reset (R19),
 // at every boundary that leaves room to tell, so one misreading does not
 // stick. Remaining is compared, not the budget, which the requests sent
@@ -32,9 +20,9 @@ func (s *State) classifyAtReset(q *Report, seen *Seen, boundary bool) {
 	}
 	switch {
 	case q.Remaining-before > max(0.5*(limit-before), seen.Unseen):
-		s.setKind(Fixed)
+		s.kind = Fixed
 	case !s.shared() && q.Remaining >= 1:
-		s.setKind(Sliding)
+		s.kind = Sliding
 	}
 	// Shared, or nothing left: others may have emptied the new window
 	// before our look.
@@ -45,14 +33,14 @@ func (s *State) classifyAtReset(q *Report, seen *Seen, boundary bool) {
 const jumpRoom = 0.1
 
 // fills reports whether q says the window is a bucket that refills as it
-// goes rather than one that counts down (R21): its stated reset moved later
-// since the window's first response by at least least, with at least
-// spentLeast (≥ 1) units spent since, and, with a window stated, by about
-// what that spending takes to refill at the stated limit per window.
-func (s *State) fills(q *Report, least time.Duration, spentLeast float64) bool {
+// goes rather than one that counts down (R20): its stated reset moved later
+// since the window's first response by at least its rounding, with a unit
+// spent since, and, with a window stated, by about what that spending
+// takes to refill at the stated limit per window.
+func (s *State) fills(q *Report) bool {
 	moved := q.Reset.Sub(s.first.reset)
 	spent := s.first.remaining - q.Remaining
-	if s.first.reset.IsZero() || spent < spentLeast || moved < least {
+	if s.first.reset.IsZero() || spent < 1 || moved < resetResolution {
 		return false
 	}
 	if s.win.stated && s.win.length > 0 {
@@ -68,7 +56,7 @@ func (s *State) fills(q *Report, least time.Duration, spentLeast float64) bool {
 // rate ((Limit − Remaining) over the time to reset), and the move is what
 // the spending since takes to refill at that rate.
 func (s *State) fillsInStep(q *Report, now time.Time) bool {
-	if !s.fills(q, resetResolution, 1) {
+	if !s.fills(q) {
 		return false
 	}
 	limit, tol := s.Limit(), max(s.tolerance(), resetResolution)
@@ -158,7 +146,7 @@ func (s *State) readToFull(q *Report, now time.Time) {
 	case moved && fits:
 		f.runs++
 		if f.runs >= fullRuns {
-			s.setKind(ToFull)
+			s.kind = ToFull
 		}
 	case !fits && (moved || now.Sub(f.at) > tol): // moved elsewhere, or stayed while time passed
 		f.runs = 0

@@ -84,15 +84,8 @@ func (s *State) read(q *Report, now time.Time, seen *Seen) {
 	}
 	s.applyDrift(now)
 	eff := s.lessDrain(q.Remaining-seen.Unseen, seen.Age) // R1
-	if timed && s.rolled && s.kind.fixed() && !q.Reset.After(s.win.stamp.Add(s.tolerance())) {
-		s.answerFromRolled(q, now, seen, eff) // R30
-		return
-	}
 	s.readFigure(q, now, seen, eff)
 	s.look.refused = seen.Refused && q.Remaining < 1
-	if timed {
-		s.learnPhase(now, q.Reset)
-	}
 }
 
 // lessDrain is a figure v less what others' measured spending took over
@@ -108,19 +101,6 @@ func (s *State) setFigure(eff float64, now time.Time, seq int64) {
 	s.setAt, s.setSeq = now, seq
 	s.budget.have, s.budget.credit = milli(eff), 0
 	s.budget.room = milli(othersMaxShare * eff) // what others' predicted spending may take of it (R37)
-}
-
-// answerFromRolled reads an answer of the window just rolled (R30): nothing,
-// unless it is the look's own with its reset ahead, which undoes the roll.
-func (s *State) answerFromRolled(q *Report, now time.Time, seen *Seen, eff float64) {
-	if !s.look.out || !q.Reset.After(now) {
-		return
-	}
-	s.win.extend(q.Reset)
-	if s.win.length > 0 {
-		s.win.reset = q.Reset // the roll moved it a window on; the stated one is it
-	}
-	s.setFigure(eff, now, seen.Admissions)
 }
 
 // readFigure reads a report of the current or a new window: its reset, its
@@ -141,7 +121,7 @@ func (s *State) readFigure(q *Report, now time.Time, seen *Seen, eff float64) {
 	if !fresh {
 		s.low.window = min(s.low.window, q.Remaining)
 		if o := s.win.origin; timed && !s.kind.refills() && !o.IsZero() && now.Sub(o) >= tol && q.Reset.Sub(o) >= tol {
-			s.setKind(Sliding) // answers outlived the first reset stated, which moved on (R19)
+			s.kind = Sliding // answers outlived the first reset stated, which moved on (R19)
 		}
 	}
 	countsDown := timed && !s.kind.refills()
@@ -154,8 +134,8 @@ func (s *State) readFigure(q *Report, now time.Time, seen *Seen, eff float64) {
 	case !countsDown && eff > s.Units() && s.overtaken(now, seen):
 		s.overtakenRefilling(q, now, seen)
 		return
-	case inStep || countsDown && s.fills(q, max(4*s.win.jitter, time.Second), 2):
-		s.setKind(ToFull) // R20, R21
+	case inStep:
+		s.kind = ToFull // R20
 		s.win.extend(q.Reset)
 	default:
 		// The lowest Remaining of a window is its freshest figure (R11).
@@ -184,7 +164,6 @@ func (s *State) newWindow(q *Report, now time.Time, seen *Seen, eff float64) {
 	boundary := s.rolled || !now.Before(s.win.stamp) || (timed && (s.win.length == 0 || q.Reset.Sub(s.win.stamp) > s.win.length/2))
 	s.classifyAtReset(q, seen, boundary)
 	if timed {
-		s.checkCadence(q.Reset)
 		s.learnLength(q.Reset, now)
 		if boundary || s.win.origin.IsZero() {
 			s.win.origin = q.Reset

@@ -331,7 +331,7 @@ func TestPlanSharesASharedQuotasSurplus(t *testing.T) {
 			w.Observe(Report{Limit: 1000, Remaining: c.left, Reset: reset(10 * time.Second)}, t0, Seen{Horizon: horizon})
 			w.drift.rate, w.drift.measured, w.drift.at = -5, t0, t0
 			w.pace.rate = c.prev
-			st, _ := w.Advance(t0, 0, 1, 0)
+			st, _ := w.Advance(t0, 0, 1)
 			rateEqual(t, c.want, st.Rate, c.why)
 		})
 	}
@@ -361,7 +361,7 @@ func TestSpareOfAQuotaOthersSpendFrom(t *testing.T) {
 			w.Observe(Report{Limit: 600, Remaining: c.left, Reset: reset(305 * time.Second)}, t0, Seen{Horizon: horizon})
 			w.mods |= Shared
 			w.drift.rate, w.drift.measured, w.drift.at = -c.drain, t0, t0
-			st, ok := w.Advance(t0, 0, 1, 0)
+			st, ok := w.Advance(t0, 0, 1)
 			assert.True(t, ok)
 			assert.InDelta(t, c.want, st.Spare, 1e-6, c.why)
 		})
@@ -375,13 +375,13 @@ func TestSpareOfAQuotaOthersSpendFrom(t *testing.T) {
 func TestAQuotaFirstSeenSharedLetsItsSpareGoOnce(t *testing.T) {
 	w := New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Hour})
 	w.Observe(Report{Limit: 600, Remaining: 589, Reset: reset(305 * time.Second)}, t0, Seen{Horizon: horizon})
-	st, _ := w.Advance(t0, 0, 1, 0)
+	st, _ := w.Advance(t0, 0, 1)
 	assert.Zero(t, st.AtOnce, "not shared: the budget is the gate")
 	w.mods |= Shared
 	w.drift.rate, w.drift.measured, w.drift.at = -0.1, t0, t0
-	st, _ = w.Advance(t0, 0, 1, 0)
+	st, _ = w.Advance(t0, 0, 1)
 	assert.InDelta(t, 589-30.5-58.9, st.AtOnce, 1e-6, "the first plan since others were seen")
-	st, _ = w.Advance(t0, 0, 1, 0)
+	st, _ = w.Advance(t0, 0, 1)
 	assert.Zero(t, st.AtOnce, "the next ones: it builds up at the pace")
 	assert.InDelta(t, 589-30.5-58.9, st.Spare, 1e-6)
 }

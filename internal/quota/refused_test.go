@@ -19,7 +19,7 @@ func TestARefusalsResetHoldsAQuotaThatRefills(t *testing.T) {
 	w.kind = Sliding
 	now := t0.Add(5 * time.Second)
 	w.Observe(Report{Limit: 600, Remaining: 0, Reset: reset(45 * time.Second)}, now, Seen{Horizon: horizon, Refused: true})
-	st, ok := w.Advance(now, 0, 1, 0)
+	st, ok := w.Advance(now, 0, 1)
 	require.True(t, ok)
 	assert.Equal(t, reset(45*time.Second).Add(RollGuard), st.Next, "the refusal's reset")
 }
@@ -35,7 +35,7 @@ func TestNothingLeftAtAResetIsNoSlidingWindow(t *testing.T) {
 		w := New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Hour})
 		w.Observe(Report{Limit: 600, Remaining: 100, Reset: reset(time.Minute)}, t0, Seen{Horizon: horizon})
 		now := reset(time.Minute).Add(2 * RollGuard)
-		st, ok := w.Advance(now, 0, 1, 0)
+		st, ok := w.Advance(now, 0, 1)
 		require.True(t, ok)
 		require.True(t, st.Rolled)
 		w.Observe(Report{Limit: 600, Remaining: c.remaining, Reset: reset(2 * time.Minute)}, now.Add(horizon), Seen{Horizon: horizon, Admitted: 1, Admissions: 1, Seq: 1})

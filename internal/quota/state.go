@@ -1,13 +1,12 @@
 package quota
 
 import (
-	"fmt"
 	"math"
 	"time"
 )
 
 // Kind is what a quota does by itself over time, as its answers show it:
-// set by Observe from the evidence a response brings (R17-R23).
+// set by Observe from the evidence a response brings (R18-R23).
 type Kind uint8
 
 const (
@@ -15,9 +14,6 @@ const (
 	Unknown Kind = iota
 	// Fixed: a window that jumps back to its limit at its reset (R19).
 	Fixed
-	// Phased: a Fixed window whose end is learnt tighter than its rounded
-	// stated resets (R17).
-	Phased
 	// Sliding: refills as it goes, at a rate its reset does not state (R19).
 	Sliding
 	// ToFull: a bucket whose reset is its time to full, which states its
@@ -28,14 +24,10 @@ const (
 )
 
 // fixed reports whether the quota jumps back to its limit at its reset.
-func (k Kind) fixed() bool { return k == Fixed || k == Phased }
+func (k Kind) fixed() bool { return k == Fixed }
 
 // refills reports whether the quota refills as it goes.
 func (k Kind) refills() bool { return k >= Sliding }
-
-func (k Kind) String() string {
-	return [...]string{"unknown", "fixed", "phased", "sliding", "to-full", "leaky"}[k]
-}
 
 // Mods are what modifies a quota of any kind.
 type Mods uint8
@@ -73,8 +65,7 @@ type Config struct {
 // and its window. Its transitions take the time as an argument and change
 // only the State; its queries change nothing.
 //
-// Invariants: a fixed window is Phased exactly when it has a learnt phase
-// (setKind, setPhase); a look is out (look.out) only while known.
+// Invariant: a look is out (look.out) only while known.
 type State struct {
 	cfg  Config
 	kind Kind
@@ -119,14 +110,12 @@ type size struct {
 
 // window is when the quota's window ends and how long it is.
 type window struct {
-	length   time.Duration // stated by policy (stated) or learnt (R16); 0 unknown
-	stated   bool
-	reset    time.Time     // the end of the current window as believed; zero unknown
-	stamp    time.Time     // the latest reset a response stated: the cadence's last beat
-	origin   time.Time     // the first reset stated since a window's boundary (R19)
-	jitter   time.Duration // how far one window's stated resets wander (R13)
-	phase    time.Time     // a learnt bound of the window's end (R17); zero unknown
-	cadenced bool          // the last advance was whole windows of the length known (R17)
+	length time.Duration // stated by policy (stated) or learnt (R16); 0 unknown
+	stated bool
+	reset  time.Time     // the end of the current window as believed; zero unknown
+	stamp  time.Time     // the latest reset a response stated
+	origin time.Time     // the first reset stated since a window's boundary (R19)
+	jitter time.Duration // how far one window's stated resets wander (R13)
 }
 
 // extend moves the window's believed end and its stamp on to a later
@@ -204,13 +193,6 @@ func (s *State) Limit() float64 {
 		return s.size.limit
 	}
 	return s.size.peak
-}
-
-// String describes the state, for debugging.
-func (s *State) String() string {
-	return fmt.Sprintf("%s: kind=%v mods=%b drift=%.3f budget=%.1f window=%v reset=%v look=%v est=%.0f±%.0f",
-		s.cfg.Name, s.kind, s.mods, s.drift.rate, s.Units(), s.win.length, s.win.reset, s.look.out,
-		s.cost.mean(), s.cost.deviation())
 }
 
 func (s *State) shared() bool { return s.mods&Shared != 0 }

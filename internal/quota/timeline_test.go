@@ -63,7 +63,7 @@ func replay(t *testing.T, w *State, events []event) (st Step, ok bool) {
 		case e.report != nil:
 			w.Observe(*e.report, now, e.seen)
 		case e.advance:
-			st, ok = w.Advance(now, e.seen.Unseen, e.unit, e.seen.Admitted)
+			st, ok = w.Advance(now, e.seen.Unseen, e.unit)
 		}
 	}
 	return st, ok
