@@ -165,54 +165,7 @@ func (f *fleetShare) takeOne(ctx context.Context, n *need, now time.Time, intera
 			f.mu.Lock()
 			continue
 		}
-		if !now.Before(q.until) || q.leased < n.amount {
-			// Lapsed: the store no longer keeps it for this member. Or a
-			// fragment too small for the request: given back with this
-			// call, it joins the fleet's budget. Held, the fragments of
-			// 100 members' even shares (a 600-a-minute quota's 5.9 each)
-			// added up to 30-66 units a window that no member could spend.
-			q.leased = 0
-		}
-		r := store.LeaseRequest{
-			Quota: n.quota, Member: f.member, TTL: f.ttl,
-			Take:       max(n.amount-q.leased, q.want),
-			Held:       q.leased + q.inflight + f.blind,
-			Unbudgeted: n.amount,
-			Reserve:    n.reserve, InteractiveAgo: interactiveAgo,
-		}
-		if q.known && q.budget > 0 {
-			// No more than an even share of what is left between the
-			// members the store knows (a sixteenth before it says): one
-			// member leasing ahead of its need would starve the others of
-			// a window's last units.
-			share := leaseShareMax
-			if q.members > 0 {
-				share = 1 / float64(q.members)
-			}
-			r.Take = min(r.Take, max(n.amount-q.leased, share*q.budget))
-		}
-		if n.amount > 0 {
-			// Whole requests: what a lease holds beyond them is a fragment.
-			r.Take = max(math.Floor(r.Take/n.amount)*n.amount, n.amount-q.leased)
-		}
-		if n.report {
-			r.Take = 0
-		}
-		if s := q.seen; s != nil {
-			c := *s
-			if s.ResetIn > 0 {
-				c.ResetIn -= now.Sub(q.seenAt)
-			}
-			if s.ResetIn == 0 || c.ResetIn > 0 {
-				r.Seen = &c
-			} else {
-				// Its window is over: the figure says nothing of the
-				// next. (Reported with a reset an instant away, it once
-				// reached Redis as a figure with no reset, a window that
-				// never ended: the fleet spent nothing more.)
-				q.seen = nil
-			}
-		}
+		r := f.leaseRequest(q, n, now, interactiveAgo)
 		q.calling, q.done = true, make(chan struct{})
 		f.mu.Unlock()
 
@@ -238,48 +191,109 @@ func (f *fleetShare) takeOne(ctx context.Context, n *need, now time.Time, intera
 			f.mu.Unlock()
 			return ok, at, nil
 		}
-		if r.Seen != nil && q.seen != nil && q.seen.Remaining == r.Seen.Remaining {
-			q.seen = nil // reported
-		}
-		q.told = q.told || interactiveAgo >= 0
-		q.known, q.budget, q.members = l.Known, l.Budget, max(l.Members, 1)
-		q.resetAt = time.Time{}
-		if l.ResetIn > 0 {
-			q.resetAt = answered.Add(l.ResetIn)
-		}
-		q.alone = q.budget / float64(q.members)
-		if n.report {
-			// Nothing was asked for: the lease, if any, stands as it was.
-			f.mu.Unlock()
-			return true, time.Time{}, nil
-		}
-		if !l.Known {
-			// No budget known for the current window (it has not been
-			// seen since its reset): this member's own model decides, and
-			// its answer will tell the store, which holds the request
-			// for this member meanwhile (r.Unbudgeted).
-			n.own = true
-			q.spend(n, now)
-			f.mu.Unlock()
-			return true, time.Time{}, nil
-		}
-		q.leased += l.Granted
-		q.until = now.Add(f.ttl / 2)
-		// A lease taken for interactive work may be spent into the reserve
-		// batch work leaves it: batch work on this member does not spend it.
-		q.forInteractive = n.reserve == nil
-		if q.leased >= n.amount {
-			q.spend(n, now)
-			f.mu.Unlock()
-			return true, time.Time{}, nil
-		}
-		at := q.resetAt
-		if !at.IsZero() {
-			at = at.Add(quota.RollGuard)
-		}
+		ok, at := f.applyLease(q, n, l, r.Seen, answered, now, interactiveAgo)
 		f.mu.Unlock()
-		return false, at, nil
+		return ok, at, nil
 	}
+}
+
+// leaseRequest is what to ask the store for n at now, with f.mu held: a
+// lapsed lease or a fragment too small for the request given back, no more
+// than an even share of what is left, whole requests, and the figure to
+// report while its window lasts.
+func (f *fleetShare) leaseRequest(q *fleetQuota, n *need, now time.Time, interactiveAgo time.Duration) store.LeaseRequest {
+	if !now.Before(q.until) || q.leased < n.amount {
+		// Lapsed: the store no longer keeps it for this member. Or a
+		// fragment too small for the request: given back with this
+		// call, it joins the fleet's budget. Held, the fragments of
+		// 100 members' even shares (a 600-a-minute quota's 5.9 each)
+		// added up to 30-66 units a window that no member could spend.
+		q.leased = 0
+	}
+	r := store.LeaseRequest{
+		Quota: n.quota, Member: f.member, TTL: f.ttl,
+		Take:       max(n.amount-q.leased, q.want),
+		Held:       q.leased + q.inflight + f.blind,
+		Unbudgeted: n.amount,
+		Reserve:    n.reserve, InteractiveAgo: interactiveAgo,
+	}
+	if q.known && q.budget > 0 {
+		// No more than an even share of what is left between the
+		// members the store knows (a sixteenth before it says): one
+		// member leasing ahead of its need would starve the others of
+		// a window's last units.
+		share := leaseShareMax
+		if q.members > 0 {
+			share = 1 / float64(q.members)
+		}
+		r.Take = min(r.Take, max(n.amount-q.leased, share*q.budget))
+	}
+	if n.amount > 0 {
+		// Whole requests: what a lease holds beyond them is a fragment.
+		r.Take = max(math.Floor(r.Take/n.amount)*n.amount, n.amount-q.leased)
+	}
+	if n.report {
+		r.Take = 0
+	}
+	if s := q.seen; s != nil {
+		c := *s
+		if s.ResetIn > 0 {
+			c.ResetIn -= now.Sub(q.seenAt)
+		}
+		if s.ResetIn == 0 || c.ResetIn > 0 {
+			r.Seen = &c
+		} else {
+			// Its window is over: the figure says nothing of the
+			// next. (Reported with a reset an instant away, it once
+			// reached Redis as a figure with no reset, a window that
+			// never ended: the fleet spent nothing more.)
+			q.seen = nil
+		}
+	}
+	return r
+}
+
+// applyLease reads the store's answer l to a lease of n asked at now
+// (reporting sent) and answered at answered, with f.mu held: whether the
+// need is met, else when to ask again.
+func (f *fleetShare) applyLease(q *fleetQuota, n *need, l store.Lease, sent *store.Sighting, answered, now time.Time, interactiveAgo time.Duration) (bool, time.Time) {
+	if sent != nil && q.seen != nil && q.seen.Remaining == sent.Remaining {
+		q.seen = nil // reported
+	}
+	q.told = q.told || interactiveAgo >= 0
+	q.known, q.budget, q.members = l.Known, l.Budget, max(l.Members, 1)
+	q.resetAt = time.Time{}
+	if l.ResetIn > 0 {
+		q.resetAt = answered.Add(l.ResetIn)
+	}
+	q.alone = q.budget / float64(q.members)
+	if n.report {
+		// Nothing was asked for: the lease, if any, stands as it was.
+		return true, time.Time{}
+	}
+	if !l.Known {
+		// No budget known for the current window (it has not been
+		// seen since its reset): this member's own model decides, and
+		// its answer will tell the store, which holds the request
+		// for this member meanwhile (r.Unbudgeted).
+		n.own = true
+		q.spend(n, now)
+		return true, time.Time{}
+	}
+	q.leased += l.Granted
+	q.until = now.Add(f.ttl / 2)
+	// A lease taken for interactive work may be spent into the reserve
+	// batch work leaves it: batch work on this member does not spend it.
+	q.forInteractive = n.reserve == nil
+	if q.leased >= n.amount {
+		q.spend(n, now)
+		return true, time.Time{}
+	}
+	at := q.resetAt
+	if !at.IsZero() {
+		at = at.Add(quota.RollGuard)
+	}
+	return false, at
 }
 
 // fallback decides a request's need n while the store does not answer, at

@@ -132,6 +132,65 @@ func (b *Bucket) recordIfQueued(s *state, now int64, n int, tat int64, pl plan) 
 	return &entry{n: n, fixed: true, prev: tat, start: pl.start, end: pl.end, at: now}
 }
 
+// replayQueue replays the queue q under params p from base at now (see
+// replanLocked): fixed entries keep their times, withdrawn ones are
+// dropped, waiters are granted as early as the replay allows or fail. It
+// returns the entries kept, the tat after them and the last grant's time.
+func replayQueue(q []*entry, p *params, base, now int64) (kept []*entry, end, prevAt int64) {
+	e := p.eff(now)
+	end, prevAt = base, int64(minTime)
+	kept = q[:0]
+	for _, en := range q {
+		if en.gone {
+			en.inQ = false
+			continue
+		}
+		cost := p.cost(en.n)
+		var start, at int64
+		var err error
+		if en.fixed {
+			// Replayed as granted at its time: into the bucket as it
+			// would be then, given the grants before it.
+			start = max(end, p.eff(en.at))
+			at = en.at
+		} else {
+			start = max(end, e)
+			switch stop := start + cost; {
+			case !p.inf && en.n > p.burst:
+				err = errTooBig(en.n, p.burst)
+			case p.inf:
+				at = max(stop, now, prevAt)
+			case p.frozen:
+				if stop > p.capacity {
+					err = errNever(en.n)
+				}
+				at = max(now, prevAt)
+			default:
+				if stop-e > maxSpan {
+					err = errNever(en.n)
+				}
+				at = max(now, stop-p.capacity, prevAt)
+			}
+			if err == nil && at > en.wt.limitAt {
+				err = tooLate(at, time.Now(), clockNow(), en.wt.dlAt)
+			}
+		}
+		if err != nil {
+			en.wt.err, en.gone, en.inQ = err, true, false
+			en.wt.wake.Reset(0)
+			continue
+		}
+		en.prev, en.start, en.end = end, start, min(start+cost, e+maxSpan+1)
+		if !en.fixed && at != en.at {
+			en.at = at
+			en.wt.wake.Reset(time.Duration(at - now))
+		}
+		end, prevAt = en.end, at
+		kept = append(kept, en)
+	}
+	return kept, end, prevAt
+}
+
 // replanLocked replays the queue, in arrival order, from the tat before its
 // first entry, under params np (nil: unchanged) and the current pause: fixed
 // entries keep their times, withdrawn ones are dropped, waiters are granted
@@ -199,57 +258,7 @@ func (b *Bucket) replanFillLocked(now int64, np *params, fill float64) {
 		}
 	}
 
-	e := p.eff(now)
-	end, prevAt := base, int64(minTime)
-	kept := q[:0]
-	for _, en := range q {
-		if en.gone {
-			en.inQ = false
-			continue
-		}
-		cost := p.cost(en.n)
-		var start, at int64
-		var err error
-		if en.fixed {
-			// Replayed as granted at its time: into the bucket as it
-			// would be then, given the grants before it.
-			start = max(end, p.eff(en.at))
-			at = en.at
-		} else {
-			start = max(end, e)
-			switch stop := start + cost; {
-			case !p.inf && en.n > p.burst:
-				err = errTooBig(en.n, p.burst)
-			case p.inf:
-				at = max(stop, now, prevAt)
-			case p.frozen:
-				if stop > p.capacity {
-					err = errNever(en.n)
-				}
-				at = max(now, prevAt)
-			default:
-				if stop-e > maxSpan {
-					err = errNever(en.n)
-				}
-				at = max(now, stop-p.capacity, prevAt)
-			}
-			if err == nil && at > en.wt.limitAt {
-				err = tooLate(at, time.Now(), clockNow(), en.wt.dlAt)
-			}
-		}
-		if err != nil {
-			en.wt.err, en.gone, en.inQ = err, true, false
-			en.wt.wake.Reset(0)
-			continue
-		}
-		en.prev, en.start, en.end = end, start, min(start+cost, e+maxSpan+1)
-		if !en.fixed && at != en.at {
-			en.at = at
-			en.wt.wake.Reset(time.Duration(at - now))
-		}
-		end, prevAt = en.end, at
-		kept = append(kept, en)
-	}
+	kept, end, prevAt := replayQueue(q, p, base, now)
 	if len(kept) > 0 {
 		// A fixed entry can make a grant later than its slot needs;
 		// newcomers must still not be granted before it, and no fast path

@@ -159,50 +159,13 @@ func (b *budgetState) lease(now float64, r LeaseRequest) Lease {
 	if !(ttl > 0) {
 		ttl = DefaultLeaseTTL.Seconds()
 	}
-	if b.members == nil {
-		b.members = make(map[string]budgetMember)
-	}
-	b.members[r.Member] = budgetMember{held: finite(r.Held), expires: now + ttl}
-	held := 0.0
-	for id, m := range b.members {
-		if m.expires < now {
-			// Spent, as far as anyone can tell: what it held left flight
-			// unreported (forgotten as unspent, it was leased again while
-			// the server had counted it: a 429 every TTL to 100 replicas
-			// whose workers came back while the window was spent).
-			if b.known {
-				b.floor -= m.held
-			}
-			delete(b.members, id)
-			continue
-		}
-		held += m.held
-	}
+	held := b.renew(now, ttl, r)
 	members := len(b.members)
 	if b.known && b.reset > 0 && now >= b.reset {
 		b.known = false // the window is over: the next sighting opens the next
 	}
 	if s := r.Seen; s != nil && s.Remaining >= 0 && !math.IsInf(s.Remaining, 0) {
-		figure := s.Remaining - finite(s.Held)
-		reset := 0.0
-		if s.ResetIn > 0 {
-			reset = now + s.ResetIn.Seconds()
-		}
-		// Resets of one window wander by their rounding (a second at
-		// most) and by latency (a tenth of a second, resetJitter); a new
-		// window's is a window later, and a window is at least as long as
-		// what is left of it: half of that tells them apart.
-		slack := min(resetSlack, max((reset-now)/2, resetJitter))
-		switch {
-		case b.known && reset > 0 && b.reset > 0 && reset < b.reset-slack:
-			// Overtaken: a figure of the window before, read late.
-		case !b.known || reset == 0 || reset > b.reset+slack:
-			// A new window; or a quota with no reset, which refills as
-			// it goes: its latest figure is its freshest.
-			b.known, b.floor, b.reset = true, figure, reset
-		default:
-			b.floor = min(b.floor, figure)
-		}
+		b.sight(now, s)
 	}
 	if r.InteractiveAgo >= 0 {
 		if at := now - r.InteractiveAgo.Seconds(); !b.seenAny || at > b.interactive {
@@ -240,6 +203,56 @@ func (b *budgetState) lease(now float64, r LeaseRequest) Lease {
 		out.ResetIn = secondsToDuration(b.reset - now)
 	}
 	return out
+}
+
+// renew records r's member as holding what r says until now + ttl, drops
+// the members whose lease lapsed, and returns what the members hold.
+func (b *budgetState) renew(now, ttl float64, r LeaseRequest) float64 {
+	if b.members == nil {
+		b.members = make(map[string]budgetMember)
+	}
+	b.members[r.Member] = budgetMember{held: finite(r.Held), expires: now + ttl}
+	held := 0.0
+	for id, m := range b.members {
+		if m.expires < now {
+			// Spent, as far as anyone can tell: what it held left flight
+			// unreported (forgotten as unspent, it was leased again while
+			// the server had counted it: a 429 every TTL to 100 replicas
+			// whose workers came back while the window was spent).
+			if b.known {
+				b.floor -= m.held
+			}
+			delete(b.members, id)
+			continue
+		}
+		held += m.held
+	}
+	return held
+}
+
+// sight reads a member's sighting s of the quota at now: a new window's
+// figure, the lowest of the current one's, or an overtaken one ignored.
+func (b *budgetState) sight(now float64, s *Sighting) {
+	figure := s.Remaining - finite(s.Held)
+	reset := 0.0
+	if s.ResetIn > 0 {
+		reset = now + s.ResetIn.Seconds()
+	}
+	// Resets of one window wander by their rounding (a second at
+	// most) and by latency (a tenth of a second, resetJitter); a new
+	// window's is a window later, and a window is at least as long as
+	// what is left of it: half of that tells them apart.
+	slack := min(resetSlack, max((reset-now)/2, resetJitter))
+	switch {
+	case b.known && reset > 0 && b.reset > 0 && reset < b.reset-slack:
+		// Overtaken: a figure of the window before, read late.
+	case !b.known || reset == 0 || reset > b.reset+slack:
+		// A new window; or a quota with no reset, which refills as
+		// it goes: its latest figure is its freshest.
+		b.known, b.floor, b.reset = true, figure, reset
+	default:
+		b.floor = min(b.floor, figure)
+	}
 }
 
 // finite is v when it is a finite number not below zero, else 0.

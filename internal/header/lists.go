@@ -45,19 +45,10 @@ func isXList(fs *fieldSet) bool {
 	return false
 }
 
-// xRateLimitLists reads the X-RateLimit fields by position (isXList): the
-// i-th member of each field describes the i-th quota. Lists of different
-// lengths are paired as far as they go, and at most maxQuotas positions are
-// read: a position makes a quota if it has a limit (from -Limit, else from
-// -Policy) or a remaining count, and the quota takes whatever else its
-// position holds. A Limit or Policy member that is not a number leaves its
-// position without a limit; a Remaining, Reset, Reset-After or Used with a
-// member that is not a plain number is no list, and only a Reset is then
-// read, as a single value for the first quota (it may be a date, whose
-// comma makes no list).
-func (p *parser) xRateLimitLists(fs *fieldSet, out *Quotas) {
-	var qs [maxQuotas]quotaState
-	var skip [maxQuotas]bool // a policy in units other than requests
+// listLimits reads the X-RateLimit-Limit and -Policy lists into qs (skip
+// marks a policy in units other than requests) and returns how many
+// positions they hold (see xRateLimitLists).
+func listLimits(fs *fieldSet, qs *[maxQuotas]quotaState, skip *[maxQuotas]bool) int {
 	n := 0
 	if v, ok := fs.joined(fXLimit); ok {
 		if x, ok := parseCount(v); ok {
@@ -93,6 +84,23 @@ func (p *parser) xRateLimitLists(fs *fieldSet, out *Quotas) {
 		})
 		n = max(n, i)
 	}
+	return n
+}
+
+// xRateLimitLists reads the X-RateLimit fields by position (isXList): the
+// i-th member of each field describes the i-th quota. Lists of different
+// lengths are paired as far as they go, and at most maxQuotas positions are
+// read: a position makes a quota if it has a limit (from -Limit, else from
+// -Policy) or a remaining count, and the quota takes whatever else its
+// position holds. A Limit or Policy member that is not a number leaves its
+// position without a limit; a Remaining, Reset, Reset-After or Used with a
+// member that is not a plain number is no list, and only a Reset is then
+// read, as a single value for the first quota (it may be a date, whose
+// comma makes no list).
+func (p *parser) xRateLimitLists(fs *fieldSet, out *Quotas) {
+	var qs [maxQuotas]quotaState
+	var skip [maxQuotas]bool // a policy in units other than requests
+	n := listLimits(fs, &qs, &skip)
 	var xs [maxQuotas]float64
 	if v, ok := fs.joined(fXRemaining); ok {
 		k := numberList(v, &xs)
