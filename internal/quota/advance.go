@@ -11,8 +11,7 @@ type Pace struct {
 	// Rate is what the budget may be spent at from now, in units a second:
 	// +Inf while the budget is the gate (R40).
 	Rate float64
-	// Budget is the budget above what the quota keeps back (+Inf with no
-	// quota).
+	// Budget is the budget above what the quota keeps back (+Inf: no quota).
 	Budget float64
 	// AtOnce is what of Budget may go at once beside Rate (R44, R45); zero:
 	// a burst at Rate is a small part of the budget.
@@ -39,8 +38,7 @@ const (
 	// maxSlideWait bounds the wait after its reset of a window of unknown
 	// kind that ended spent (R27): a reset's rounding.
 	maxSlideWait = time.Second
-	// noResetSpan stands in for the time to reset of a quota that states
-	// none (R46).
+	// noResetSpan stands in for a time to reset where none is stated (R46).
 	noResetSpan = time.Second
 	// minRate is the lowest rate a quota sets, a unit every 1000 s: it keeps
 	// the bucket's arithmetic clear of "never".
@@ -139,10 +137,7 @@ func (s *State) plan(now time.Time, unit float64) planned {
 }
 
 // spread is the rate of a quota that refills as it goes (R42), or that
-// others spend from (R43): what is left (and what refills) spread to the
-// reset, at least a unit over the span and, with 2 units left, a unit per
-// reprobe. Past rushFactor times the last pace, each client's share of a
-// shared quota's surplus is its pace over everyone's.
+// others spend from (R43): a client's share is its pace over everyone's.
 func (s *State) spread(now time.Time, unit, avail float64) float64 {
 	span, safety, prev := s.spanAt(now), s.cfg.Safety, s.pace.rate
 	rate := safety * avail / span
@@ -208,11 +203,8 @@ func (s *State) spanAt(now time.Time) float64 {
 	return noResetSpan.Seconds()
 }
 
-// burst is what may go at once beside the rate (R44, R45): of a ToFull or
-// leaky bucket, the last figure less the refill credited since and what a
-// charge keeps; and what may build up as burst capacity (spare) in a fixed
-// window others spend from, but a fleet's (R39), at once on the first plan
-// that sees them.
+// burst is what may go at once beside the rate (R44), and what may build up
+// as burst capacity (spare) in a fixed window others spend from (R45, R39).
 func (s *State) burst() (atOnce, spare float64) {
 	b := &s.budget
 	if s.shared() && s.drift.rate < 0 && s.mods&Fleet == 0 && !s.kind.refills() && !s.look.out {

@@ -10,8 +10,7 @@ import (
 // every known quota it counts against (1 to each request quota, its cost to
 // each token quota) and goes only if every one affords it (R2).
 //
-// A Book is not safe for concurrent use: its owner holds one lock across
-// each call.
+// A Book is not safe for concurrent use: its owner locks around each call.
 type Book struct {
 	cfg     BookConfig
 	states  []*State
@@ -25,8 +24,7 @@ type BookConfig struct {
 	MaxDelay time.Duration
 	// Horizon bounds how far away a stated reset is believed (R8).
 	Horizon time.Duration
-	// Fleet marks an endpoint whose quotas a fleet spends through a store
-	// of buckets (Mods Fleet).
+	// Fleet: a fleet spends the quotas via a store of buckets (Mods Fleet).
 	Fleet bool
 	// Coordinated marks an endpoint whose quotas a fleet spends under a
 	// budget a shared store keeps (Mods Coordinated).
@@ -72,12 +70,10 @@ func (c Counts) admitted(s *State) float64 {
 	return c.Admitted
 }
 
-// Observe folds in what one response said of its quotas, at now; c counts
-// what is in flight besides the response's own request, seen the rest. It
-// reports whether a quota the response described is spent before a stated
-// reset. Reports the model cannot use are dropped, the rest clamped (R8). A
-// quota that rolled over blind and that the response did not describe is
-// forgotten (R31).
+// Observe folds in what one response said of its quotas, at now (R8, R31);
+// c counts what is in flight besides the response's own request, seen the
+// rest. It reports whether a quota the response described is spent before
+// a stated reset.
 func (b *Book) Observe(rs []Named, now time.Time, c Counts, seen Seen) (spent bool) {
 	var mentioned uint64 // bit i: b.states[i] was described (MaxQuotas ≤ 64)
 	seen.Blind, seen.BlindUnseen, seen.Stated = c.Blind, c.BlindInflight, c.AdmittedCost-c.InflightCost
@@ -245,8 +241,7 @@ func (b *Book) KeepUntil(used time.Time) time.Time {
 	return at
 }
 
-// HeldUntil is when the spent request quotas let a request go; zero when
-// none is spent.
+// HeldUntil is when spent request quotas let a request go (zero: none spent).
 func (b *Book) HeldUntil() time.Time {
 	var at time.Time
 	for _, s := range b.states {
@@ -263,8 +258,7 @@ type Cost struct {
 	Mean, Charged float64
 }
 
-// Costs appends to dst what blind requests were learnt to cost each token
-// quota that knows.
+// Costs appends to dst what each quota learnt a blind request costs (R50).
 func (b *Book) Costs(dst []Cost) []Cost {
 	for _, s := range b.states {
 		if mean := s.cost.mean(); mean > 0 {

@@ -32,9 +32,8 @@ func (b *Book) Refund(cost float64) {
 
 // Refused says when a request of cost the named quota refused at its last
 // Charge may try again, asked at now once the owner advanced the book
-// (zero: at once), and whether only a class's reserve holds it (R7). A
-// spent quota whose look is out waits for the look's answer, or, with
-// nothing of ours out (nothingOut), looks again (R26).
+// (zero: at once), and whether only a class's reserve holds it (R7). A spent
+// quota with a look out waits for it, or with nothingOut looks again (R26).
 func (b *Book) Refused(short string, cost float64, now time.Time, share, flight float64, nothingOut bool) (at time.Time, reserved bool) {
 	s := b.find(short)
 	if s == nil {
@@ -118,8 +117,7 @@ func (s *State) unconfirmed(cost, flight float64) int64 {
 	return max(milli(estimateError*(own+flight))-milli(s.reserve()), 0)
 }
 
-// held is the reserve a charge leaving share of the limit must leave, in
-// milli-units (R7).
+// held is what a charge leaving share of the limit keeps, milli-units (R7).
 func (s *State) held(share float64) int64 {
 	if !(share > 0) || s.look.out || s.rolled {
 		return 0
@@ -127,16 +125,14 @@ func (s *State) held(share float64) int64 {
 	return milli(share * s.Limit())
 }
 
-// reserved reports whether a request of amount is refused only for leaving
-// less than share of the limit.
+// reserved reports whether only the reserve held for share refuses amount.
 func (s *State) reserved(amount int64, now time.Time, share float64) bool {
 	d := s.debt(now)
 	return s.budget.have-amount >= d && s.budget.have-amount < d+s.held(share)
 }
 
-// refillAt is when a quota whose reserve holds a request back next gains
-// budget by itself: the roll of a window that does not refill, else a look
-// after reprobe.
+// refillAt is when a quota whose reserve holds back a request next gains
+// budget: a window's roll if it does not refill, else a look after reprobe.
 func (s *State) refillAt(now time.Time) time.Time {
 	if !s.win.reset.IsZero() && !s.kind.refills() {
 		return s.win.reset.Add(RollGuard)

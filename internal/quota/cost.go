@@ -14,8 +14,7 @@ const (
 	// costMemory is how many blind requests the estimate averages over
 	// (R50): prompts grow through a conversation.
 	costMemory = 16
-	// costWeight is each sample's weight in the variance's moving
-	// average: about four samples (R50).
+	// costWeight is a sample's weight in the variance's moving average (R50).
 	costWeight = 0.25
 	// costSpread is how many deviations above the mean a blind request is
 	// charged (R50): all of a cost uniform within ±50% of its mean.
@@ -55,8 +54,7 @@ func (c *costEstimate) mean() float64 {
 
 func (c *costEstimate) deviation() float64 { return math.Sqrt(c.variance) }
 
-// blindAmount is what a blind request is charged, in milli-units, at least
-// a unit, at most the limit; 0 while nothing is learnt (R50).
+// blindAmount is what a blind request is charged, in milli-units (R50).
 func (s *State) blindAmount() int64 {
 	est := s.cost.mean()
 	if est <= 0 {
@@ -93,8 +91,7 @@ func (s *State) sampleCost(q *Report, now time.Time, seen *Seen, fresh bool) {
 		s.cost.add(limit-q.Remaining, 1) // the first look's answer (R48)
 	case !a.ok || next.blind < a.blind || next.stated < a.stated,
 		(fresh || s.kind.refills()) && s.kind != ToFull, q.Remaining >= limit:
-		// Start afresh (R49): the first figure, counts that went back, a new
-		// fixed window, a refill no response states, a full quota.
+		// Start afresh: the first figure, or R49's cases.
 	default:
 		if !s.takeSample(q, next) {
 			return // keep the anchor: the sample grows

@@ -95,8 +95,7 @@ func (s *State) maxDrain(span time.Duration, ours float64) float64 {
 	return max(limit*over.Seconds()/win.Seconds()-max(ours, 0), 0) / over.Seconds()
 }
 
-// ageDrift halves a drift no response confirmed for a window, at least a
-// second (R36).
+// ageDrift halves a drift no response confirmed per window (R36).
 func (s *State) ageDrift(now time.Time) {
 	d := &s.drift
 	if d.rate == 0 || d.measured.IsZero() || s.kind == ToFull && d.rate > 0 {
@@ -112,11 +111,9 @@ func (s *State) ageDrift(now time.Time) {
 	}
 }
 
-// applyDrift moves the budget by the drift since it was last applied
-// (R37): a refill, believed by the safety factor, up to the limit; a drain,
-// within the room the last figure left it. It publishes others' spending to
-// admission (the debt), but not while a look is out: the look goes whatever
-// others spend.
+// applyDrift moves the budget by the drift since it was last applied (R37)
+// and publishes others' spending to admission (the debt), but not while a
+// look is out: the look goes whatever others spend.
 func (s *State) applyDrift(now time.Time) {
 	d, b := &s.drift, &s.budget
 	if d.rate != 0 && !d.at.IsZero() && now.After(d.at) && !s.look.out && s.known {

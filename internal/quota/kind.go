@@ -24,19 +24,16 @@ func (s *State) classifyAtReset(q *Report, seen *Seen, boundary bool) {
 	case !s.shared() && q.Remaining >= 1:
 		s.kind = Sliding
 	}
-	// Shared, or nothing left: others may have emptied the new window
-	// before our look.
+	// Else shared or nothing left: others may have emptied it (R19).
 }
 
 // jumpRoom is the least share of the limit spent in a window for its reset
 // to tell a jump from none (R19).
 const jumpRoom = 0.1
 
-// fills reports whether q says the window is a bucket that refills as it
-// goes rather than one that counts down (R20): its stated reset moved later
-// since the window's first response by at least its rounding, with a unit
-// spent since, and, with a window stated, by about what that spending
-// takes to refill at the stated limit per window.
+// fills reports whether q's reset moved later than the window's first, as a
+// bucket's that refills does (R20): by at least its rounding, a unit spent
+// since and, with a window stated, by about that spending's time to refill.
 func (s *State) fills(q *Report) bool {
 	moved := q.Reset.Sub(s.first.reset)
 	spent := s.first.remaining - q.Remaining
@@ -96,8 +93,7 @@ const (
 	// restateAhead is how far ahead a window's reset must be for a later
 	// one within its rounding to be the same reset restated (R14).
 	restateAhead = 3 * resetResolution
-	// fullRuns is how many moved resets in a row must fall where predicted
-	// (R22).
+	// fullRuns is how many moved resets in a row must fit (R22).
 	fullRuns = 2
 	// fullKeep is the weight the refill's sums keep per response: about ten
 	// responses count (R22).
@@ -112,13 +108,10 @@ type fullReader struct {
 	runs    int       // moved resets in a row that fit
 }
 
-// readToFull reads the quota's reset as its time to full (R22): the refill
-// (Limit − Remaining over the time to the reset, averaged over the last
-// responses) is the drift while the quota is ToFull, which it is once
-// fullRuns moved resets in a row fell where the last one's rate predicts,
-// and not at one that does not, or at a reset that stays while time passes.
-// A reset closer than 4 tolerances says too little. A coordinated quota not
-// known to refill is not read so (R23).
+// readToFull reads the quota's reset as its time to full (R22, R23): while
+// ToFull, the refill (Limit − Remaining over the time to the reset, averaged
+// over the last responses) is the drift. A reset closer than 4 tolerances
+// says too little.
 func (s *State) readToFull(q *Report, now time.Time) {
 	limit := s.Limit()
 	left := q.Reset.Sub(now)

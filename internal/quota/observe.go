@@ -3,9 +3,8 @@ package quota
 import "time"
 
 // Report is what one response said of one quota: Limit per Window, and
-// Remaining until Reset. Zero fields are unknown; Remaining is Unstated
-// when the server stated a policy and nothing of what is left (R9). The
-// caller has clamped the fields (R8).
+// Remaining until Reset. Zero fields are unknown; Remaining is Unstated for
+// a policy alone (R9). The caller has clamped the fields (R8).
 type Report struct {
 	Limit     float64
 	Remaining float64
@@ -13,8 +12,7 @@ type Report struct {
 	Window    time.Duration
 }
 
-// Unstated is the Remaining of a Report whose server did not say what is
-// left.
+// Unstated is a Report's Remaining when the server did not say what is left.
 const Unstated = -1
 
 // Seen is what the limiter around the model knew when a response came in,
@@ -28,9 +26,8 @@ type Seen struct {
 	Fed float64
 	// Admitted is the running total of admissions, ever (R33).
 	Admitted float64
-	// Seq is the response's request's place in the order of admissions (1
-	// for the first; 0 unknown) and Admissions how many there were so far
-	// (R12).
+	// Seq is the response's request's place among admissions (1 for the
+	// first; 0 unknown) and Admissions how many there were so far (R12).
 	Seq, Admissions int64
 	// Horizon is how old the budget must be before a higher Remaining of
 	// unknown order is believed (R12, R33).
@@ -88,8 +85,7 @@ func (s *State) read(q *Report, now time.Time, seen *Seen) {
 	s.look.refused = seen.Refused && q.Remaining < 1
 }
 
-// lessDrain is a figure v less what others' measured spending took over
-// age, at least 0 (R1).
+// lessDrain is v less what others' measured spending took over age (R1).
 func (s *State) lessDrain(v float64, age time.Duration) float64 {
 	return max(v-max(-s.drift.rate, 0)*age.Seconds(), 0)
 }
@@ -159,8 +155,7 @@ func (s *State) readFigure(q *Report, now time.Time, seen *Seen, eff float64) {
 // jumped back (its kind), the window's length, and the drift's baseline.
 func (s *State) newWindow(q *Report, now time.Time, seen *Seen, eff float64) {
 	timed := !q.Reset.IsZero()
-	// A real boundary, not resets wandering: the old reset passed, or the
-	// new one is half a window later.
+	// A real boundary, not resets wandering.
 	boundary := s.rolled || !now.Before(s.win.stamp) || (timed && (s.win.length == 0 || q.Reset.Sub(s.win.stamp) > s.win.length/2))
 	s.classifyAtReset(q, seen, boundary)
 	if timed {

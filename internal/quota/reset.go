@@ -2,8 +2,7 @@ package quota
 
 import "time"
 
-// tolerance is how far apart two stated resets may be and still name the
-// same window (R13).
+// tolerance is how far apart one window's stated resets may be (R13).
 func (s *State) tolerance() time.Duration {
 	tol := min(max(4*s.win.jitter, 10*time.Millisecond), time.Second)
 	if s.win.length > 0 {
@@ -29,9 +28,8 @@ func (s *State) sameWindowReset(q *Report, timed bool, eff float64) {
 	}
 }
 
-// learnLength learns the window's length from the advance of a new
-// window's reset over the last (R16), for a quota that does not refill as
-// it goes: an advance beyond twice the jitter.
+// learnLength learns the window's length from the advance of a new window's
+// reset over the last (R16), unless it refills as it goes.
 func (s *State) learnLength(reset, now time.Time) {
 	w := &s.win
 	d := reset.Sub(w.stamp)
@@ -43,8 +41,7 @@ func (s *State) learnLength(reset, now time.Time) {
 	}
 }
 
-// explains reports whether the window's length accounts for the time to its
-// reset (R32).
+// explains reports whether the window's length accounts for its reset (R32).
 func (s *State) explains(now time.Time) bool {
 	w := s.win
 	return w.length > 0 && w.reset.Sub(now) <= w.length+w.length/20+time.Second

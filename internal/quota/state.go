@@ -35,11 +35,9 @@ type Mods uint8
 const (
 	// Shared: others are seen spending from the quota (R35, R43).
 	Shared Mods = 1 << iota
-	// Inferred: the limiter's own count of a server that states none
-	// (package infer; R39).
+	// Inferred: package infer's count of a server that states none (R39).
 	Inferred
-	// Coordinated: a shared store's budget accounts for others' spending
-	// (R39).
+	// Coordinated: a shared store's budget counts others' spending (R39).
 	Coordinated
 	// Fleet: spent by a fleet through a store of buckets: Shared from the
 	// start, no drift measured (R39).
@@ -118,8 +116,7 @@ type window struct {
 	jitter time.Duration // how far one window's stated resets wander (R13)
 }
 
-// extend moves the window's believed end and its stamp on to a later
-// stated reset.
+// extend moves the window's believed end and stamp on to a later reset.
 func (w *window) extend(reset time.Time) {
 	w.reset, w.stamp = later(w.reset, reset), later(w.stamp, reset)
 }
@@ -141,8 +138,7 @@ type lows struct {
 	inBurst bool
 }
 
-// firstFigure is the window's first response: its reset and Remaining, and
-// when it came.
+// firstFigure is the window's first response's reset, Remaining and time.
 type firstFigure struct {
 	reset     time.Time
 	remaining float64
@@ -226,8 +222,7 @@ func (s *State) length() time.Duration {
 	return s.win.length
 }
 
-// reprobe is how long a spent quota that refills as it goes waits before a
-// look (R42, R46).
+// reprobe is how long a spent refilling quota waits to look (R42, R46).
 func (s *State) reprobe() time.Duration { return max(time.Second, s.win.length/20) }
 
 func earlier(a, b time.Time) time.Time {
