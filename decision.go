@@ -9,9 +9,8 @@ import (
 	"github.com/pacer-go/pacer/observe"
 )
 
-// decisionInput is what the decision reads, taken by retune under the
-// limiter's lock once the windows have moved on to now. makeDecision, a pure
-// function, turns it into what retune applies; it is comparable, so retune
+// decisionInput is what the pure makeDecision reads, taken by retune under
+// mu once the windows have moved on to now; it is comparable, so retune
 // skips an input it applied last.
 type decisionInput struct {
 	Started bool // a response has been seen (slow start is over)
@@ -38,11 +37,9 @@ type decision struct {
 	TokBurst int
 	TokNeed  int // the largest request's cost: the token burst must hold it (R66)
 
-	Gate int64 // the cap on requests in flight, 0 none; in slow start its own (R52)
-	Mode observe.Mode
-	// Reason names what set the request rate, for the log: "quota",
-	// "probe", "ceiling" or "none".
-	Reason string
+	Gate   int64 // the cap on requests in flight, 0 none; in slow start its own (R52)
+	Mode   observe.Mode
+	Reason string // what set the request rate: "quota", "probe", "ceiling", "none"
 }
 
 // canonicalize sets what makeDecision does not read to one value: the pace
@@ -56,11 +53,9 @@ func (in *decisionInput) canonicalize() {
 	}
 }
 
-// makeDecision is the limiter's decision on s. The request rate is the
-// tightest of the quotas', the probe's and the ceiling's, a quota's burst
-// spreadBurst's, the probe's a tenth of its rate (R64); the token rate is
-// the tightest token quota's, its burst at least the largest cost (R66);
-// the gate is slow start's, one or a trial's few (R52, R53).
+// makeDecision is the limiter's decision on s: the request rate the
+// tightest of the quotas', the probe's and the ceiling's (R64), the token
+// rate the tightest token quota's (R66), and the gate (R52, R53).
 func makeDecision(s decisionInput) decision {
 	d := decision{ReqLimit: s.Req.Rate, ReqBurst: 1, Reason: "none"}
 	if !math.IsInf(s.Req.Rate, 1) {
@@ -70,12 +65,10 @@ func makeDecision(s decisionInput) decision {
 	if s.ProbeRate < d.ReqLimit {
 		d.ReqLimit, d.ReqBurst, d.Reason = s.ProbeRate, int(max(1, math.Floor(s.ProbeRate/10))), "probe"
 	}
-	if s.Ceiling > 0 {
-		if s.Ceiling <= d.ReqLimit {
-			d.ReqLimit, d.ReqBurst, d.Reason = s.Ceiling, int(s.CeilingBurst), "ceiling"
-		} else {
-			d.ReqBurst = min(d.ReqBurst, int(s.CeilingBurst))
-		}
+	if s.Ceiling > 0 && s.Ceiling <= d.ReqLimit {
+		d.ReqLimit, d.ReqBurst, d.Reason = s.Ceiling, int(s.CeilingBurst), "ceiling"
+	} else if s.Ceiling > 0 {
+		d.ReqBurst = min(d.ReqBurst, int(s.CeilingBurst))
 	}
 
 	d.TokLimit, d.TokNeed = s.Tok.Rate, int(math.Ceil(s.MaxCost))
@@ -105,11 +98,9 @@ func makeDecision(s decisionInput) decision {
 	return d
 }
 
-// spreadBurst is what a quota spread at p's rate lets go at once (R64): at
-// most a second's worth and the headroom the safety factor leaves in its
-// budget, or what may go at once (R65), within the budget. The headroom is
-// rounded down but not below its decimal value (0.1 × 50 is 5, not the
-// 4.999… float64 makes of it).
+// spreadBurst is what a quota spread at p's rate lets go at once (R64, R65),
+// within the budget; the safety headroom is rounded down, but not below its
+// decimal value (0.1 × 50 is 5, not the 4.999… float64 makes of it).
 func spreadBurst(p quota.Pace, safety float64) float64 {
 	b := math.Min(math.Floor(p.Rate), math.Floor((1-safety)*p.Budget+1e-9))
 	return max(b, math.Floor(math.Min(max(p.AtOnce, p.Spare), p.Budget)+1e-9))

@@ -38,9 +38,8 @@ func (a *Adaptive) learnOther(m *response.Meaning) {
 	a.learn(m, 0, 0, time.Time{})
 }
 
-// learnLate applies a refusal a response stated after it was settled (a
-// stream's first event) as learnOther does, less the admission that counts
-// again: the request was counted when its 200 came (R58).
+// learnLate applies as learnOther a refusal stated after the response was
+// settled (a stream's first event), less the admission its 200 counted (R58).
 func (a *Adaptive) learnLate(m *response.Meaning) {
 	now := time.Now()
 	a.mu.Lock()
@@ -59,8 +58,7 @@ func (a *Adaptive) learnLate(m *response.Meaning) {
 const maxFeeders = 8
 
 // feed records that from admits requests the server may count against this
-// limiter's quotas: the host's limiter sends a route's first requests
-// before a response names the route's bucket (R59).
+// limiter's quotas (R59).
 func (a *Adaptive) feed(from *Adaptive) {
 	if from == nil || from == a {
 		return
@@ -70,15 +68,6 @@ func (a *Adaptive) feed(from *Adaptive) {
 	if !slices.Contains(a.feeders, from) && len(a.feeders) < maxFeeders {
 		a.feeders = append(a.feeders, from)
 	}
-}
-
-// fed is how many requests the feeding limiters have in flight; mu held.
-func (a *Adaptive) fed() int64 {
-	var n int64
-	for _, b := range a.feeders {
-		n += max(b.inflight.Load(), 0)
-	}
-	return n
 }
 
 // settle takes a settled permit's request of the stated cost out of the
@@ -130,7 +119,10 @@ func (a *Adaptive) learnLocked(m *response.Meaning, seq int64, cost float64, now
 	}
 	// Ours leaves the in-flight count; another limiter's answer charged
 	// here is ours (R58), and its request one of the feeders' (R59).
-	fed := a.fed()
+	var fed int64 // what the feeding limiters have in flight
+	for _, b := range a.feeders {
+		fed += max(b.inflight.Load(), 0)
+	}
 	others := fed
 	if own {
 		others += a.settle(cost)
@@ -188,8 +180,7 @@ func (a *Adaptive) uncount(own bool, cost float64) {
 	case own && cost > 0:
 		a.hintedAdmits.Add(-1)
 		a.admittedCost.Add(-min(thousandths(cost), a.admittedCost.Load()))
-	case own:
-		// Blind: counted by admitted alone.
+	case own: // blind: counted by admitted alone
 	case c > 0 && a.admittedCost.Load() >= c:
 		a.admittedCost.Add(-c) // another limiter's, of a cost unknown here
 	}
@@ -288,18 +279,15 @@ func (a *Adaptive) counts(unseen float64) quota.Counts {
 
 // derivedQuota names the quota that only restates others (R60), or "".
 func derivedQuota(qs *header.Quotas) string {
-	var in, out, all bool
-	for i := range qs.Len() {
-		switch qs.At(i).Name {
-		case "input-tokens":
-			in = true
-		case "output-tokens":
-			out = true
-		case "tokens":
-			all = true
+	has := func(name string) bool {
+		for i := range qs.Len() {
+			if qs.At(i).Name == name {
+				return true
+			}
 		}
+		return false
 	}
-	if in && out && all {
+	if has("input-tokens") && has("output-tokens") && has("tokens") {
 		return "tokens"
 	}
 	return ""
@@ -320,8 +308,7 @@ func (a *Adaptive) rtt() time.Duration {
 	return time.Duration(a.avgFlight * a.interval * float64(time.Second))
 }
 
-// horizon is how long a budget stands before a higher Remaining of unknown
-// order is believed (R12, R61).
+// horizon is how long a budget stands against a higher Remaining (R12, R61).
 func (a *Adaptive) horizon() time.Duration {
 	return min(max(2*a.rtt(), 20*time.Millisecond), 2*time.Second)
 }
@@ -420,7 +407,6 @@ func (a *Adaptive) apply(b *Bucket, rate float64, burst, need int, fill float64,
 	setLimit, setBurst := keepLimit, keepBurst
 	if (old != Inf) != (limit != Inf) || float64(limit) < float64(old)*0.99 || float64(limit) > float64(old)*1.02 {
 		setLimit = limit
-		// Logged when 10% or more, or to or from Inf.
 		if l := a.cfg.Logger; l != nil && (old == Inf || limit == Inf || math.Abs(float64(limit-old)) >= 0.1*float64(old)) {
 			key, mode := a.cfg.Key, a.mode
 			a.later(func() {
@@ -463,8 +449,7 @@ func (a *Adaptive) nextAllowed() time.Time {
 	return laterTime(now, at)
 }
 
-// heldUntilLocked is when the pause and spent request quotas let a request
-// go; called with mu held.
+// heldUntilLocked is when the pause and spent request quotas let one go.
 func (a *Adaptive) heldUntilLocked() time.Time {
 	return laterTime(a.paused, a.book.HeldUntil())
 }

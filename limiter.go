@@ -30,8 +30,7 @@ func (a *Adaptive) Acquire(ctx context.Context, cost float64) (Permit, error) {
 	return p, err
 }
 
-// acquire is Acquire for a request of the given class, setting p only when
-// it admits the request.
+// acquire is Acquire for a class, setting p only when it admits the request.
 func (a *Adaptive) acquire(ctx context.Context, p *Permit, cost float64, class work.Class) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -39,7 +38,6 @@ func (a *Adaptive) acquire(ctx context.Context, p *Permit, cost float64, class w
 	if !(cost > 0) || math.IsInf(cost, 1) {
 		cost = 0
 	}
-	// The caller counts as waiting until it is admitted or refused.
 	a.waiting.Add(1)
 	if class == work.Batch {
 		a.batchWaiting.Add(1)
@@ -260,9 +258,9 @@ func (w *caller) awaitBudget(retryAt time.Time) error {
 }
 
 // await gives back the caller's slot and holds it until at, or a change
-// before. A wait too long (refusal, from tooLong) is refused once nothing
-// of ours is in flight, or at ctx's deadline; until then the caller waits
-// for their answers, a second at most at a time (R55). nil: look again.
+// before. A refusal (from tooLong) is returned once nothing of ours is in
+// flight (R55) or at ctx's deadline; until then the caller waits for their
+// answers, a second at most at a time. nil: look again.
 func (w *caller) await(now, at time.Time, refusal error) error {
 	w.release()
 	a := w.a
@@ -285,8 +283,7 @@ func (w *caller) await(now, at time.Time, refusal error) error {
 	return err
 }
 
-// spentUntil is when the budgets could take the request; zero when they
-// can now.
+// spentUntil is when the budgets could take the request; zero: now.
 func (w *caller) spentUntil() time.Time {
 	a := w.a
 	if !a.snap.Load().charged {
@@ -312,13 +309,12 @@ func (w *caller) spentUntilLocked(now time.Time) time.Time {
 	return at
 }
 
-// admitAtOnce admits the request of a limiter whose quotas are known,
-// without a Store or a token quota, in one section under mu: the budgets'
-// look, the request bucket's token, the charge. tried reports that it went
-// as far as the charge (seq, retryAt); otherwise spent is when the budgets
-// could take the request, and the caller goes the general way. In one
-// section, a caller the budget no longer covers waits on spent instead of
-// failing a charge (whose retune and Refused move the model).
+// admitAtOnce admits the request of a limiter whose quotas are known, without
+// a Store or a token quota, in one section under mu: the budgets' look, the
+// request bucket's token, the charge (tried: seq, retryAt). Else the caller
+// goes the general way from spent, when the budgets could take it: in one
+// section, one they no longer cover waits rather than fail a charge (whose
+// retune and Refused move the model).
 func (w *caller) admitAtOnce() (spent time.Time, tried bool, seq int64, retryAt time.Time) {
 	a := w.a
 	a.mu.Lock()
@@ -361,8 +357,7 @@ func (w *caller) chargeLocked() (seq int64, retryAt time.Time) {
 	return a.countAdmission(w.cost, w.class), time.Time{}
 }
 
-// countAdmission counts an admitted request and returns its place in the
-// order of admissions (1 for the first).
+// countAdmission counts an admitted request and returns its seq (from 1).
 func (a *Adaptive) countAdmission(cost float64, class work.Class) int64 {
 	a.admitted.Add(1)
 	seq := a.admissions.Add(1)
@@ -395,8 +390,7 @@ func (a *Adaptive) waitBucketAt(ctx context.Context, b *Bucket, n int, now int64
 	return clockOf(at), err
 }
 
-// tooLong returns a *RateLimitError when a request could start only at at,
-// past ctx's deadline, MaxWait or MaxDelay (R55).
+// tooLong refuses a wait until at past R55's bounds (*RateLimitError), or nil.
 func (a *Adaptive) tooLong(ctx context.Context, now, at time.Time) error {
 	wait := at.Sub(now)
 	switch dl, ok := ctx.Deadline(); {
