@@ -349,31 +349,7 @@ func (s *Server) admit(path string, use usage) decision {
 			s.app.take(t, 1)
 		}
 	} else {
-		// The request fits once every quota allows it; one that can never
-		// fit is told the full reset, as a server would answer a too-large
-		// request.
-		at, fits := b.req.availableAt(t, 1)
-		for k, tq := range b.toks {
-			if tq != nil {
-				tat, tfits := tq.q.availableAt(t, n[k])
-				fits = fits && tfits
-				at = max(at, tat)
-			}
-		}
-		if s.app != nil {
-			aat, afits := s.app.availableAt(t, 1)
-			fits = fits && afits
-			at = max(at, aat)
-		}
-		if !fits {
-			at = b.req.resetAt(t)
-			for _, tq := range b.toks {
-				if tq != nil {
-					at = max(at, tq.q.resetAt(t))
-				}
-			}
-		}
-		d.retryAfter = at - t
+		d.retryAfter = s.retryAt(b, t, n) - t
 	}
 	b.report(&d, t)
 	if s.app != nil {
@@ -392,6 +368,34 @@ func (s *Server) admit(path string, use usage) decision {
 	}
 	s.record(wall, Event{At: wall, Status: status, Key: b.name, Path: path, Tokens: tokens})
 	return d
+}
+
+// retryAt is when a refused request of n tokens fits bucket b, asked at
+// t: once every quota allows it; one that can never fit is told the full
+// reset, as a server would answer a too-large request. s.mu held.
+func (s *Server) retryAt(b *bucket, t time.Duration, n [tokenKinds]float64) time.Duration {
+	at, fits := b.req.availableAt(t, 1)
+	for k, tq := range b.toks {
+		if tq != nil {
+			tat, tfits := tq.q.availableAt(t, n[k])
+			fits = fits && tfits
+			at = max(at, tat)
+		}
+	}
+	if s.app != nil {
+		aat, afits := s.app.availableAt(t, 1)
+		fits = fits && afits
+		at = max(at, aat)
+	}
+	if !fits {
+		at = b.req.resetAt(t)
+		for _, tq := range b.toks {
+			if tq != nil {
+				at = max(at, tq.q.resetAt(t))
+			}
+		}
+	}
+	return at
 }
 
 // record counts one visible request in Stats.Requests and Events.

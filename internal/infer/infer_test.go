@@ -112,3 +112,33 @@ func TestInferredEarlyRefusalOfAGuessedWindowIsOneWindow(t *testing.T) {
 	}
 	assert.False(t, m.off)
 }
+
+// A server whose windows hold between half and all of what the last one
+// held (one that frees its quota as it goes, read as fixed windows) refuses
+// early in every other window. No single window is a misfit, so the model
+// gives the server up to the probe once such surprises pass maxSurprises
+// and come in more than a quarter of the windows. A fixed window refused
+// at its limit every time is no surprise.
+func TestInferredGivesUpOnWindowsThatKeepRefusingEarly(t *testing.T) {
+	for _, c := range []struct {
+		held []int
+		off  bool
+	}{
+		{held: []int{10, 7, 10, 7, 10, 7, 10}, off: true},
+		{held: []int{10, 10, 10, 10, 10, 10, 10}, off: false},
+	} {
+		var m Model
+		t0 := time.Unix(1000, 0)
+		for w, n := range c.held {
+			at := t0.Add(time.Duration(w) * 10 * time.Second)
+			for range n {
+				m.Observe(at, 200, 0)
+			}
+			m.Observe(at, 429, 10*time.Second) // the window ends as the next begins
+		}
+		assert.Equal(t, c.off, m.Off(), "windows holding %v", c.held)
+		if c.off {
+			assert.Equal(t, maxSurprises, m.surprises, "given up at the third early refusal")
+		}
+	}
+}
