@@ -3,8 +3,6 @@ package pacer_test
 import (
 	"context"
 	"net/http"
-	"strconv"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -13,47 +11,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/internal/apisim"
 	"github.com/pacer-go/pacer/work"
 )
-
-// hourlyQuota is a fake API with GitHub's headers and a quota of limit
-// requests an hour.
-type hourlyQuota struct {
-	mu    sync.Mutex
-	limit int
-	used  int
-	reset time.Time
-}
-
-// spent is how many requests the quota counted.
-func (q *hourlyQuota) spent() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.used
-}
-
-func (q *hourlyQuota) RoundTrip(req *http.Request) (*http.Response, error) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	status := http.StatusOK
-	if q.used < q.limit {
-		q.used++
-	} else {
-		status = http.StatusTooManyRequests
-	}
-	h := http.Header{}
-	h.Set("X-RateLimit-Limit", strconv.Itoa(q.limit))
-	h.Set("X-RateLimit-Remaining", strconv.Itoa(q.limit-q.used))
-	h.Set("X-RateLimit-Reset", strconv.FormatInt(q.reset.Unix(), 10))
-	return &http.Response{StatusCode: status, Header: h, Body: http.NoBody, Request: req}, nil
-}
 
 // A batch request held back by the reserve goes once interactive work has
 // been idle for work.Reserve.Idle, down to the floor; and a batch caller
 // cancelled while it waits returns at once, having taken nothing.
 func TestBatchTakesTheReserveOnceInteractiveWorkIsIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := &hourlyQuota{limit: 100, reset: time.Now().Add(time.Hour)}
+		api := &apisim.Fixed{Limit: 100, Reset: time.Now().Add(time.Hour)}
 		tr := pacer.NewTransport(api)
 		client := &http.Client{Transport: tr}
 		get := func(ctx context.Context) error {
@@ -70,7 +37,7 @@ func TestBatchTakesTheReserveOnceInteractiveWorkIsIdle(t *testing.T) {
 		for range 89 {
 			require.NoError(t, get(batch))
 		}
-		assert.Equal(t, 90, api.spent(), "batch stops at the reserve: a tenth of 100")
+		assert.Equal(t, 90, api.Spent(), "batch stops at the reserve: a tenth of 100")
 
 		ctx, cancel := context.WithCancel(batch)
 		done := make(chan error, 1)
@@ -78,7 +45,7 @@ func TestBatchTakesTheReserveOnceInteractiveWorkIsIdle(t *testing.T) {
 		synctest.Wait()
 		cancel()
 		assert.ErrorIs(t, <-done, context.Canceled, "a cancelled wait returns at once")
-		assert.Equal(t, 90, api.spent(), "and sent nothing")
+		assert.Equal(t, 90, api.Spent(), "and sent nothing")
 
 		start := time.Now()
 		require.NoError(t, get(batch))
@@ -86,6 +53,6 @@ func TestBatchTakesTheReserveOnceInteractiveWorkIsIdle(t *testing.T) {
 		for range 7 {
 			require.NoError(t, get(batch))
 		}
-		assert.Equal(t, 98, api.spent(), "down to the floor: two hundredths")
+		assert.Equal(t, 98, api.Spent(), "down to the floor: two hundredths")
 	})
 }

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/pacer-go/pacer"
@@ -15,43 +13,11 @@ import (
 	"github.com/pacer-go/pacer/work"
 )
 
-// hourlyQuota is a fake API with GitHub's headers and a quota of limit
-// requests an hour.
-type hourlyQuota struct {
-	mu    sync.Mutex
-	limit int
-	used  int
-	reset time.Time
-}
-
-// spent is how many requests the quota counted.
-func (q *hourlyQuota) spent() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.used
-}
-
-func (q *hourlyQuota) RoundTrip(req *http.Request) (*http.Response, error) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	status := http.StatusOK
-	if q.used < q.limit {
-		q.used++
-	} else {
-		status = http.StatusTooManyRequests
-	}
-	h := http.Header{}
-	h.Set("X-RateLimit-Limit", strconv.Itoa(q.limit))
-	h.Set("X-RateLimit-Remaining", strconv.Itoa(q.limit-q.used))
-	h.Set("X-RateLimit-Reset", strconv.FormatInt(q.reset.Unix(), 10))
-	return &http.Response{StatusCode: status, Header: h, Body: http.NoBody, Request: req}, nil
-}
-
 // A batch job and an interactive caller share one quota: the job spends
 // what the quota affords at once, but leaves a tenth of it to interactive
 // work, which then goes at once too.
 func ExampleWithClass() {
-	api := &hourlyQuota{limit: 100, reset: time.Now().Add(time.Hour)}
+	api := &apisim.Fixed{Limit: 100, Reset: time.Now().Add(time.Hour)}
 	// Fail fast rather than wait an hour for the next window.
 	client := &http.Client{Transport: pacer.NewTransport(api, pacer.WithMaxWait(time.Second))}
 
