@@ -1,6 +1,6 @@
 package pacer
 
-import "time"
+import "github.com/pacer-go/pacer/internal/header"
 
 // Defaults of the options, and the bounds that hold whatever the options
 // say. Each says where its value comes from.
@@ -24,13 +24,13 @@ const (
 	// on every wait a server asks for: a Retry-After or a reset further
 	// away than this is clamped to it, so a wrong or hostile header can
 	// hold a client for an hour at most. A longer [WithMaxWait] raises it.
-	DefaultMaxDelay = time.Hour
+	DefaultMaxDelay = header.DefaultWait
 
 	// MaxResetHorizon is the farthest reset [ParseHeaders] reports: a month
 	// and a day, so that monthly quotas (billing periods) are read as
 	// stated. A farther one is a misread unit or a broken clock and is
 	// clamped to it.
-	MaxResetHorizon = 32 * 24 * time.Hour
+	MaxResetHorizon = header.ResetHorizon
 
 	// DefaultMaxEndpoints caps the endpoints a Transport tracks at once
 	// ([WithMaxEndpoints]): beyond it the least recently used idle one is

@@ -97,12 +97,6 @@ const (
 	None = -1
 )
 
-// readCaps bounds the waits and resets DefaultCheck believes of a response
-// it reads itself: pacer's DefaultMaxDelay and MaxResetHorizon. Whether a
-// response is throttled does not depend on them (a wait clamped is still
-// a wait).
-var readCaps = header.Caps{Wait: time.Hour, Reset: 32 * 24 * time.Hour}
-
 // DefaultCheck is a Transport's Check unless [Policy.Check] replaces it: it
 // asks for a retry of a throttled response (429, 503, Anthropic's 529, a
 // 403 with an exhausted X-RateLimit-Remaining or a Retry-After, a 403 or
@@ -133,7 +127,9 @@ func DefaultCheck(ctx context.Context, resp *http.Response, err error) (bool, er
 	v, ok := retryrule.VerdictOf(ctx, resp)
 	if !ok {
 		var m response.Meaning
-		response.Read(&m, resp, time.Now(), readCaps, nil)
+		// Whether a response is throttled does not depend on the caps: a wait
+		// clamped is still a wait.
+		response.Read(&m, resp, time.Now(), header.Caps{Wait: header.DefaultWait, Reset: header.ResetHorizon}, nil)
 		v = retryrule.Verdict{Req: resp.Request, Resp: resp, Throttled: m.Throttled}
 	}
 	return retryrule.Retry(v.Req, resp, v.Throttled), nil

@@ -81,6 +81,16 @@ type Caps struct {
 	Reset time.Duration
 }
 
+// The default caps, pacer's DefaultMaxDelay and MaxResetHorizon (their docs
+// give the reasons): a wrong or hostile wait holds a client an hour at
+// most, and a monthly quota's reset (a month and a day away) is read as
+// stated. Package retry's DefaultCheck believes as much of a response it
+// reads itself.
+const (
+	DefaultWait  = time.Hour
+	ResetHorizon = 32 * 24 * time.Hour
+)
+
 const (
 	maxQuotas = 16 // kept of one response
 	// epochFloor is the smallest number taken for an epoch timestamp
