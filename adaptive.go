@@ -82,6 +82,10 @@ type AdaptiveConfig struct {
 	// requests, from full). The quotas govern until the server's responses
 	// state quotas of their own, which then take over.
 	Quotas []Quota
+
+	// routed: the limiter is a route's, of a host that keeps a quota per
+	// route (routes.go); set by the Transport alone.
+	routed bool
 }
 
 // Adaptive is a rate limiter for one endpoint whose limits follow what the
@@ -272,6 +276,7 @@ func NewAdaptive(cfg AdaptiveConfig) *Adaptive {
 		Fleet:       cfg.Store != nil && a.fleet == nil,
 		Coordinated: a.fleet != nil,
 		Inferred:    infer.Name,
+		Routed:      cfg.routed,
 	})
 	if cfg.Ceiling > 0 {
 		a.req.SetLimit(cfg.Ceiling)

@@ -89,7 +89,7 @@ func (ep *endpoint) evict() bool { return ep.refs.CompareAndSwap(0, evictedRefs)
 // creating an endpoint at the cap makes room, so there is no background
 // goroutine to stop.
 type endpoints struct {
-	newLimiter func(key string, ceiling Limit, burst int, stated []Quota) *Adaptive
+	newLimiter func(key string, ceiling Limit, burst int, stated []Quota, routed bool) *Adaptive
 	max        int
 
 	mu sync.RWMutex
@@ -110,7 +110,7 @@ type endpoints struct {
 // it. Memory is bounded by the cap on endpoints, not by this.
 const idleTTL = 10 * time.Minute
 
-func newEndpoints(max int, newLimiter func(string, Limit, int, []Quota) *Adaptive) *endpoints {
+func newEndpoints(max int, newLimiter func(string, Limit, int, []Quota, bool) *Adaptive) *endpoints {
 	e := &endpoints{newLimiter: newLimiter, max: max, m: make(map[string]*endpoint)}
 	e.nextSweep.Store(clockNow() + sweepEvery)
 	return e
@@ -135,6 +135,7 @@ type spec struct {
 	rule   *rule  // the route pattern that produced the key, or nil
 	bucket string // the server-named bucket this endpoint is the limiter of, or ""
 	host   bool   // keyed by scheme://host, the default key
+	route  bool   // bucket is a route's template (routeBinding)
 }
 
 // acquire returns the endpoint for key, creating it on first use, and counts
@@ -192,8 +193,8 @@ func (e *endpoints) acquireHostLocked(u *urlParts) *endpoint {
 
 // acquireBucket returns the shared endpoint of a server-named bucket,
 // creating it on first use.
-func (e *endpoints) acquireBucket(bucketKey, bucket string) *endpoint {
-	return e.acquire(bucketKey, &spec{bucket: bucket})
+func (e *endpoints) acquireBucket(b binding) *endpoint {
+	return e.acquire(b.key, &spec{bucket: b.name, route: b.route})
 }
 
 // peek returns the endpoint for key without creating it or counting a
@@ -237,10 +238,10 @@ func (e *endpoints) create(key string, sp *spec) *endpoint {
 // from is the limiter that admitted the request: its requests in flight
 // may be bound for the bucket too, and the bucket's limiter counts them as
 // unseen (feed), not as another client's spending.
-func (e *endpoints) teachBucket(key, bucket string, from *Adaptive, m *response.Meaning) {
-	ep := e.peek(key)
+func (e *endpoints) teachBucket(b binding, from *Adaptive, m *response.Meaning) {
+	ep := e.peek(b.key)
 	if ep == nil {
-		fresh := e.newEndpoint(key, &spec{bucket: bucket})
+		fresh := e.newEndpoint(b.key, &spec{bucket: b.name, route: b.route})
 		fresh.lim.feed(from)
 		fresh.lim.learnOther(m) // before anyone else can see it
 		if ep = e.insert(fresh, clockNow(), 0); ep == fresh {
@@ -269,7 +270,7 @@ func (e *endpoints) newEndpoint(key string, sp *spec) *endpoint {
 			ep.pinned = true
 		}
 	}
-	ep.lim = e.newLimiter(key, ceiling, burst, stated)
+	ep.lim = e.newLimiter(key, ceiling, burst, stated, sp.route)
 	return ep
 }
 
@@ -457,8 +458,9 @@ const maxBucketName = 128
 
 // binding is the server-named bucket a route was last seen in.
 type binding struct {
-	key  string // the bucket endpoint's key, "scope#name"
-	name string // the name the server gave
+	key   string // the bucket endpoint's key, "scope#name"
+	name  string // the name the server gave, or the route's template
+	route bool   // a route's own limiter (routeBinding), not a server-named bucket's
 }
 
 // routeKey identifies the part of an endpoint's traffic a server-named bucket
@@ -746,7 +748,7 @@ func (t *Transport) limiterBound(ep *endpoint, u *urlParts, seen *seenBinding) *
 	if c := ep.bucketEP.Load(); c != nil && c.key == b.key && c.tryRef() {
 		return c
 	}
-	c := t.eps.acquireBucket(b.key, b.name)
+	c := t.eps.acquireBucket(*b)
 	ep.bucketEP.Store(c)
 	return c
 }
@@ -852,7 +854,7 @@ func (t *Transport) learnBucket(ep, lim *endpoint, u *urlParts, seen *seenBindin
 	if lim.bucket != info.Bucket {
 		// Teach first: requests the binding sends to the bucket's limiter
 		// must find it knowing what this response said.
-		t.eps.teachBucket(b.key, b.name, lim.lim, m)
+		t.eps.teachBucket(b, lim.lim, m)
 	}
 	if rebind {
 		ep.bind(u, b)

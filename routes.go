@@ -41,7 +41,8 @@ import (
 // quota stated alike on every route is so shared by all of them; one a
 // host states beside per-route quotas (X's app quota) is learnt by every
 // route's limiter from its own answers, each leaving the others what their
-// spending shows.
+// spending shows, at its long-run rate (quota.Routed, R34): it is our own
+// callers' spending, which waits when a route does.
 
 // routeState is what a host's answers have shown of its quotas.
 type routeState uint8
@@ -250,7 +251,7 @@ func names(seg string) bool {
 
 // routeBinding is the binding of a route of ep to a limiter of its own.
 func routeBinding(ep *endpoint, tmpl string) binding {
-	return binding{key: ep.key + "#" + tmpl, name: tmpl}
+	return binding{key: ep.key + "#" + tmpl, name: tmpl, route: true}
 }
 
 // routeFor returns the limiter binding of u's route when ep keeps one
@@ -389,7 +390,7 @@ func (t *Transport) compareRoute(ep, lim *endpoint, u *urlParts, m *response.Mea
 		// route's own learns it, as a bucket a response names does.
 		b := routeBinding(ep, tmpl)
 		if ep.bindTemplate(routeKey{seg: tmpl}, b) {
-			t.eps.teachBucket(b.key, b.name, lim.lim, m)
+			t.eps.teachBucket(b, lim.lim, m)
 		}
 	case state != routesPerRoute && look:
 		// The look found the host's quota, or nothing to tell it apart:

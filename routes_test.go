@@ -277,3 +277,35 @@ func TestAQuotaStatedAlikeOnEveryRouteStaysShared(t *testing.T) {
 		})
 	}
 }
+
+// A route's own limiter is made knowing that its host's other routes have
+// limiters of ours, which may spend a quota it states too (quota.Routed);
+// the host's limiter is not a route's.
+func TestARoutesLimiterKnowsItsHostsOtherRoutes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := apisim.New(apisim.Config{Style: apisim.StyleX, Limit: 900, Window: time.Minute, Latency: 50 * time.Millisecond,
+			Routes: map[string]int{"/2/lists/": 300}, AppLimit: 100})
+		tr := NewTransport(srv.Transport())
+		defer tr.CloseIdleConnections()
+		for i := range 4 {
+			for _, path := range []string{"/2/users/%d/tweets", "/2/lists/%d/members"} {
+				req, _ := http.NewRequest(http.MethodGet, "https://api.x.test"+fmt.Sprintf(path, i), nil)
+				resp, err := tr.RoundTrip(req)
+				require.NoError(t, err)
+				resp.Body.Close()
+			}
+		}
+		routes := 0
+		tr.eps.mu.RLock()
+		defer tr.eps.mu.RUnlock()
+		for key, ep := range tr.eps.m {
+			if ep.bucket == "" {
+				assert.False(t, ep.lim.cfg.routed, "the host's limiter, %s", key)
+				continue
+			}
+			routes++
+			assert.True(t, ep.lim.cfg.routed, "a route's limiter, %s", key)
+		}
+		assert.Equal(t, 2, routes, "each route has a limiter of its own")
+	})
+}

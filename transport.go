@@ -123,7 +123,7 @@ func (t *Transport) setup(base http.RoundTripper, c *config) {
 			register(t.mux, r)
 		}
 	}
-	t.eps = newEndpoints(c.maxEndpoints, func(key string, ceiling Limit, burst int, stated []Quota) *Adaptive {
+	t.eps = newEndpoints(c.maxEndpoints, func(key string, ceiling Limit, burst int, stated []Quota, routed bool) *Adaptive {
 		return NewAdaptive(AdaptiveConfig{
 			Key:          key,
 			SafetyFactor: c.safety,
@@ -135,6 +135,7 @@ func (t *Transport) setup(base http.RoundTripper, c *config) {
 			Store:        c.store,
 			BatchReserve: c.batchReserve,
 			Quotas:       stated,
+			routed:       routed,
 		})
 	})
 }

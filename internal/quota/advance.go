@@ -73,6 +73,7 @@ func (s *State) Advance(now time.Time, unseen, unit float64) (st Step, ok bool) 
 	}
 	p := s.plan(now, unit)
 	s.budget.keep = min(milli(p.keep), max(milli(s.Limit())-milli(unit), 0)) // R6, in milli-units
+	s.budget.capped = p.capped
 	s.look.wake = p.wake
 	if !p.due.IsZero() {
 		s.look.due = p.due
@@ -90,19 +91,20 @@ func (s *State) Advance(now time.Time, unseen, unit float64) (st Step, ok bool) 
 }
 
 // keepFor is what a charge must leave of the budget at now, in units (R41,
-// R6): nothing while a look is out.
-func (s *State) keepFor(now time.Time, unit float64) float64 {
-	keep := 0.0
+// R6): nothing while a look is out. capped reports that others' part is
+// their most, a share of the budget (R37).
+func (s *State) keepFor(now time.Time, unit float64) (keep float64, capped bool) {
 	if !s.look.out {
 		keep = s.reserve()
 		if s.kind.refills() {
 			keep += unit
 		}
 		if s.drift.rate < 0 && s.win.reset.After(now) {
-			keep += min(-s.drift.rate*s.win.reset.Sub(now).Seconds(), othersMaxShare*s.Units())
+			others, most := -s.drift.rate*s.win.reset.Sub(now).Seconds(), othersMaxShare*s.Units()
+			keep, capped = keep+min(others, most), others >= most
 		}
 	}
-	return min(keep, max(s.Limit()-unit, 0))
+	return min(keep, max(s.Limit()-unit, 0)), capped
 }
 
 // planned is a quota's plan: what a charge keeps (units), the rate, when a
@@ -110,13 +112,14 @@ func (s *State) keepFor(now time.Time, unit float64) float64 {
 // shared quota is spread at (R43).
 type planned struct {
 	keep, rate float64
+	capped     bool // others' part of keep is their most (keepFor)
 	wake, due  time.Time
 	spread     float64
 }
 
 // plan is the quota's plan at now; it changes nothing.
 func (s *State) plan(now time.Time, unit float64) planned {
-	keep := s.keepFor(now, unit)
+	keep, capped := s.keepFor(now, unit)
 	avail := s.Units() - keep
 	var p planned
 	switch {
@@ -132,7 +135,7 @@ func (s *State) plan(now time.Time, unit float64) planned {
 	default:
 		p = s.planSpent(now, unit, avail)
 	}
-	p.keep = keep
+	p.keep, p.capped = keep, capped
 	return p
 }
 
@@ -222,6 +225,7 @@ func (s *State) burst() (atOnce, spare float64) {
 // roll moves a window whose reset passed on to the next (R24-R29).
 func (s *State) roll(now time.Time, inflight, unit float64) {
 	s.rolled, s.look.refused = true, false
+	s.drift.fall = 0 // what the window's answers measured (R34)
 	s.carry = s.Units()
 	win, end := s.length(), s.win.reset
 	if s.win.length > 0 {
@@ -251,6 +255,6 @@ func (s *State) roll(now time.Time, inflight, unit float64) {
 // holds one unit and keeps nothing back.
 func (s *State) startLook(unit float64) {
 	s.look.out = true
-	s.budget.drain, s.budget.keep = 0, 0
+	s.budget.drain, s.budget.keep, s.budget.capped = 0, 0, false
 	s.budget.have, s.budget.credit = min(milli(unit), max(s.size.most, Milli)), 0
 }

@@ -32,6 +32,9 @@ type BookConfig struct {
 	// Inferred names the quota the owner infers from its own answers (Mods
 	// Inferred); not with Fleet or Coordinated.
 	Inferred string
+	// Routed: the owner is the limiter of one route of a host that keeps
+	// a quota per route (Mods Routed).
+	Routed bool
 }
 
 // MaxQuotas caps the quotas tracked per endpoint (R8).
@@ -87,7 +90,7 @@ func (b *Book) Observe(rs []Named, now time.Time, c Counts, seen Seen) (spent bo
 		seen.Unseen, seen.Admitted = c.unseen(s), c.admitted(s) // in the quota's unit
 		s.Observe(q, now, seen)
 		if b.cfg.Fleet {
-			s.drift.rate, s.budget.drain = 0, 0 // the store holds the fleet to one rate (R39)
+			s.drift.rate, s.drift.fall, s.budget.drain = 0, 0, 0 // the store holds the fleet to one rate (R39)
 		}
 		if q.Remaining != Unstated && q.Remaining < 1 && !q.Reset.IsZero() {
 			spent = true
@@ -146,6 +149,9 @@ func (b *Book) state(name string, tokens bool) (int, *State) {
 		mods = Coordinated
 	case name == b.cfg.Inferred:
 		mods = Inferred
+	}
+	if b.cfg.Routed {
+		mods |= Routed
 	}
 	s := New(Config{Name: name, Tokens: tokens, Safety: b.cfg.Safety, MaxDelay: b.cfg.MaxDelay, Mods: mods})
 	b.states = append(b.states, s)

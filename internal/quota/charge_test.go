@@ -68,6 +68,23 @@ func TestCharge(t *testing.T) {
 			budget: 180 * Milli,
 		},
 		{
+			name: "a keep at its cap falls with the budget",
+			why: "others take 9.2 a second (R34's bound for 600 a minute, of which we took 50); " +
+				"the keep for them is at its cap, 0.9 of the 400 left, so 40 are ours. 10 s " +
+				"after the Advance they took 92 more, and the keep is 0.9 of what is left: of " +
+				"the 308 left, 30 are ours. Counted on top of the whole keep, the 92 took all",
+			events: []event{
+				obs(0, 0, Report{Limit: 600, Remaining: 600, Reset: minute, Window: time.Minute}, Seen{}),
+				obs(10*time.Second, 50, Report{Limit: 600, Remaining: 400, Reset: minute, Window: time.Minute}, Seen{Admitted: 50}),
+				adv(10*time.Second, Seen{Admitted: 50}),
+			},
+			entries: []entry{
+				{at: 20 * time.Second, n: 30, cost: 1, ok: true},
+				{at: 20 * time.Second, n: 1, cost: 1, ok: false},
+			},
+			budget: 370 * Milli,
+		},
+		{
 			name: "charges and refunds of whole requests cancel exactly",
 			why: "budgets are fixed point so that a request charged and given back leaves no " +
 				"residue: token costs of a third, a tenth, 2.7 and 1e-4, each rounded up to " +

@@ -61,10 +61,10 @@
 //
 // Others' spending and refill (the drift):
 //   - R33 The drift is the gap between a figure and the baseline less our spending since, beyond the noise of what was in flight at either end, over at least 2 horizons, 250 ms and a tenth of the window (not for the first measure of a quota just seen shared); a refill only of a quota known to refill: a higher figure of one that counts down is overtaken (R11).
-//   - R34 A drain is at most what the quota's long-run rate leaves us: above it the baseline erred.
+//   - R34 A drain is at most what the quota's long-run rate leaves us (above it the baseline erred), but while the window's length is unknown the budget falls between answers by the drain as measured: fifty clients spend an hour's window in 20 s. Not a route's quota our other routes spend (Routed): theirs waits on our callers.
 //   - R35 A quota is shared when a drain is measured, a figure is a unit below the budget (beyond what feeding limiters have out), or a request quota refuses with budget left.
-//   - R36 A drift no response confirmed halves every window (a second at least); a stated refill does not age: others' old burst must not hold us back for ever.
-//   - R37 A refill raises the budget by safety × drift, to the limit; a drain lowers it by at most 0.9 of the last figure, and admission deducts it between answers.
+//   - R36 A drift no response confirmed halves every window (a second at least; one of unstated length is its first answer's time to reset, after its roll too); a stated refill does not age: others' old burst must not hold us back for ever, nor a wait for the reset wipe what others spend.
+//   - R37 A refill raises the budget by safety × drift, to the limit; a drain lowers it by at most 0.9 of the last figure, and admission deducts it between plans, but of a keep at its cap (R41) only the client's tenth: the keep is a share of a budget that fell too.
 //   - R38 A fresh fixed window carries others' drain, not a refill: others spend on across its reset, and it does not refill.
 //   - R39 An inferred or coordinated quota forgets others; a fleet's measures no drift: their spending is the count's error, or the store's to hold.
 //

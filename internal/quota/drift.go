@@ -9,7 +9,11 @@ import (
 // second: negative when others spend from it, positive when it refills as
 // it goes (R33-R39).
 type drift struct {
-	rate     float64
+	rate float64
+	// fall is others' spending as measured while the window's length is
+	// unknown, units a second (≥ 0): rate's drain is bounded (R34), but
+	// between answers the budget falls by this, if more (others).
+	fall     float64
 	at       time.Time // applied to the budget up to here
 	measured time.Time // when a response last measured it (R36)
 	base     baseline
@@ -69,8 +73,11 @@ func (s *State) measureDrift(now time.Time, eff, admitted, unseen float64, horiz
 	default:
 		gap = max(gap-up, 0)
 	}
-	d.rate = gap / span.Seconds()
+	d.rate, d.fall = gap/span.Seconds(), 0
 	if d.rate < 0 {
+		if s.win.length == 0 && s.mods&Routed == 0 {
+			d.fall = -d.rate // R34, R37
+		}
 		d.rate = max(d.rate, -s.maxDrain(span, admitted-d.base.admitted)) // R34
 	}
 	if d.rate < 0 {
@@ -104,8 +111,9 @@ func (s *State) ageDrift(now time.Time) {
 	span := max(s.length(), time.Second)
 	for now.Sub(d.measured) >= span && d.rate != 0 {
 		d.rate /= 2
+		d.fall /= 2
 		if math.Abs(d.rate) < 1e-3 {
-			d.rate = 0
+			d.rate, d.fall = 0, 0
 		}
 		d.measured = d.measured.Add(span)
 	}
@@ -117,7 +125,11 @@ func (s *State) ageDrift(now time.Time) {
 func (s *State) applyDrift(now time.Time) {
 	d, b := &s.drift, &s.budget
 	if d.rate != 0 && !d.at.IsZero() && now.After(d.at) && !s.look.out && s.known {
-		switch v := d.rate * now.Sub(d.at).Seconds(); {
+		v := d.rate * now.Sub(d.at).Seconds() // R37
+		if d.rate < 0 {
+			v = -s.others() * now.Sub(d.at).Seconds()
+		}
+		switch {
 		case v > 0:
 			credit := min(milli(v*s.cfg.Safety), max(milli(s.Limit())-b.have, 0))
 			b.have += credit
@@ -131,7 +143,7 @@ func (s *State) applyDrift(now time.Time) {
 	d.at = later(d.at, now)
 	b.drain = 0
 	if !s.look.out {
-		b.drain = milli(-d.rate)
+		b.drain = milli(s.others())
 	}
 	if b.drain != 0 {
 		b.from = d.at
@@ -143,7 +155,22 @@ func (s *State) applyDrift(now time.Time) {
 func (s *State) debt(now time.Time) int64 {
 	b := &s.budget
 	if elapsed := now.Sub(b.from); b.drain != 0 && elapsed > 0 {
-		return b.keep + min(int64(float64(b.drain)*float64(elapsed)/float64(time.Second)), b.room)
+		since := min(int64(float64(b.drain)*float64(elapsed)/float64(time.Second)), b.room)
+		if b.capped {
+			// What others keep is a share of a budget that fell by since:
+			// of since, the client's tenth is theirs too (R37, R41).
+			since -= int64(othersMaxShare * float64(since))
+		}
+		return b.keep + since
 	}
 	return b.keep
+}
+
+// others is what others spend, units a second, that the budget falls by
+// between answers (R1, R34, R37).
+func (s *State) others() float64 {
+	if s.drift.rate >= 0 {
+		return 0
+	}
+	return max(s.drift.fall, -s.drift.rate)
 }

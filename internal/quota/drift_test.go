@@ -73,3 +73,60 @@ func TestAQuotaThatCountsDownMeasuresNoRefill(t *testing.T) {
 		}
 	}
 }
+
+// Fifty clients of one GitHub-style quota spend its window of an unstated
+// hour in seconds. R34's bound, the long-run rate over the hour the reset
+// is away (a third of a unit a second), is what the keep predicts to the
+// reset; but between answers the budget falls as fast as others were
+// measured to spend, else every client's last figure promised the same
+// last units to all of them at once (R34, R37). Once the window's length
+// is known the bound holds there too, and a route's quota that our other
+// routes spend keeps it: their spending is ours, and waits on our callers.
+func TestAWindowOfUnstatedLengthFallsByOthersMeasuredDrain(t *testing.T) {
+	const bound = (1200.0 - 2) / 3600
+	for _, c := range []struct {
+		name   string
+		mods   Mods
+		length time.Duration
+		fall   float64 // measured, beyond the bound
+		falls  float64 // what the budget falls by, a second
+	}{
+		{name: "length unstated", fall: 58, falls: 58},
+		{name: "length known", length: time.Hour, falls: bound},
+		{name: "a route's, whose host's other routes spend it too", mods: Routed, falls: bound},
+	} {
+		w := New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Hour, Mods: c.mods})
+		w.win.length = c.length
+		reset := t0.Add(time.Hour)
+		q := func(rem float64) Report { return Report{Limit: 1200, Remaining: rem, Reset: reset} }
+		w.Observe(q(1200), t0, Seen{Horizon: 10 * time.Millisecond})
+		now := t0.Add(time.Second)
+		w.Observe(q(1140), now, Seen{Admitted: 2, Horizon: 10 * time.Millisecond}) // others: 58 in a second
+
+		assert.InDelta(t, -bound, w.drift.rate, 1e-3, "%s: the prediction to the reset is bounded (R34)", c.name)
+		assert.InDelta(t, c.fall, w.drift.fall, 1e-9, "%s: the drain measured beyond the bound", c.name)
+		before := w.Units()
+		w.Advance(now.Add(500*time.Millisecond), 0, 1)
+		assert.InDelta(t, c.falls/2, before-w.Units(), 0.01, "%s: half a second later", c.name)
+	}
+}
+
+// A drift no response confirmed halves every window (R36), and a window
+// whose length is unstated is at least its first answer's time to reset,
+// after its roll too: a client that waited out a spent window must enter
+// the next still knowing that others spend, not having halved their drain
+// every second of the wait.
+func TestADriftAgesByTheWindowsLowerBoundAfterItsRoll(t *testing.T) {
+	w := New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Hour})
+	reset := t0.Add(time.Minute)
+	q := func(rem float64) Report { return Report{Limit: 1200, Remaining: rem, Reset: reset} }
+	w.Observe(q(1200), t0, Seen{Horizon: 10 * time.Millisecond})
+	w.Observe(q(600), t0.Add(10*time.Second), Seen{Admitted: 10, Horizon: 10 * time.Millisecond})
+	require.Less(t, w.drift.rate, -1.0, "others spend")
+	drift := w.drift.rate
+
+	w.Advance(reset.Add(RollGuard), 0, 1) // the roll: the reset is no longer known
+	w.Advance(reset.Add(20*time.Second), 0, 1)
+	assert.Equal(t, time.Minute, w.length(), "the first answer's time to reset, after the roll")
+	assert.InDelta(t, drift/2, w.drift.rate, 1e-9, "70 s unconfirmed: halved once, not once a second")
+}

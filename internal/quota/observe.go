@@ -87,7 +87,7 @@ func (s *State) read(q *Report, now time.Time, seen *Seen) {
 
 // lessDrain is v less what others' measured spending took over age (R1).
 func (s *State) lessDrain(v float64, age time.Duration) float64 {
-	return max(v-max(-s.drift.rate, 0)*age.Seconds(), 0)
+	return max(v-s.others()*age.Seconds(), 0)
 }
 
 // setFigure sets the budget from a response's figure eff, read at now after
@@ -168,6 +168,7 @@ func (s *State) newWindow(q *Report, now time.Time, seen *Seen, eff float64) {
 	}
 	if !s.kind.refills() {
 		s.drift.rate = min(s.drift.rate, 0) // others' spending carries over (R38)
+		s.drift.fall = 0                    // R34
 		s.drift.base = baseline{at: now, budget: eff, admitted: seen.Admitted, unseen: seen.Unseen}
 	} else {
 		s.measureDrift(now, eff, seen.Admitted, seen.Unseen, seen.Horizon, false)

@@ -42,6 +42,10 @@ const (
 	// Fleet: spent by a fleet through a store of buckets: Shared from the
 	// start, no drift measured (R39).
 	Fleet
+	// Routed: a route's, whose host's other routes have limiters of ours
+	// that may spend it too (X's app quota): what others were measured
+	// to spend is held back at R34's bound alone (R34).
+	Routed
 )
 
 // Config describes a quota before anything is said about it.
@@ -93,6 +97,9 @@ type budget struct {
 	have   int64 // the budget
 	credit int64 // what of have the refill added since the last figure (R44)
 	keep   int64 // what a charge must leave of it besides the debt (R41)
+	// capped: others' part of keep is their most, othersMaxShare of the
+	// budget, which falls with it (R37)
+	capped bool
 	// drain is others' spending, milli-units a second, deducted by
 	// admission since from; room is what it may take unconfirmed (R37).
 	drain, room int64
@@ -200,7 +207,7 @@ func (s *State) forgetOthers() {
 		return
 	}
 	s.mods &^= Shared
-	s.drift.rate = max(s.drift.rate, 0)
+	s.drift.rate, s.drift.fall = max(s.drift.rate, 0), 0
 	s.budget.drain = 0
 }
 
@@ -216,10 +223,14 @@ func (s *State) reserve() float64 {
 // length is the window's length, or a lower bound while unlearnt: the time
 // from its first response to its reset; 0 when neither is known.
 func (s *State) length() time.Duration {
-	if s.win.length <= 0 && !s.first.at.IsZero() && s.win.reset.After(s.first.at) {
-		return s.win.reset.Sub(s.first.at)
+	if s.win.length > 0 || s.first.at.IsZero() {
+		return s.win.length
 	}
-	return s.win.length
+	reset := s.win.reset
+	if reset.IsZero() {
+		reset = s.first.reset // rolled
+	}
+	return max(reset.Sub(s.first.at), 0)
 }
 
 // reprobe is how long a spent refilling quota waits to look (R42, R46).
