@@ -26,52 +26,66 @@ func TestUncoordinatedClientsShareAQuotaFairly(t *testing.T) {
 	for _, n := range sizes {
 		synctest.Test(t, func(t *testing.T) {
 			srv := apisim.New(apisim.Config{Style: apisim.StyleGitHub, Limit: 1200, Window: time.Minute, Latency: 50 * time.Millisecond})
-			rt := srv.Transport()
-			ctx, cancel := context.WithCancel(context.Background())
 			start := time.Now()
-			end := start.Add(10 * time.Minute)
-			oks := make([]atomic.Int64, n)
-			var refusals atomic.Int64
-			var wg sync.WaitGroup
-			for c := range n {
-				client := &http.Client{Transport: NewTransport(rt)}
-				for range 4 {
-					wg.Go(func() {
-						for time.Now().Before(end) {
-							req, _ := http.NewRequestWithContext(ctx, "GET", "http://api.test/v1/x", nil)
-							resp, err := client.Do(req)
-							if err != nil {
-								refusals.Add(1)
-								if ctx.Err() == nil {
-									time.Sleep(time.Second)
-								}
-								continue
-							}
-							if resp.StatusCode == 200 {
-								oks[c].Add(1)
-							}
-							resp.Body.Close()
-						}
-					})
-				}
-			}
-			time.Sleep(end.Sub(start))
-			cancel()
-			wg.Wait()
-			var sum, sq float64
-			for i := range oks {
-				x := float64(oks[i].Load())
-				sum += x
-				sq += x * x
-			}
+			oks := runUncoordinated(n, 4, 10*time.Minute, srv.Transport)
 			st := srv.Stats()
-			goodput, jain := float64(st.OK)/srv.Capacity(start, end), sum*sum/(float64(n)*sq)
-			t.Logf("n=%d goodput %.3f 429s %d (%.2f%%) refusals %d jain %.2f", n, goodput, st.Throttled, 100*float64(st.Throttled)/float64(st.Requests), refusals.Load(), jain)
+			goodput, jain := float64(st.OK)/srv.Capacity(start, time.Now()), jainIndex(oks)
+			t.Logf("n=%d goodput %.3f 429s %d (%.2f%%) jain %.2f", n, goodput, st.Throttled, 100*float64(st.Throttled)/float64(st.Requests), jain)
 			assert.GreaterOrEqual(t, goodput, 0.80, "of the quota, together")
 			assert.LessOrEqual(t, float64(st.Throttled), 0.02*float64(st.Requests), "429s")
 			assert.GreaterOrEqual(t, jain, 0.90, "fairness (Jain's index)")
 		})
 	}
+}
+
+// runUncoordinated runs n clients of workers each, every one its own
+// Transport over the base transport of its own that base returns, for d,
+// and returns each client's successes.
+func runUncoordinated(n, workers int, d time.Duration, base func() http.RoundTripper) []int64 {
+	ctx, cancel := context.WithCancel(context.Background())
+	end := time.Now().Add(d)
+	oks := make([]atomic.Int64, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		client := &http.Client{Transport: NewTransport(base())}
+		for range workers {
+			wg.Go(func() {
+				for time.Now().Before(end) {
+					req, _ := http.NewRequestWithContext(ctx, "GET", "http://api.test/v1/x", nil)
+					resp, err := client.Do(req)
+					if err != nil {
+						if ctx.Err() == nil {
+							time.Sleep(time.Second)
+						}
+						continue
+					}
+					if resp.StatusCode == http.StatusOK {
+						oks[i].Add(1)
+					}
+					resp.Body.Close()
+				}
+			})
+		}
+	}
+	time.Sleep(time.Until(end))
+	cancel()
+	wg.Wait()
+	out := make([]int64, n)
+	for i := range oks {
+		out[i] = oks[i].Load()
+	}
+	return out
+}
+
+// jainIndex is Jain's fairness index of xs: 1 when all are equal, 1/n
+// when one has everything.
+func jainIndex(xs []int64) float64 {
+	var sum, sq float64
+	for _, x := range xs {
+		sum += float64(x)
+		sq += float64(x) * float64(x)
+	}
+	return sum * sum / (float64(len(xs)) * sq)
 }
 
 // lateTap counts the 429s a client meets on requests sent after its first
@@ -119,45 +133,13 @@ func TestUncoordinatedClientsOnAWindowOfUnstatedLength(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%s/%d per %v", c.style, c.limit, c.window), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				const n = 50
 				srv := apisim.New(apisim.Config{Style: c.style, Limit: c.limit, Window: c.window, Latency: c.latency})
-				ctx, cancel := context.WithCancel(context.Background())
-				end := time.Now().Add(10 * time.Minute)
-				oks := make([]atomic.Int64, n)
 				var late atomic.Int64
-				var wg sync.WaitGroup
-				for i := range n {
-					client := &http.Client{Transport: NewTransport(&lateTap{base: srv.Transport(), late: &late})}
-					for range 4 {
-						wg.Go(func() {
-							for time.Now().Before(end) {
-								req, _ := http.NewRequestWithContext(ctx, "GET", "http://api.test/v1/x", nil)
-								resp, err := client.Do(req)
-								if err != nil {
-									if ctx.Err() == nil {
-										time.Sleep(time.Second)
-									}
-									continue
-								}
-								if resp.StatusCode == http.StatusOK {
-									oks[i].Add(1)
-								}
-								resp.Body.Close()
-							}
-						})
-					}
-				}
-				time.Sleep(time.Until(end))
-				cancel()
-				wg.Wait()
-				var sum, sq float64
-				for i := range oks {
-					x := float64(oks[i].Load())
-					sum += x
-					sq += x * x
-				}
+				oks := runUncoordinated(50, 4, 10*time.Minute, func() http.RoundTripper {
+					return &lateTap{base: srv.Transport(), late: &late}
+				})
 				st := srv.Stats()
-				jain := sum * sum / (n * sq)
+				jain := jainIndex(oks)
 				t.Logf("OK %d of the first window's %d, late 429s %d of %d requests, Jain %.3f", st.OK, c.limit, late.Load(), st.Requests, jain)
 				assert.LessOrEqual(t, float64(late.Load()), 0.01*float64(st.Requests), "429s after each client's first response")
 				assert.GreaterOrEqual(t, jain, 0.95, "fairness (Jain's index)")
