@@ -148,3 +148,29 @@ func TestUncoordinatedClientsOnAWindowOfUnstatedLength(t *testing.T) {
 		})
 	}
 }
+
+// Replicas without a Store on one token bucket whose headers state its
+// refill (IETF-style, time to full): each read the whole refill as its own
+// and paced at it, so twenty of them refused 41% of their requests. Each
+// now spends its share of the refill, its own spending over everyone's,
+// measured net of the refill the bucket states (R44).
+func TestUncoordinatedClientsOnATokenBucket(t *testing.T) {
+	for _, n := range []int{5, 20} {
+		t.Run(fmt.Sprintf("%d clients", n), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := apisim.New(apisim.Config{Style: apisim.StyleIETF, Algorithm: apisim.TokenBucket, Limit: 1200, Window: time.Minute, Latency: 50 * time.Millisecond})
+				var late atomic.Int64
+				start := time.Now()
+				oks := runUncoordinated(n, 4, 5*time.Minute, func() http.RoundTripper {
+					return &lateTap{base: srv.Transport(), late: &late}
+				})
+				st := srv.Stats()
+				goodput, jain := float64(st.OK)/srv.Capacity(start, time.Now()), jainIndex(oks)
+				t.Logf("goodput %.3f, late 429s %d of %d requests, Jain %.3f", goodput, late.Load(), st.Requests, jain)
+				assert.LessOrEqual(t, float64(late.Load()), 0.01*float64(st.Requests), "429s after each client's first response")
+				assert.GreaterOrEqual(t, jain, 0.95, "fairness (Jain's index)")
+				assert.GreaterOrEqual(t, goodput, 0.9, "of the bucket's capacity, together")
+			})
+		})
+	}
+}

@@ -145,7 +145,7 @@ func (s *State) spread(now time.Time, unit, avail float64) float64 {
 	span, safety, prev := s.spanAt(now), s.cfg.Safety, s.pace.rate
 	rate := safety * avail / span
 	if s.kind.refills() {
-		rate = safety * (avail + s.drift.rate*span) / span
+		rate = safety * (avail + s.refill()*span) / span
 	} else if others := -s.drift.rate; others > 0 && prev > 0 && avail/span > rushFactor*prev {
 		share := prev / (prev + others)
 		rate = min(rate, safety*(prev+share*(avail/span-prev)))
@@ -165,14 +165,14 @@ func (s *State) planSpent(now time.Time, unit, avail float64) planned {
 	case !due.IsZero() && (reset.IsZero() || due.Before(reset)):
 		p.wake = due
 	case s.drift.rate > 0 && (s.kind.refills() || reset.IsZero()):
-		p.wake = now.Add(time.Duration((unit - avail) / (s.cfg.Safety * s.drift.rate) * float64(time.Second)))
+		p.wake = now.Add(time.Duration((unit - avail) / (s.cfg.Safety * s.refill()) * float64(time.Second)))
 		if look := now.Add(s.reprobe()); look.Before(p.wake) && s.kind != ToFull {
 			p.wake, p.due = look, look // the measure may be low: look
 		}
 		if !reset.IsZero() {
 			p.wake = earlier(p.wake, reset)
 		}
-		p.rate = max(s.cfg.Safety*s.drift.rate, minRate)
+		p.rate = max(s.cfg.Safety*s.refill(), minRate)
 	case !reset.IsZero() && (!s.kind.refills() || s.look.refused):
 		p.wake = reset.Add(RollGuard)
 		if p.wake.Sub(now) > s.cfg.MaxDelay && !s.explains(now) { // R32

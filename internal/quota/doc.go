@@ -60,7 +60,7 @@
 //   - R32 A reset no stated or learnt length explains (within 5% and a second) is believed only up to MaxDelay; then one request looks.
 //
 // Others' spending and refill (the drift):
-//   - R33 The drift is the gap between a figure and the baseline less our spending since, beyond the noise of what was in flight at either end, over at least 2 horizons, 250 ms and a tenth of the window (not for the first measure of a quota just seen shared); a refill only of a quota known to refill: a higher figure of one that counts down is overtaken (R11).
+//   - R33 The drift is the gap between a figure and the baseline less our spending since, beyond the noise of what was in flight at either end, over at least 2 horizons, 250 ms and a tenth of the window (not for the first measure of a quota just seen shared, nor of a bucket that states its refill); a refill only of a quota known to refill: a higher figure of one that counts down is overtaken (R11).
 //   - R34 A drain is at most what the quota's long-run rate leaves us (above it the baseline erred); only between answers, while the window's length is unknown, does the budget fall by the drain as measured: fifty clients spend an hour's window in 20 s. Not a route's quota our other routes spend (Routed): theirs waits on our callers.
 //   - R35 A quota is shared when a drain is measured, a figure is a unit below the budget (beyond what feeding limiters have out), or a request quota refuses with budget left.
 //   - R36 A drift no response confirmed halves every window (a second at least; one of unstated length is its first answer's time to reset, after its roll too); a stated refill does not age: others' old burst must not hold us back for ever, nor a wait for the reset wipe what others spend.
@@ -73,7 +73,7 @@
 //   - R41 A charge keeps the token reserve, a unit of a quota that refills, and others' drain until the reset (at most 0.9 of the budget): each client's floor is a tenth.
 //   - R42 A refilling quota is spread to its reset with what refills, at least a unit per span, and, its refill unstated, a unit per max(1 s, window/20): only answers show the refill.
 //   - R43 A shared quota is spread to its reset; past 5 times the last pace each claims its share of the surplus; a unit per max(1 s, window/20) while 2 are left: two clients taking what is left at once take it twice.
-//   - R44 A ToFull or leaky bucket nobody else spends from lets what its last figure said is left go at once, and paces only its refill: credited at once, a shared refill is spent twice.
+//   - R44 A ToFull or leaky bucket nobody else spends from lets what its last figure said is left go at once, and paces only its refill: credited at once, a shared refill is spent twice. Of a ToFull bucket others spend from (a figure short of the last one topped up by the stated refill, less ours and a unit of rounding), the client's part of the refill is its share, its spending over everyone's: each read the whole as its own.
 //   - R45 A fixed window others spend from builds what is left beyond their use and each client's tenth up as burst capacity (not level), in the bucket at once on its first spread.
 //   - R46 A spent quota wakes at a look due first, else when its refill holds a unit (looking sooner if that is a reprobe away), at its reset + 10 ms (one that refills too once a refusal left it nothing: the refusal's reset is when it has room), or looks after a reprobe (1 s without a reset).
 //

@@ -10,10 +10,15 @@ import (
 // it goes (R33-R39).
 type drift struct {
 	rate float64
-	// fall is others' spending as measured while the window's length is
-	// unknown, units a second (≥ 0): rate's drain is bounded (R34), but
-	// between answers the budget falls by this, if more (others).
-	fall     float64
+	// fall is others' spending as measured, units a second (≥ 0): of a
+	// window whose length is unknown, where rate's drain is bounded but
+	// the budget falls between answers by this, if more (others, R34);
+	// or of a bucket's stated refill, which gives our share of it
+	// (measureShare, refill, R44).
+	fall float64
+	// ours is our own spending over the last span a bucket that states
+	// its refill was measured over, units a second (measureShare).
+	ours     float64
 	at       time.Time // applied to the budget up to here
 	measured time.Time // when a response last measured it (R36)
 	base     baseline
@@ -43,13 +48,9 @@ const (
 // the first measure of a quota just seen shared.
 func (s *State) measureDrift(now time.Time, eff, admitted, unseen float64, horizon time.Duration, first bool) {
 	d := &s.drift
-	if s.kind == ToFull {
-		d.base.at = time.Time{} // the responses state the refill (R22)
-		return
-	}
 	span := now.Sub(d.base.at)
 	minSpan := max(2*horizon, minDriftSpan)
-	if s.win.length > 0 && !first {
+	if s.win.length > 0 && !first && s.kind != ToFull {
 		minSpan = max(minSpan, s.win.length/10)
 	}
 	if d.base.at.IsZero() {
@@ -57,6 +58,10 @@ func (s *State) measureDrift(now time.Time, eff, admitted, unseen float64, horiz
 		return
 	}
 	if span < minSpan {
+		return
+	}
+	if s.kind == ToFull {
+		s.measureShare(now, eff, admitted, unseen, span)
 		return
 	}
 	gap := eff - (d.base.budget - (admitted - d.base.admitted))
@@ -84,6 +89,38 @@ func (s *State) measureDrift(now time.Time, eff, admitted, unseen float64, horiz
 		s.mods |= Shared
 	}
 	d.measured = now
+}
+
+// measureShare measures what others spend of a bucket that states its
+// refill (ToFull), whose drift is the refill the responses state (R22):
+// the figure's shortfall from the baseline topped up by the refill, less
+// ours and beyond what was in flight, is theirs (R44). It measures ours
+// over the same span, and starts the next span here.
+func (s *State) measureShare(now time.Time, eff, admitted, unseen float64, span time.Duration) {
+	d := &s.drift
+	ours := max(admitted-d.base.admitted, 0)
+	expect := min(d.base.budget+max(d.rate, 0)*span.Seconds(), s.Limit()) - ours
+	noise := unseen + 1 // what is in flight, and the figures' rounding to a unit
+	if s.cfg.Tokens {
+		noise += estimateError * ours // costs are estimates
+	}
+	d.fall = max(expect-eff-noise, 0) / span.Seconds()
+	d.ours = ours / span.Seconds()
+	if d.fall > 0 {
+		s.mods |= Shared
+	}
+	d.base = baseline{at: now, budget: eff, admitted: admitted, unseen: unseen}
+}
+
+// refill is what of the drift's refill this client may spend, units a
+// second: of a bucket others are measured spending from, its share, its
+// own spending over everyone's (R44).
+func (s *State) refill() float64 {
+	d := &s.drift
+	if s.kind == ToFull && d.fall > 0 && d.ours > 0 {
+		return d.rate * d.ours / (d.ours + d.fall)
+	}
+	return d.rate
 }
 
 // maxDrain bounds what others can be spending, units a second, given that
@@ -125,7 +162,7 @@ func (s *State) ageDrift(now time.Time) {
 func (s *State) applyDrift(now time.Time) {
 	d, b := &s.drift, &s.budget
 	if d.rate != 0 && !d.at.IsZero() && now.After(d.at) && !s.look.out && s.known {
-		v := d.rate * now.Sub(d.at).Seconds() // R37
+		v := s.refill() * now.Sub(d.at).Seconds() // R37
 		if d.rate < 0 {
 			v = -s.others() * now.Sub(d.at).Seconds()
 		}

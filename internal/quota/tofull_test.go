@@ -142,3 +142,30 @@ func TestResetMovingInStepWithSpendingIsABucket(t *testing.T) {
 		})
 	}
 }
+
+// Five clients on one bucket of 20 a second each read its refill from
+// their own answers, and each credited all of it: spent five times over,
+// 7% of their requests were refused. What a figure falls short of the
+// baseline topped up by the refill (a full bucket holds no more), less
+// ours and a unit of rounding, is others' spending; the client's part of
+// the refill is its share, its spending over everyone's (R44).
+func TestASharedBucketsRefillIsSplitByShare(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		base, eff  float64
+		ours       float64
+		fall, part float64
+	}{
+		{name: "others spent 15 of it", base: 1000, eff: 1000, ours: 4, fall: 15, part: 20 * 4.0 / 19},
+		{name: "a lone client's figure, rounded down", base: 1000, eff: 1015, ours: 4, part: 20},
+		{name: "a full bucket holds no more", base: 1195, eff: 1196, ours: 4, part: 20},
+	} {
+		w := New(Config{Name: "requests", Safety: 0.9, MaxDelay: time.Hour})
+		w.kind, w.drift.rate, w.size.limit = ToFull, 20, 1200
+		w.drift.base = baseline{at: t0, budget: c.base, admitted: 100}
+		w.measureDrift(t0.Add(time.Second), c.eff, 100+c.ours, 0, 10*time.Millisecond, false)
+		assert.InDelta(t, c.fall, w.drift.fall, 1e-9, "%s: others' spending, a second", c.name)
+		assert.InDelta(t, c.part, w.refill(), 1e-9, "%s: the refill ours to spend, a second", c.name)
+		assert.Equal(t, c.fall > 0, w.shared(), "%s: shared", c.name)
+	}
+}
