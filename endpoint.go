@@ -194,7 +194,7 @@ func (e *endpoints) acquireHostLocked(u *urlParts) *endpoint {
 // acquireBucket returns the shared endpoint of a server-named bucket,
 // creating it on first use.
 func (e *endpoints) acquireBucket(b binding) *endpoint {
-	return e.acquire(b.key, &spec{bucket: b.name, route: b.route})
+	return e.acquire(b.key, b.spec())
 }
 
 // peek returns the endpoint for key without creating it or counting a
@@ -241,7 +241,7 @@ func (e *endpoints) create(key string, sp *spec) *endpoint {
 func (e *endpoints) teachBucket(b binding, from *Adaptive, m *response.Meaning) {
 	ep := e.peek(b.key)
 	if ep == nil {
-		fresh := e.newEndpoint(b.key, &spec{bucket: b.name, route: b.route})
+		fresh := e.newEndpoint(b.key, b.spec())
 		fresh.lim.feed(from)
 		fresh.lim.learnOther(m) // before anyone else can see it
 		if ep = e.insert(fresh, clockNow(), 0); ep == fresh {
@@ -462,6 +462,9 @@ type binding struct {
 	name  string // the name the server gave, or the route's template
 	route bool   // a route's own limiter (routeBinding), not a server-named bucket's
 }
+
+// spec is what the endpoint of b's limiter is made from.
+func (b binding) spec() *spec { return &spec{bucket: b.name, route: b.route} }
 
 // routeKey identifies the part of an endpoint's traffic a server-named bucket
 // was learned for: the first path segment (GitHub's resources split there:

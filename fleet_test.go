@@ -165,12 +165,12 @@ func TestSaturatedFleetSpendsTheQuotaFairly(t *testing.T) {
 					}
 				}
 				wg.Wait()
-				var sum, sq float64
+				oks, sum := make([]int64, replicas), 0.0
 				for i := range ok {
-					v := float64(ok[i].Load())
-					sum, sq = sum+v, sq+v*v
+					oks[i] = ok[i].Load()
+					sum += float64(oks[i])
 				}
-				jain := sum * sum / (float64(replicas) * sq)
+				jain := jainIndex(oks)
 				goodput := sum / srv.Capacity(start, end)
 				late := lateThrottles(srv, start, cfg.Latency)
 				t.Logf("%d replicas: goodput %.3f, Jain %.3f, %d late 429s", replicas, goodput, jain, late)
